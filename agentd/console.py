@@ -1,0 +1,74 @@
+"""Human-readable lines for events, for ``agentd run`` and ``agentd demo``."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from typing import Any, TextIO
+
+
+def _clock(event: dict[str, Any]) -> str:
+    try:
+        ts = datetime.fromisoformat(str(event.get("timestamp", "")).replace("Z", "+00:00"))
+        return ts.astimezone().strftime("%H:%M:%S")
+    except ValueError:
+        return "--:--:--"
+
+
+def describe(event: dict[str, Any]) -> str | None:
+    """One line for the events a person watching a run cares about (None: skip)."""
+    name = event.get("event")
+    s = event.get("session")
+    if name == "unit.state":
+        if event.get("error"):
+            return f"internal error: {event['error']}"
+        to, why = event.get("to"), event.get("reason") or ""
+        if to in ("backoff", "paused", "done", "failed", "stalled", "stopped"):
+            return f"{to}" + (f" ({why})" if why else "")
+        return None
+    if name == "session.start":
+        return f"session {s} started, pid {event.get('pid')}"
+    if name == "session.bootstrap":
+        warn = event.get("warnings") or []
+        extra = f", {len(warn)} warning(s): {'; '.join(warn)[:200]}" if warn else ""
+        return f"session {s} bootstrap: {event.get('tokens')} tokens{extra}"
+    if name == "session.inject":
+        return f"session {s} injected by {event.get('mode')} ({event.get('bytes')} bytes)"
+    if name == "session.sentinel":
+        if event.get("error"):
+            return f"sentinel {event.get('name')}: {event['error']}"
+        return f"session {s} sentinel {event.get('name')} -> {event.get('action')}: " \
+               f"{str(event.get('line', ''))[:80]!r}"
+    if name in ("session.kill", "session.orphan_killed"):
+        what = "left-over processes" if name == "session.orphan_killed" else "processes"
+        return f"session {s} {what}: SIG{event.get('signal')} to {event.get('pids')}"
+    if name == "session.exit":
+        how = event.get("error") or (
+            f"exit {event['code']}" if event.get("code") is not None
+            else f"signal {event.get('signal')}"
+        )
+        return f"session {s} ended after {event.get('duration_s')}s: {how} " \
+               f"(reason {event.get('reason')})"
+    return None
+
+
+class Console:
+    def __init__(self, stream: TextIO | None = None, *, quiet: bool = False) -> None:
+        self.stream = stream or sys.stderr
+        self.quiet = quiet
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if self.quiet:
+            return
+        line = describe(event)
+        if line:
+            self.say(f"{_clock(event)} {event.get('unit', '')}: {line}")
+
+    def say(self, text: str, *, always: bool = False) -> None:
+        """Print a line; a closed stream (``| head``) silences the console, nothing else."""
+        if self.quiet and not always:
+            return
+        try:
+            print(text, file=self.stream, flush=True)
+        except (BrokenPipeError, ValueError, OSError):
+            self.quiet = True

@@ -1,0 +1,17 @@
+"""``agentctl``: control a running agentd over its socket (SPEC 8, 9)."""
+
+from __future__ import annotations
+
+import click
+
+from agentd import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="agentctl")
+def main() -> None:
+    """Control agentd units: status, start, stop, restart, logs, state."""
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

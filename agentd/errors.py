@@ -1,0 +1,51 @@
+"""The project's exceptions: each carries the context a user needs to act.
+
+Errors are raised where the fact is known (file, line, key path, unit, pid)
+and travel unchanged to the CLI, which prints ``str(error)``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class AgentdError(Exception):
+    """Base of every error agentd reports to a user."""
+
+
+class UnitError(AgentdError):
+    """A unit file is invalid: ``units/a.yaml:4: restart.dealy: unknown key``."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: Path | str | None = None,
+        line: int | None = None,
+        key: str | None = None,
+    ) -> None:
+        self.message = message
+        self.file = str(file) if file is not None else None
+        self.line = line
+        self.key = key
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file:
+            where = self.file + (f":{self.line}" if self.line else "") + ": "
+        key = f"{self.key}: " if self.key else ""
+        return f"{where}{key}{self.message}"
+
+
+class SpawnError(AgentdError):
+    """The agent command could not be started (missing binary, bad workdir...)."""
+
+    def __init__(self, message: str, *, unit: str | None = None, argv: list[str] | None = None):
+        self.unit = unit
+        self.argv = argv
+        super().__init__(f"{unit}: {message}" if unit else message)
+
+
+class PathError(AgentdError):
+    """A place agentd needs (home, socket, logs) is unusable; names the path."""

@@ -1,0 +1,98 @@
+"""Events: one JSON object per line in ``logs/agentd.jsonl`` (SPEC 6).
+
+Written with structlog, without touching its global configuration (tests and
+the daemon may hold several ``EventLog`` values). Besides the file, listeners
+receive each event dict: ``agentd run`` prints them for people, tests assert
+on them, the control server will stream them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+import structlog
+
+# Event names (SPEC 6); kept here so a typo is a NameError, not a silent new event.
+DAEMON_START = "daemon.start"
+DAEMON_STOP = "daemon.stop"
+DAEMON_RELOAD = "daemon.reload"
+UNIT_LOADED = "unit.loaded"
+UNIT_INVALID = "unit.invalid"
+UNIT_STATE = "unit.state"
+UNIT_NOTIFY = "unit.notify"
+SESSION_START = "session.start"
+SESSION_BOOTSTRAP = "session.bootstrap"
+SESSION_INJECT = "session.inject"
+SESSION_SENTINEL = "session.sentinel"
+SESSION_KILL = "session.kill"
+SESSION_EXIT = "session.exit"
+SESSION_ORPHAN_KILLED = "session.orphan_killed"
+
+Listener = Callable[[dict[str, Any]], None]
+Redact = Callable[[str], str]
+
+
+def _head_first(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+    """timestamp, level, event, unit, session first: easier to read with ``tail -f``."""
+    head = ("timestamp", "level", "event", "unit", "session")
+    ordered = {k: event[k] for k in head if k in event}
+    ordered.update((k, v) for k, v in event.items() if k not in ordered)
+    return ordered
+
+
+class EventLog:
+    """Emits events to a JSON-lines file (optional) and to listeners."""
+
+    def __init__(self, path: Path | None = None, *, redact: Redact | None = None) -> None:
+        self.path = path
+        self._redact = redact
+        self._listeners: list[Listener] = []
+        self._file: TextIO | None = None
+        if path is not None:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._file = path.open("a", encoding="utf-8", buffering=1)
+        processors: list[Any] = [
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            self._scrub,
+            _head_first,
+            self._fan_out,
+            structlog.processors.JSONRenderer(sort_keys=False),
+        ]
+        sink = structlog.WriteLogger(self._file) if self._file else structlog.ReturnLogger()
+        self._log = structlog.wrap_logger(sink, processors=processors)
+
+    def set_redact(self, redact: Redact | None) -> None:
+        self._redact = redact
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def emit(self, event: str, *, level: str = "info", **fields: Any) -> None:
+        fields = {k: v for k, v in fields.items() if v is not None or k in ("pid", "code")}
+        getattr(self._log, level)(event, **fields)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def _scrub(self, _logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+        if self._redact is not None:
+            for key, value in event.items():
+                if isinstance(value, str) and key not in ("event", "timestamp", "level"):
+                    event[key] = self._redact(value)
+        return event
+
+    def _fan_out(self, _logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+        for listener in list(self._listeners):
+            try:
+                listener(dict(event))
+            except Exception:
+                # A listener that fails (a closed console pipe, a gone client)
+                # is dropped: it must never break the supervisor's loop.
+                self._listeners.remove(listener)
+        return event

@@ -1,0 +1,60 @@
+"""A unit's session history on disk: ``logs/UNIT/history.jsonl``.
+
+One JSON line per event of a session's life (``start`` and ``end``), appended
+and flushed at once, so session numbers and history survive a daemon restart
+or a ``kill -9`` (the last ``start`` without an ``end`` shows what was running).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+TAIL_BYTES = 256 * 1024
+
+
+@dataclass
+class History:
+    path: Path
+
+    def append(self, record: dict[str, Any]) -> None:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line.encode("utf-8"))
+        finally:
+            os.close(fd)
+
+    def recent(self, limit: int = 1000) -> list[dict[str, Any]]:
+        """The newest records (read from the end of the file), oldest first."""
+        try:
+            with self.path.open("rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                f.seek(max(0, size - TAIL_BYTES))
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        lines = data.split(b"\n")
+        if len(data) < size:
+            lines = lines[1:]  # the first line may be cut
+        out: list[dict[str, Any]] = []
+        for raw in lines:
+            if raw.strip():
+                try:
+                    out.append(json.loads(raw))
+                except ValueError:
+                    continue  # a torn last line after a crash is skipped, not fatal
+        return out[-limit:]
+
+    def last_session(self) -> int:
+        return max((int(r.get("session", 0)) for r in self.recent()), default=0)
+
+    def last_end(self) -> dict[str, Any] | None:
+        for record in reversed(self.recent()):
+            if record.get("kind") == "end":
+                return record
+        return None

@@ -1,0 +1,65 @@
+"""Where agentd keeps things (SPEC 2): one ``Paths`` value, resolved once.
+
+With ``AGENTD_HOME`` (or ``--home``) everything lives under it; otherwise the
+XDG base directories are used. ``AGENTD_SOCKET`` overrides the socket path.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentd.errors import PathError
+
+# sun_path is 108 bytes on Linux and 104 on macOS, including the final NUL.
+MAX_SOCKET_PATH = 103 if sys.platform == "darwin" else 107
+
+
+@dataclass(frozen=True)
+class Paths:
+    units: Path
+    logs: Path
+    run: Path
+    socket: Path
+
+    @classmethod
+    def resolve(cls, home: str | Path | None = None, env: Mapping[str, str] | None = None) -> Paths:
+        env = os.environ if env is None else env
+        home = home or env.get("AGENTD_HOME")
+        if home:
+            root = Path(home).expanduser().absolute()
+            paths = cls(root / "units", root / "logs", root / "run", root / "run" / "agentd.sock")
+        else:
+            user = Path.home()
+            config = Path(env.get("XDG_CONFIG_HOME") or user / ".config") / "agentd"
+            state = Path(env.get("XDG_STATE_HOME") or user / ".local" / "state") / "agentd"
+            runtime = env.get("XDG_RUNTIME_DIR")
+            run = Path(runtime) / "agentd" if runtime else state / "run"
+            paths = cls(config / "units", state / "logs", state / "run", run / "agentd.sock")
+        if env.get("AGENTD_SOCKET"):
+            paths = cls(paths.units, paths.logs, paths.run, Path(env["AGENTD_SOCKET"]).absolute())
+        return paths
+
+    def unit_logs(self, unit: str) -> Path:
+        return self.logs / unit
+
+    @property
+    def events_file(self) -> Path:
+        return self.logs / "agentd.jsonl"
+
+    def check_socket(self) -> None:
+        """A socket path the OS cannot bind is an error that names it."""
+        if len(os.fsencode(self.socket)) > MAX_SOCKET_PATH:
+            raise PathError(
+                f"socket path is too long for this OS ({len(os.fsencode(self.socket))} bytes, "
+                f"max {MAX_SOCKET_PATH}): {self.socket}; set AGENTD_SOCKET to a shorter path"
+            )
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) with mode 0700 if missing."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path

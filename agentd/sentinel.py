@@ -1,0 +1,469 @@
+"""The line matcher: raw pty bytes in, sentinel hits out (SPEC section 3).
+
+Pure: no I/O, no clock. A session feeds every pty read to ``LineMatcher.feed``
+and acts on the returned hits.
+
+Pipeline of one ``feed``::
+
+    bytes -> incremental UTF-8 decode -> escape/control sequences rewritten
+          -> lines -> echo filter -> ``rule.pattern.search(line)`` per rule
+
+Every escape or control sequence becomes one of three things: a line break
+(CR, LF, line/screen erase, vertical or absolute cursor moves), one space
+(horizontal cursor moves: TUIs skip blank cells that way) or nothing (SGR and
+every other sequence). Empty lines are never matched.
+
+The result does not depend on how the stream is cut into chunks: an escape
+sequence cut at a chunk end is carried over (at most ~90 characters), an OSC
+or DCS string is skipped by a flag rather than buffered (so its length costs
+no memory), and the pending line keeps only its newest ``max_line_chars``
+characters, whatever the chunking.
+
+Speed: the rewrite is four ``re.sub`` passes with constant replacements and
+one ``bytes.translate``, so C does the work; chunks without ESC skip the
+passes. Each rule first searches all complete lines of a chunk at once and
+only looks at single lines when that finds something.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from agentd.tokens import count_cjk
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    pattern: re.Pattern[str]
+    action: str = "restart"
+    echo_check: bool = True
+
+
+@dataclass(frozen=True)
+class Hit:
+    rule: Rule
+    line: str
+    groups: dict[str, str]
+
+
+# --- the escape grammar ------------------------------------------------------
+# Every ESC starts a sequence, and no sequence contains an ESC, so the extent
+# of each sequence is decided by the characters right after its ESC. The
+# bounds keep the carried-over prefix of a cut sequence small. Parameter,
+# intermediate and final bytes are disjoint ranges, so the possessive repeats
+# (``{0,64}+``: no backtracking, several times faster) change no result.
+_CSI_REST = r"\[[0-?]{0,64}+[ -/]{0,16}+"  # after ESC; then one final byte in @-~
+_CSI = r"\x1b" + _CSI_REST
+_BODY = r"[^\x07\x18\x1a\x1b]*+"  # OSC/DCS/SOS/PM/APC text: ends at BEL, CAN, SUB or ESC
+_STRINGS = re.compile(r"\x1b[\]PX^_]" + _BODY + r"\x07?")
+_BREAKS = re.compile(_CSI + r"[ABEFHJKLMSTdef]|\x1b[DEM]")
+_SPACES = re.compile(_CSI + r"[CDGIZ`a]")
+_DROPS = re.compile(r"\x1b(?:" + _CSI_REST + r"[@-~]|[ -/]{0,8}+[0-~])?")
+# The tail of a chunk that more input could still turn into another sequence.
+_INCOMPLETE = re.compile(r"\x1b(?:" + _CSI_REST + r"|[ -/]{0,8}+)?")
+_OPEN_STRING = re.compile(r"\x1b[\]PX^_]" + _BODY)
+_STRING_REST = re.compile(_BODY + r"\x07?")
+# Single control characters: CR, VT, FF break the line, TAB is a space, the
+# rest of C0 and C1 is dropped.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_VT_FF = re.compile(r"[\x0b\x0c]")
+_ASCII_MAP = bytes.maketrans(b"\r\x0b\x0c\t", b"\n\n\n ")
+_ASCII_DROP = bytes(range(0x09)) + bytes(range(0x0E, 0x20)) + b"\x7f"
+
+
+def _controls(text: str) -> str:
+    if text.isascii():  # bytes.translate: one C pass, ~10x faster than a regex scan
+        return text.encode("ascii").translate(_ASCII_MAP, _ASCII_DROP).decode("ascii")
+    text = text.replace("\r", "\n").replace("\t", " ")
+    if _CONTROLS.search(text):
+        text = _CONTROLS.sub("", _VT_FF.sub("\n", text))
+    return text
+
+
+def _rewrite(text: str) -> str:
+    """``text`` with each sequence turned into LF (break), space, or nothing.
+
+    ``text`` must not end inside a sequence (the matcher carries such a tail
+    over to the next chunk). LF is the only line break in the result.
+    """
+    if "\x1b" in text:
+        # Strings go first: their text may hold anything but ESC, so a later
+        # LF or TAB must not land inside one. The replacements (NUL, dropped
+        # at the end; LF; TAB, a space at the end) cannot extend a CSI or an
+        # ESC sequence, so each pass sees the sequences of the original text.
+        text = _STRINGS.sub("\x00", text)
+        text = _BREAKS.sub("\n", text)
+        text = _SPACES.sub("\t", text)
+        text = _DROPS.sub("", text)
+    return _controls(text)
+
+
+def strip_ansi(data: str) -> list[str]:
+    """The non-empty lines a complete string shows once escapes are rewritten."""
+    return [line for line in _rewrite(data).split("\n") if line]
+
+
+# --- echo of injected text ----------------------------------------------------
+_WORD = re.compile(r"\w+")
+_ECHO_SLACK = 256  # normalised chars an echo line may skip (lines a TUI drops)
+_ECHO_PATIENCE = 1000  # non-echo lines in a row before we stop expecting echo
+_REDRAW_MIN = 8  # shorter echo lines are too common to remember as redraws
+_REDRAW_MAX = 4096  # bound on remembered echo lines
+
+
+def _normalise(text: str) -> str:
+    return "".join(_WORD.findall(text)).casefold()
+
+
+class _EchoFilter:
+    """Recognises output lines that only echo text agentd injected.
+
+    Trade-off: injected text is consumed in order. A line is echo if its word
+    characters occur in the injected text at most ``_ECHO_SLACK`` characters
+    past the cursor; the cursor then moves past it. So an echo of a bootstrap
+    that mentions "Compacting conversation" does not restart the agent, while
+    the same words printed later by the agent do hit: by then the cursor has
+    moved past the mention. What this costs: (a) while echo is expected, a
+    genuine sentinel whose words happen to come next in the injected text is
+    taken for echo once; (b) output that decorates the echo with words of its
+    own on the same line is not echo and is matched normally. Expectation ends
+    when the cursor reaches the end, or after ``_ECHO_PATIENCE`` non-echo lines
+    in a row (the TUI folded the text away, e.g. "[Pasted text +40 lines]").
+    TUIs also redraw a prompt they already showed, after the cursor went past
+    it; lines consumed as echo are remembered, and a later line equal to one of
+    them (in normalised form) is echo too. A genuine sentinel line is only lost
+    that way if the injected text held that whole line, word for word.
+    """
+
+    def __init__(self) -> None:
+        self._want = ""
+        self._pos = 0
+        self._misses = 0
+        self._seen: set[str] = set()
+
+    @property
+    def active(self) -> bool:
+        return self._pos < len(self._want)
+
+    def expect(self, text: str) -> None:
+        self._want = self._want[self._pos :] + _normalise(text)
+        self._pos = 0
+        self._misses = 0
+
+    def consume(self, line: str) -> bool:
+        """Is this completed line echo? Moves the cursor past it if so."""
+        norm = _normalise(line)
+        if not norm:
+            return False
+        if self.active:
+            at = self._near_cursor(norm)
+            if at >= 0:
+                self._pos = at + len(norm)
+                self._misses = 0
+                self._remember(norm)
+                return True
+            self._misses += 1
+            if self._misses > _ECHO_PATIENCE:
+                self._want, self._pos = "", 0
+        return norm in self._seen
+
+    def peek(self, line: str) -> bool:
+        """Would this (partial) line be echo? Does not move the cursor."""
+        if not self.active and not self._seen:
+            return False
+        norm = _normalise(line)
+        if not norm:
+            return False
+        return self._near_cursor(norm) >= 0 or norm in self._seen
+
+    def _near_cursor(self, norm: str) -> int:
+        if not self.active:
+            return -1
+        return self._want.find(norm, self._pos, self._pos + _ECHO_SLACK + len(norm))
+
+    def is_redraw(self, line: str) -> bool:
+        return bool(self._seen) and _normalise(line) in self._seen
+
+    def _remember(self, norm: str) -> None:
+        if len(norm) >= _REDRAW_MIN and len(self._seen) < _REDRAW_MAX:
+            self._seen.add(norm)
+
+
+# --- the matcher --------------------------------------------------------------
+# A rule's pattern may search all complete lines of a chunk at once (joined by
+# LF, with re.MULTILINE so ^ and $ still mean line ends) as a pre-filter: a
+# match in one line is then a match in the block. Constructs that see past a
+# line end differently in the block than in a lone line could hide a match, so
+# such rules are searched line by line only.
+_NO_BLOCK = re.compile(r"\\[AZz]|\(\?<?!|\(\?[a-zA-Z]*-")
+
+
+def _block_pattern(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
+    if _NO_BLOCK.search(pattern.pattern):
+        return None
+    return re.compile(pattern.pattern, pattern.flags | re.MULTILINE)
+
+
+PARTIAL_MAX = 4096  # longest unterminated line check_partial looks at
+_MAYBE_CJK = re.compile("[\u3000-\uffef]")
+
+
+def _groups(m: re.Match[str]) -> dict[str, str]:
+    return {k: v for k, v in m.groupdict().items() if v is not None}
+
+
+class LineMatcher:
+    """Feeds pty output, returns sentinel hits; see the module docstring."""
+
+    def __init__(self, rules: Sequence[Rule] = (), *, max_line_chars: int = 65536) -> None:
+        if max_line_chars < 1:
+            raise ValueError("max_line_chars must be positive")
+        self._max = max_line_chars
+        self._rules: list[tuple[Rule, re.Pattern[str] | None]] = []
+        for rule in rules:
+            self.add_rule(rule)
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._carry = ""  # a cut escape sequence, re-read with the next chunk
+        self._in_string = False  # inside an OSC/DCS/... string: skip to its end
+        self._pending: list[str] = []  # the unterminated line, in pieces
+        self._pending_len = 0
+        self._partial_hits: set[str] = set()  # rules check_partial reported for it
+        self._partial_new = False  # pending line or rules changed since check_partial
+        self._echo = _EchoFilter()
+        self._cjk = 0
+        self._other = 0
+        self.bytes_in = 0
+
+    # -- rules and echo --
+    @property
+    def rules(self) -> list[Rule]:
+        return [rule for rule, _ in self._rules]
+
+    def add_rule(self, rule: Rule) -> None:
+        """Add ``rule``, replacing a rule of the same name."""
+        self.remove_rule(rule.name)
+        self._rules.append((rule, _block_pattern(rule.pattern)))
+        self._partial_new = True
+
+    def remove_rule(self, name: str) -> None:
+        self._rules = [(r, b) for r, b in self._rules if r.name != name]
+
+    def expect_echo(self, text: str) -> None:
+        """Lines echoing ``text`` (just injected) won't hit echo-checked rules."""
+        self._echo.expect(text)
+
+    @property
+    def tokens(self) -> int:
+        """Estimated tokens of all text fed so far (see agentd.tokens)."""
+        return self._cjk + (self._other + 3) // 4
+
+    # -- feeding --
+    def feed(self, data: bytes) -> list[Hit]:
+        self.bytes_in += len(data)
+        return self._ingest(self._decoder.decode(data), final=False)
+
+    def flush(self) -> list[Hit]:
+        """End of stream: match the pending line, then start afresh."""
+        hits = self._ingest(self._decoder.decode(b"", final=True), final=True)
+        hits += self._complete_line(self._take_pending())
+        self._decoder.reset()
+        self._carry, self._in_string = "", False
+        return hits
+
+    def check_partial(self) -> list[Hit]:
+        """Match the unterminated line now (a prompt waiting for input).
+
+        A rule reported here is not reported again when this line completes.
+        Cheap to call after every feed: it only looks again when the line or
+        the rules changed, and a partial line longer than ``PARTIAL_MAX``
+        characters is no prompt (it is matched when it completes), so a
+        20 MB line costs no repeated searches.
+        """
+        if not self._partial_new or min(self._pending_len, self._max) > PARTIAL_MAX:
+            return []
+        self._partial_new = False
+        line = self._peek_pending()
+        if not line:
+            return []
+        rules = [r for r, _ in self._rules if r.name not in self._partial_hits]
+        hits = self._match(line, rules, echo=self._echo.peek(line))
+        self._partial_hits.update(h.rule.name for h in hits)
+        return hits
+
+    def _ingest(self, text: str, *, final: bool) -> list[Hit]:
+        text = self._carry + text
+        self._carry = ""
+        if self._in_string:
+            text = self._skip_string(text)
+        if not final:
+            text = self._hold_back(text)
+        if not text:
+            return []
+        text = _rewrite(text)
+        self._count(text)
+        last = text.rfind("\n")
+        if last < 0:
+            self._append_pending(text)
+            return []
+        if self._pending:  # one block with the line's start: fewer searches per chunk
+            head = self._take_pending()
+            text, last = head + text, last + len(head)
+        hits: list[Hit] = []
+        start = 0
+        if self._partial_hits:  # that line skips the rules check_partial reported
+            first = text.find("\n")
+            hits += self._complete_line(text[:first][-self._max :])
+            start = first + 1
+        if start <= last:
+            hits += self._complete_block(text, start, last)
+        self._append_pending(text[last + 1 :])
+        return hits
+
+    def _skip_string(self, text: str) -> str:
+        m = _STRING_REST.match(text)
+        end = m.end() if m else 0
+        if end == len(text) and not text.endswith("\x07"):
+            return ""  # the string goes on in the next chunk
+        self._in_string = False
+        return text[end:]
+
+    def _hold_back(self, text: str) -> str:
+        """Keep a sequence cut by the chunk end for the next chunk."""
+        last = text.rfind("\x1b")
+        if last < 0:
+            return text
+        if _INCOMPLETE.fullmatch(text, last):
+            self._carry = text[last:]
+            return text[:last]
+        if _OPEN_STRING.fullmatch(text, last):
+            self._in_string = True  # _rewrite drops the started string
+        return text
+
+    def _count(self, text: str) -> None:
+        # CJK is U+3000 and up: one cheap range scan spares most text the
+        # many-range count (box drawing, arrows and accents are below it).
+        cjk = 0 if text.isascii() or not _MAYBE_CJK.search(text) else count_cjk(text)
+        self._cjk += cjk
+        self._other += len(text) - text.count("\n") - cjk
+
+    # -- the pending line --
+    def _append_pending(self, piece: str) -> None:
+        if not piece:
+            return
+        self._pending.append(piece)
+        self._pending_len += len(piece)
+        self._partial_new = True
+        if self._pending_len > 2 * self._max:  # trim rarely: amortised O(1) per char
+            kept = "".join(self._pending)[-self._max :]
+            self._pending, self._pending_len = [kept], len(kept)
+
+    def _peek_pending(self) -> str:
+        line = "".join(self._pending)[-self._max :]
+        self._pending, self._pending_len = ([line] if line else []), len(line)
+        return line
+
+    def _take_pending(self) -> str:
+        line = self._peek_pending()
+        self._pending, self._pending_len = [], 0
+        return line
+
+    # -- matching --
+    def _complete_line(self, line: str) -> list[Hit]:
+        skip = self._partial_hits
+        self._partial_hits = set()
+        if not line:
+            return []
+        echo = self._echo.active and self._echo.consume(line)
+        rules = [r for r, _ in self._rules if r.name not in skip] if skip else self.rules
+        return self._match(line, rules, echo=echo)
+
+    def _complete_block(self, text: str, start: int, end: int) -> list[Hit]:
+        """Match the complete lines in ``text[start:end]`` (LF-separated)."""
+        if end - start > self._max:
+            text, start, end = self._cut_long_lines(text, start, end)
+        if self._echo.active:  # every line must go past the echo cursor
+            hits: list[Hit] = []
+            for line in text[start:end].split("\n"):
+                hits += self._complete_line(line[-self._max :])
+            return hits
+        found: list[tuple[int, int, Hit]] = []  # (line offset, rule order, hit)
+        for order, (rule, block) in enumerate(self._rules):
+            if block is None:
+                found += self._each_line(text, start, end, order, rule)
+                continue
+            m = block.search(text, start, end)
+            if m is not None:
+                found += self._located(text, start, end, order, rule, block, m)
+        if not found:
+            return []
+        found.sort(key=lambda f: f[:2])
+        return [hit for _, _, hit in found if not self._redrawn(hit)]
+
+    def _cut_long_lines(self, text: str, start: int, end: int) -> tuple[str, int, int]:
+        """Cut lines to their newest ``max_line_chars`` characters, as the
+        pending line is: the block search must see the lines that are matched
+        (``^`` finds the start of the cut line, not of the whole one)."""
+        lines = text[start:end].split("\n")
+        if max(map(len, lines)) <= self._max:
+            return text, start, end
+        block = "\n".join(line[-self._max :] for line in lines)
+        return block, 0, len(block)
+
+    def _located(
+        self,
+        text: str,
+        start: int,
+        end: int,
+        order: int,
+        rule: Rule,
+        block: re.Pattern[str],
+        m: re.Match[str] | None,
+    ) -> list[tuple[int, int, Hit]]:
+        """Check the lines where the block search found something.
+
+        Every line with a match of its own is looked at: the block search
+        from a line's start finds a match there or in an earlier line.
+        """
+        found = []
+        while m is not None:
+            nl = text.rfind("\n", start, m.start())
+            begin = start if nl < 0 else nl + 1
+            stop = text.find("\n", m.start(), end)
+            stop = end if stop < 0 else stop
+            line = text[begin:stop][-self._max :]
+            hit = rule.pattern.search(line) if line else None
+            if hit:
+                found.append((begin, order, Hit(rule, line, _groups(hit))))
+            m = block.search(text, stop + 1, end) if stop < end else None
+        return found
+
+    def _each_line(
+        self, text: str, start: int, end: int, order: int, rule: Rule
+    ) -> list[tuple[int, int, Hit]]:
+        found = []
+        offset = start
+        for line in text[start:end].split("\n"):
+            hit = rule.pattern.search(line[-self._max :]) if line else None
+            if hit:
+                found.append((offset, order, Hit(rule, line[-self._max :], _groups(hit))))
+            offset += len(line) + 1
+        return found
+
+    def _redrawn(self, hit: Hit) -> bool:
+        return hit.rule.echo_check and self._echo.is_redraw(hit.line)
+
+    def _match(self, line: str, rules: Iterable[Rule], *, echo: bool) -> list[Hit]:
+        hits = []
+        for rule in rules:
+            if echo and rule.echo_check:
+                continue
+            m = rule.pattern.search(line)
+            if m:
+                hits.append(Hit(rule, line, _groups(m)))
+        if hits and not echo:
+            hits = [h for h in hits if not self._redrawn(h)]
+        return hits

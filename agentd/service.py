@@ -1,0 +1,500 @@
+"""One unit's life: its state machine and the loop of sessions.
+
+A ``Service`` turns a validated ``Unit`` into sessions, one after another:
+render the bootstrap -> plan the injection -> spawn the ``Session`` -> wait
+for the leader's exit or a trigger (sentinel, timeout, idle, context, manual)
+-> end the whole tree -> ``RestartPolicy.decide`` -> the next state. Every
+state change goes through ``_set_state`` (see ``agentd.states``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from agentd import events as ev
+from agentd import inject
+from agentd.bootstrap import Bootstrap, BootstrapContext, render
+from agentd.child import Child
+from agentd.convert import parse_reset_time, signal_name
+from agentd.errors import SpawnError
+from agentd.events import EventLog
+from agentd.history import History
+from agentd.layout import resolve
+from agentd.paths import Paths
+from agentd.policy import Decision, RestartPolicy, SessionEnd
+from agentd.proctree import MARKER_VAR, find_session_processes, session_env_marker
+from agentd.sentinel import Hit, LineMatcher, Rule
+from agentd.session import Session
+from agentd.statedir import fingerprint, write_atomic
+from agentd.states import ACTIVE, TRANSITIONS, State, TransitionError
+from agentd.transcript import Redactor, Transcript, secrets_from_env
+from agentd.unit import Unit
+
+INJECT_AFTER = "inject.after"
+HISTORY_KEEP = 200
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """Why agentd ends a running session, and what it wants next."""
+
+    reason: str  # sentinel:NAME, timeout, idle, context, manual
+    action: str = "restart"  # restart | stop | pause
+    pause_until: float | None = None  # wall-clock epoch
+
+
+def iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class Service:
+    def __init__(
+        self,
+        unit: Unit,
+        *,
+        paths: Paths,
+        events: EventLog,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        base_env: dict[str, str] | None = None,
+    ) -> None:
+        self.unit = unit
+        self.paths = paths
+        self.events = events
+        self._clock = clock
+        self._wall = wall
+        self._base_env = dict(os.environ if base_env is None else base_env)
+        # systemd's notify socket is the daemon's, not the agent's
+        self._base_env.pop("NOTIFY_SOCKET", None)
+        self.logs_dir = paths.unit_logs(unit.name)
+        self.history_file = History(self.logs_dir / "history.jsonl")
+        self.policy = RestartPolicy(unit.restart, unit.limits)
+        self.state = State.STOPPED
+        self.since = wall()
+        self.state_reason = ""
+        self.session: Session | None = None
+        self.session_no = self.history_file.last_session()
+        self.restarts = 0
+        self.ends: list[SessionEnd] = []
+        self.last_reason: str | None = None
+        self.last_ended_at: float | None = None
+        self.paused_until: float | None = None
+        self.detail = ""
+        self._task: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._session_timers: list[asyncio.TimerHandle] = []
+        self._trigger: asyncio.Future[Trigger] | None = None
+        self._stop_requested = False
+        self._readonly_hashes: dict[str, str] = {}
+        self._head: str | None = None
+        self._pending_stdin: bytes | None = None
+        self._pending_submit = "\r"
+        self._changed = asyncio.Event()
+        self.transcript = self._new_transcript()
+
+    # -- public --------------------------------------------------------------
+    def start(self, reason: str = "start") -> None:
+        """Start now (from stopped, a terminal state, backoff or pause); no-op if active."""
+        if self.state in ACTIVE:
+            return
+        self._cancel_timer()
+        self._stop_requested = False
+        self.paused_until = None
+        self._set_state(State.STARTING, reason)  # at once, so waiters see it is under way
+        self._task = asyncio.get_running_loop().create_task(self._run(reason))
+
+    async def stop(self) -> None:
+        """Stop the unit and wait until its session's processes are gone."""
+        self._stop_requested = True
+        if self.state in (State.BACKOFF, State.PAUSED):
+            self._cancel_timer()
+            self._set_state(State.STOPPED, "manual")
+        self._fire(Trigger("manual", "stop"))
+        if self._task is not None:
+            await asyncio.shield(self._task)
+
+    def restart(self, reason: str = "manual") -> None:
+        """End the running session and start a fresh one at once (not a failure)."""
+        if self.state in (State.RUNNING, State.STARTING):
+            self._fire(Trigger(reason if reason.startswith("manual") else f"manual:{reason}"))
+        elif self.state != State.STOPPING:
+            self.start(reason)
+
+    async def join(self) -> None:
+        """Wait until the current run of sessions has settled (its task finished)."""
+        if self._task is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._task)
+
+    def kill_now(self) -> list[int]:
+        """SIGKILL every process of the running session at once (a second Ctrl-C)."""
+        session = self.session
+        if session is None:
+            return []
+        procs = find_session_processes(leader=session.pid, marker=session.marker, sid=session.pid)
+        killed = []
+        for proc in procs:
+            with contextlib.suppress(psutil.Error, OSError):
+                proc.kill()
+                killed.append(proc.pid)
+        return killed
+
+    async def wait(self, predicate: Callable[[State], bool]) -> State:
+        while not predicate(self.state):
+            self._changed.clear()
+            await self._changed.wait()
+        return self.state
+
+    def status(self) -> dict[str, Any]:
+        session = self.session
+        out: dict[str, Any] = {
+            "unit": self.unit.name,
+            "state": str(self.state),
+            "pid": session.pid if session and self.state == State.RUNNING else None,
+            "session": self.session_no,
+            "uptime_s": round(session.uptime, 3) if session else 0.0,
+            "restarts": self.restarts,
+            "last_reason": self.last_reason,
+            "since": iso(self.since),
+        }
+        if self.state == State.PAUSED and self.paused_until is not None:
+            out["paused_until"] = iso(self.paused_until)
+        return out
+
+    # -- the session loop ------------------------------------------------------
+    async def _run(self, reason: str) -> None:
+        try:
+            while True:
+                end = await self._one_session(reason)
+                decision = self._decide(end)
+                if decision.next != "start" or self._stop_requested:
+                    self._settle(decision)
+                    return
+                reason = decision.reason
+                self.restarts += 1
+        except Exception as exc:  # a bug must not leave the unit silently half-way
+            self.events.emit(ev.UNIT_STATE, level="error", unit=self.unit.name,
+                             error=f"{type(exc).__name__}: {exc}")
+            if self.session is not None:
+                await self._end_session(self.session, Trigger("internal-error", "stop"))
+            self.detail = f"internal error: {exc}"
+            self._force_state(State.FAILED, "internal-error")
+            raise
+
+    async def _one_session(self, reason: str) -> SessionEnd:
+        self._set_state(State.STARTING, reason)
+        number = self.session_no + 1
+        self.session_no = number
+        self._trigger = asyncio.get_running_loop().create_future()
+        boot = self._render(number, reason)
+        boot_file = self._write_bootstrap(number, boot)
+        plan = inject.plan(self.unit, number, boot.text, boot_file)
+        marker = session_env_marker(self.unit.name, number)
+        env = self._session_env(plan, number, reason, boot_file, marker)
+        state_before = fingerprint(self.unit.state_dir)
+        started = self._clock()
+        self.transcript.note(f"{iso(self._wall())} session {number} starting ({reason})")
+        try:
+            child = Child.spawn(plan.argv, cwd=self.unit.workdir, env=env,
+                                cols=self.unit.pty.cols, rows=self.unit.pty.rows)
+        except SpawnError as exc:
+            self._set_state(State.STOPPING, "spawn-error")
+            self.events.emit(ev.SESSION_EXIT, level="error", unit=self.unit.name, session=number,
+                             reason="spawn-error", error=str(exc), duration_s=0.0)
+            self.history_file.append({"kind": "end", "session": number, "reason": "spawn-error",
+                                      "error": str(exc), "at": iso(self._wall())})
+            return SessionEnd(number, started, self._clock(), spawn_error=str(exc),
+                              state_changed=False)
+        matcher = LineMatcher(self._rules())
+        session = Session(number=number, child=child, marker=marker, matcher=matcher,
+                          transcript=self.transcript, on_output=self._on_output, clock=self._clock)
+        self.session = session
+        session.start()
+        self.history_file.append({"kind": "start", "session": number, "pid": child.pid,
+                                  "reason": reason, "at": iso(self._wall()),
+                                  "bootstrap": str(boot_file), "marker": marker})
+        self._set_state(State.RUNNING, reason)
+        self.events.emit(ev.SESSION_START, unit=self.unit.name, session=number, pid=child.pid)
+        self._inject(session, plan, boot)
+        self._arm_timers(session)
+        if self._stop_requested:
+            self._fire(Trigger("manual", "stop"))
+        trigger_fut = self._trigger
+        await asyncio.wait([session.exited, trigger_fut], return_when=asyncio.FIRST_COMPLETED)
+        trigger = trigger_fut.result() if trigger_fut.done() else None
+        await self._end_session(session, trigger)
+        return SessionEnd(
+            number, started, self._clock(),
+            exit_code=child.exit_code, signal=child.signal,
+            trigger=trigger.reason if trigger else None,
+            action=trigger.action if trigger else "restart",
+            pause_until=trigger.pause_until if trigger else None,
+            state_changed=fingerprint(self.unit.state_dir) != state_before,
+        )
+
+    async def _end_session(self, session: Session, trigger: Trigger | None) -> None:
+        """End the session's whole process tree and record how it ended."""
+        self._cancel_session_timers()
+        exited_by_itself = trigger is None
+        reason = trigger.reason if trigger else _exit_reason(session.child)
+        if self.state in (State.RUNNING, State.STARTING):
+            self._set_state(State.STOPPING, reason)
+        unit, number = self.unit.name, session.number
+
+        def on_signal(sig: int, pids: list[int]) -> None:
+            name = "session.orphan_killed" if exited_by_itself else ev.SESSION_KILL
+            self.events.emit(name, unit=unit, session=number, signal=signal_name(sig), pids=pids)
+
+        sig = int(self.unit.stop.signal)
+        await session.end(sig, self.unit.stop.grace, on_signal=on_signal)
+        session.close()
+        self.session = None
+        child = session.child
+        duration = round(session.uptime, 3)
+        self.events.emit(ev.SESSION_EXIT, unit=unit, session=number, code=child.exit_code,
+                         signal=signal_name(child.signal) if child.signal else None,
+                         reason=reason, duration_s=duration)
+        self.history_file.append({
+            "kind": "end", "session": number, "at": iso(self._wall()), "reason": reason,
+            "code": child.exit_code, "signal": signal_name(child.signal) if child.signal else None,
+            "duration_s": duration, "output_bytes": session.bytes_out,
+            "tokens": session.matcher.tokens,
+        })
+        self.transcript.note(f"{iso(self._wall())} session {number} ended ({reason})")
+
+    def _decide(self, end: SessionEnd) -> Decision:
+        decision = self.policy.decide(end, self.ends, self._clock())
+        self.ends = [*self.ends, end][-HISTORY_KEEP:]
+        self.last_reason = end.reason
+        self.last_ended_at = self._clock()
+        if self._stop_requested and decision.next != "stopped":
+            decision = Decision("stopped", "manual", outcome="stopped")
+        return decision
+
+    def _settle(self, decision: Decision) -> None:
+        """Apply a decision that does not start a session at once."""
+        self.detail = decision.detail
+        reason = decision.reason + (f" ({decision.detail})" if decision.detail else "")
+        if decision.next == "backoff":
+            self._set_state(State.BACKOFF, reason)
+            self._schedule(decision.delay, decision.reason)
+        elif decision.next == "paused":
+            until = decision.until if decision.until is not None else self._wall() + 3600
+            self.paused_until = until
+            self._set_state(State.PAUSED, reason)
+            self._schedule(max(0.0, until - self._wall()), decision.reason)
+        elif decision.next == "start":  # a stop arrived as the decision was made
+            self._set_state(State.STOPPED, "manual")
+        else:
+            self._set_state(State(decision.next), reason)
+
+    def _schedule(self, delay: float, reason: str) -> None:
+        # Sleep until the deadline: no periodic tick while nothing is due.
+        self._cancel_timer()
+        self._timer = asyncio.get_running_loop().call_later(delay, self._deadline, reason)
+
+    def _deadline(self, reason: str) -> None:
+        self._timer = None
+        self._set_state(State.STARTING, reason)
+        self._task = asyncio.get_running_loop().create_task(self._run(reason))
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    # -- state -----------------------------------------------------------------
+    def _set_state(self, new: State, reason: str = "") -> None:
+        if new == self.state:
+            return
+        if new not in TRANSITIONS[self.state]:
+            raise TransitionError(f"{self.unit.name}: {self.state} -> {new} is not allowed")
+        self._force_state(new, reason)
+
+    def _force_state(self, new: State, reason: str) -> None:
+        old, self.state = self.state, new
+        self.since = self._wall()
+        self.state_reason = reason
+        self.events.emit(ev.UNIT_STATE, unit=self.unit.name, session=self.session_no or None,
+                         **{"from": str(old), "to": str(new), "reason": reason})
+        self._changed.set()
+
+    # -- triggers ----------------------------------------------------------------
+    def _fire(self, trigger: Trigger) -> None:
+        if self._trigger is not None and not self._trigger.done():
+            self._trigger.set_result(trigger)
+
+    def _on_output(self, hits: list[Hit]) -> None:
+        session = self.session
+        for hit in hits:
+            if hit.rule.name == INJECT_AFTER:
+                self._type_pending(session)
+                continue
+            self._on_sentinel(hit)
+        limit = self.unit.limits.context_tokens
+        if limit and session is not None and session.matcher.tokens >= limit:
+            self._fire(Trigger("context"))
+
+    def _on_sentinel(self, hit: Hit) -> None:
+        rule = hit.rule
+        self.events.emit(ev.SESSION_SENTINEL, unit=self.unit.name, session=self.session_no,
+                         name=rule.name, action=rule.action, line=hit.line[:500])
+        reason = f"sentinel:{rule.name}"
+        if rule.action in ("restart", "stop"):
+            self._fire(Trigger(reason, rule.action))
+        elif rule.action == "pause":
+            self._fire(Trigger(reason, "pause", self._pause_until(rule.name, hit.groups)))
+        elif rule.action == "notify":
+            self.events.emit(ev.UNIT_NOTIFY, unit=self.unit.name, session=self.session_no,
+                             name=rule.name, line=hit.line[:500])
+
+    def _pause_until(self, name: str, groups: dict[str, str]) -> float:
+        now = self._wall()
+        text = groups.get("until")
+        if text:
+            try:
+                return parse_reset_time(text, now)
+            except ValueError:
+                self.events.emit(ev.SESSION_SENTINEL, level="warning", unit=self.unit.name,
+                                 name=name, error=f"cannot read reset time {text!r}")
+        spec = next((s for s in self.unit.sentinels if s.name == name), None)
+        return now + (spec.pause_for if spec else 3600.0)
+
+    def _arm_timers(self, session: Session) -> None:
+        loop = asyncio.get_running_loop()
+        limits = self.unit.limits
+        if limits.session_timeout:
+            self._session_timers.append(
+                loop.call_later(limits.session_timeout, self._fire, Trigger("timeout")))
+        if limits.idle_timeout:
+            self._session_timers.append(
+                loop.call_later(limits.idle_timeout, self._check_idle, session))
+
+    def _check_idle(self, session: Session) -> None:
+        # Re-armed from the last output time: no timer churn per output chunk.
+        idle_for = self._clock() - session.last_output_at
+        remaining = self.unit.limits.idle_timeout - idle_for
+        if remaining <= 0:
+            self._fire(Trigger("idle"))
+        elif self.session is session:
+            self._session_timers.append(
+                asyncio.get_running_loop().call_later(remaining, self._check_idle, session))
+
+    def _cancel_session_timers(self) -> None:
+        for timer in self._session_timers:
+            timer.cancel()
+        self._session_timers.clear()
+
+    # -- bootstrap & injection ---------------------------------------------------------
+    def _render(self, number: int, reason: str) -> Bootstrap:
+        unchanged = 0
+        for end in reversed(self.ends):
+            if end.state_changed:
+                break
+            unchanged += 1
+        ctx = BootstrapContext(
+            unit=self.unit.name, session=number,
+            last_reason=None if reason == "start" and not self.ends else reason,
+            state_dir=self.unit.state_dir, workdir=self.unit.workdir,
+            layout=resolve(self.unit.state.layout), budget_tokens=self.unit.state.budget_tokens,
+            now=self._wall(), readonly_hashes=self._readonly_hashes,
+            since_commit=self._head, unchanged_sessions=unchanged,
+        )
+        boot = render(ctx)
+        if not self._readonly_hashes:
+            self._readonly_hashes = dict(boot.readonly_hashes)
+        self._head = boot.head
+        return boot
+
+    def _write_bootstrap(self, number: int, boot: Bootstrap) -> Path:
+        self.logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        log_copy = self.logs_dir / f"bootstrap-{number}.md"
+        write_atomic(log_copy, boot.text, mode=0o600)
+        target = log_copy
+        if self.unit.inject.mode == "file":
+            target = self.unit.inject_path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(target, boot.text, mode=0o600)
+        self.events.emit(ev.SESSION_BOOTSTRAP, unit=self.unit.name, session=number,
+                         file=str(log_copy), tokens=boot.tokens, warnings=boot.warnings or None,
+                         cut=boot.cut or None)
+        return target
+
+    def _inject(self, session: Session, plan: inject.InjectPlan, boot: Bootstrap) -> None:
+        mode = plan.mode
+        if mode != "none":
+            session.matcher.expect_echo(boot.text)
+        if mode == "stdin" and plan.text is not None:
+            self._pending_stdin = plan.text.encode("utf-8")
+            self._pending_submit = plan.submit
+            if plan.after is not None:
+                session.matcher.add_rule(Rule(INJECT_AFTER, plan.after, "inject", echo_check=False))
+                hits = session.matcher.check_partial()  # the prompt may be on screen already
+                if hits:
+                    self._on_output(hits)
+                return
+            self._type_pending(session)
+            return
+        self.events.emit(ev.SESSION_INJECT, unit=self.unit.name, session=session.number,
+                         mode=mode, bytes=len(boot.text.encode("utf-8")), tokens=boot.tokens)
+
+    def _type_pending(self, session: Session | None) -> None:
+        if session is None or self._pending_stdin is None:
+            return
+        session.matcher.remove_rule(INJECT_AFTER)
+        text = self._pending_stdin.decode("utf-8")
+        self._pending_stdin = None
+        data = inject.typed_bytes(text, self._pending_submit, bracketed=session.bracketed_paste)
+        session.type(data)
+        self.events.emit(ev.SESSION_INJECT, unit=self.unit.name, session=session.number,
+                         mode="stdin", bytes=len(data), tokens=None,
+                         bracketed_paste=session.bracketed_paste)
+
+    def _rules(self) -> list[Rule]:
+        return [Rule(s.name, s.pattern, s.action) for s in self.unit.sentinels]
+
+    def _session_env(self, plan: inject.InjectPlan, number: int, reason: str, boot_file: Path,
+                     marker: str) -> dict[str, str]:
+        env = dict(self._base_env)
+        env.update(plan.env)
+        env.update({
+            "AGENTD_UNIT": self.unit.name,
+            "AGENTD_SESSION": str(number),
+            "AGENTD_SOCKET": str(self.paths.socket),
+            "AGENTD_STATE_DIR": str(self.unit.state_dir),
+            "AGENTD_BOOTSTRAP_FILE": str(boot_file),
+            "AGENTD_RESTART_REASON": reason,
+            MARKER_VAR: marker,
+        })
+        return env
+
+    def _new_transcript(self) -> Transcript:
+        env = dict(self._base_env)
+        env.update(self.unit.env)
+        secrets = secrets_from_env(env)
+        self.redactor = Redactor(secrets)
+        return Transcript(self.logs_dir / "transcript.log", max_bytes=self.unit.logs.max_bytes,
+                          backups=self.unit.logs.backups, redactor=self.redactor)
+
+    def close(self) -> None:
+        self._cancel_timer()
+        self.transcript.close()
+
+
+def _exit_reason(child: Child) -> str:
+    if child.exit_code is not None:
+        return f"exit:{child.exit_code}"
+    if child.signal is not None:
+        return f"signal:{signal_name(child.signal)}"
+    return "exit:unknown"
+

@@ -1,0 +1,229 @@
+"""The state dir on disk: cheap reads for the bootstrap, atomic writes, git.
+
+Everything here is bounded so that a huge or hostile state dir cannot stall a
+restart: tails are read backwards from the end of a file, heads are capped,
+directory walks stop after ``MAX_ENTRIES`` and git runs with a short timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from itertools import islice
+from pathlib import Path
+from typing import BinaryIO
+
+# The file agentd itself writes into the state dir (inject mode `file`); it
+# changes every session, so it must not count as the agent's progress.
+BOOTSTRAP_NAME = "BOOTSTRAP.md"
+MAX_ENTRIES = 10_000
+GIT_TIMEOUT = 3.0
+_BLOCK = 8192
+# A tail never reads more than this many bytes, whatever the line lengths:
+# 10 lines of a log are useful, 10 lines of a 1 GB minified blob are not.
+TAIL_MAX_BYTES = 1 << 20
+_MISSING = hashlib.sha256(b"agentd: no state dir").hexdigest()[:32]
+
+
+# --- reading -----------------------------------------------------------------
+
+
+def tail_lines(f: BinaryIO, n: int, max_bytes: int = TAIL_MAX_BYTES) -> tuple[list[str], int]:
+    """The last ``n`` lines of the seekable binary file ``f`` and the byte
+    offset where the first of them starts.
+
+    Reads backwards in blocks until it has seen the ``n`` line breaks that
+    delimit the tail, so the cost depends on the tail, not on the file size.
+    A final line without a newline counts as a line; the file's final newline
+    does not start an empty one. At most ``max_bytes`` are read: past that the
+    first line returned may be only the end of a longer line. Bytes are decoded
+    as UTF-8 with replacement, so a broken byte never raises.
+    """
+    end = f.seek(0, os.SEEK_END)
+    if n <= 0 or end == 0:
+        return [], end
+    f.seek(end - 1)
+    final_nl = f.read(1) == b"\n"
+    pos, newlines = end, 0
+    chunks: list[bytes] = []
+    # The tail is complete once n newlines precede its last line, not
+    # counting the file's final newline.
+    while pos > 0 and end - pos < max_bytes and newlines < n:
+        step = min(_BLOCK, pos, max_bytes - (end - pos))
+        pos -= step
+        f.seek(pos)
+        chunk = f.read(step)
+        last = pos + step == end and final_nl  # this chunk holds the file's final newline
+        newlines += chunk.count(b"\n", 0, len(chunk) - 1 if last else len(chunk))
+        chunks.append(chunk)
+    body = b"".join(reversed(chunks))
+    if final_nl:
+        body = body[:-1]
+    parts = body.split(b"\n")
+    keep = parts[-n:]
+    start = pos + len(body) - sum(len(p) for p in keep) - (len(keep) - 1)
+    return [p.decode("utf-8", "replace").rstrip("\r") for p in keep], start
+
+
+def read_tail_lines(path: Path, n: int) -> list[str]:
+    """The last ``n`` lines of the file at ``path``, read from its end."""
+    with path.open("rb") as f:
+        return tail_lines(f, n)[0]
+
+
+def count_lines_before(path: Path, offset: int, limit: int) -> int | None:
+    """How many newlines precede byte ``offset`` of ``path``, or None when that
+    would mean reading more than ``limit`` bytes (callers then count from the end)."""
+    if offset > limit:
+        return None
+    with path.open("rb") as f:
+        return f.read(offset).count(b"\n")
+
+
+def latest_file(directory: Path, limit: int = MAX_ENTRIES) -> tuple[Path | None, int]:
+    """The last regular file of ``directory`` by name (``snapshot-014.json``
+    sorts after ``snapshot-013.json``) and how many files it holds."""
+    names: list[str] = []
+    with os.scandir(directory) as it:
+        for i, entry in enumerate(it):
+            if i >= limit:
+                break
+            if entry.is_file() and not entry.name.startswith("."):
+                names.append(entry.name)
+    return (directory / max(names) if names else None), len(names)
+
+
+def read_head(path: Path, max_bytes: int) -> tuple[str, bool]:
+    """The start of a text file (at most ``max_bytes``) and whether it was truncated."""
+    with path.open("rb") as f:
+        data = f.read(max_bytes + 1)
+    truncated = len(data) > max_bytes
+    return data[:max_bytes].decode("utf-8", "replace"), truncated
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 16), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def iter_files(state_dir: Path, limit: int = MAX_ENTRIES) -> Iterator[tuple[str, os.stat_result]]:
+    """(relative path, stat) of regular files under ``state_dir``, sorted,
+    depth first, without following symlinks, skipping agentd's own
+    BOOTSTRAP.md, and stopping after ``limit`` directory entries."""
+    seen = 0
+    stack: list[tuple[Path, str]] = [(state_dir, "")]
+    while stack:
+        directory, prefix = stack.pop()
+        try:
+            with os.scandir(directory) as it:
+                # islice: a dir of a million files must not be listed whole
+                entries = sorted(islice(it, limit - seen + 1), key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs: list[tuple[Path, str]] = []
+        for entry in entries:
+            seen += 1
+            if seen > limit:
+                return
+            rel = prefix + entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    subdirs.append((Path(entry.path), rel + "/"))
+                elif entry.is_file(follow_symlinks=False) and rel != BOOTSTRAP_NAME:
+                    yield rel, entry.stat(follow_symlinks=False)
+            except OSError:
+                continue  # vanished while we looked: it is simply not there
+        stack.extend(reversed(subdirs))
+
+
+def fingerprint(state_dir: Path) -> str:
+    """A cheap hash of what is in ``state_dir`` (paths, sizes, mtimes), used to
+    tell a session that changed nothing. A missing dir gives a fixed value."""
+    if not state_dir.is_dir():
+        return _MISSING
+    h = hashlib.sha256()
+    for rel, st in iter_files(state_dir):
+        h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()[:32]
+
+
+def newest_mtime(state_dir: Path) -> float | None:
+    """The newest mtime of the agent's files in ``state_dir`` (None: no files)."""
+    return max((st.st_mtime for _, st in iter_files(state_dir)), default=None)
+
+
+# --- writing -----------------------------------------------------------------
+
+
+def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` so that readers see the old or the new
+    file, never a torn one, even across a crash: temp file in the same dir,
+    fsync, rename, fsync the dir (the rename itself must reach the disk)."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fchmod(f.fileno(), mode)
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        dfd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return  # some platforms cannot open a dir; the rename is still atomic
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+# --- git -----------------------------------------------------------------------
+
+
+def run_git(workdir: Path, *args: str, timeout: float = GIT_TIMEOUT) -> str | None:
+    """stdout of ``git -C workdir ARGS``, or None on any failure (not a repo,
+    no git, timeout): callers treat git as optional information."""
+    env = {
+        **os.environ,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_OPTIONAL_LOCKS": "0",  # never take the index lock from under the agent
+        "LC_ALL": "C",
+    }
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(workdir), "--no-pager", *args],
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=timeout,
+            env=env,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    return done.stdout.decode("utf-8", "replace")
+
+
+def git_head(workdir: Path) -> str | None:
+    """The commit id of HEAD in ``workdir``, None if not a repo or no commit yet."""
+    out = run_git(workdir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    head = (out or "").strip()
+    return head or None

@@ -1,0 +1,63 @@
+"""Unit states and the arcs between them (SPEC 5).
+
+::
+
+                 start                 spawned
+    STOPPED ────────────────> STARTING ───────> RUNNING
+       ^                        ^  │               │ session ends / agentd ends it
+       │ stop                   │  │ spawn error   v
+       │                        │  └──────────> STOPPING ──> DONE | FAILED | STALLED
+       │          deadline      │                  │   └───> STOPPED (stop)
+    BACKOFF / PAUSED ───────────┘ <────────────────┘ restart after a delay / pause
+       (restart now: STOPPING -> STARTING)
+
+Terminal states (DONE, FAILED, STALLED, STOPPED) leave only by ``start``.
+Every change goes through ``Service._set_state``, which checks ``TRANSITIONS``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class State(StrEnum):
+    STOPPED = "stopped"
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    BACKOFF = "backoff"
+    PAUSED = "paused"
+    DONE = "done"
+    FAILED = "failed"
+    STALLED = "stalled"
+
+
+S = State
+
+TRANSITIONS: dict[State, frozenset[State]] = {
+    # STOPPED -> STARTING: start (autostart, agentctl start)
+    S.STOPPED: frozenset({S.STARTING}),
+    # STARTING -> RUNNING: spawned; -> STOPPING: spawn failed or stop requested
+    # while the bootstrap was being prepared (the end is decided there)
+    S.STARTING: frozenset({S.RUNNING, S.STOPPING}),
+    # RUNNING -> STOPPING: the leader exited, or agentd ends the session
+    S.RUNNING: frozenset({S.STOPPING}),
+    # STOPPING -> next, by the restart decision once the tree is gone
+    S.STOPPING: frozenset(
+        {S.STARTING, S.BACKOFF, S.PAUSED, S.DONE, S.FAILED, S.STALLED, S.STOPPED}
+    ),
+    # BACKOFF/PAUSED -> STARTING at the deadline; -> STOPPED on stop
+    S.BACKOFF: frozenset({S.STARTING, S.STOPPED}),
+    S.PAUSED: frozenset({S.STARTING, S.STOPPED}),
+    # terminal states leave by an explicit start
+    S.DONE: frozenset({S.STARTING}),
+    S.FAILED: frozenset({S.STARTING}),
+    S.STALLED: frozenset({S.STARTING}),
+}
+
+TERMINAL = frozenset({S.STOPPED, S.DONE, S.FAILED, S.STALLED})
+ACTIVE = frozenset({S.STARTING, S.RUNNING, S.STOPPING})
+
+
+class TransitionError(RuntimeError):
+    """A state change the table does not allow: a bug in agentd, not user error."""

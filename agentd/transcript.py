@@ -1,0 +1,202 @@
+"""The raw transcript of a unit's sessions: ``logs/UNIT/transcript.log``.
+
+Every byte the agent writes to its pty is appended as it arrives, after
+secrets are replaced by ``***`` (SPEC section 5), and the file is rotated by
+size: ``transcript.log`` -> ``transcript.log.1`` -> ... -> ``transcript.log.N``,
+the oldest is deleted (no backups: the file starts empty again).
+
+The ``Redactor`` is pure (bytes in, bytes out); ``Transcript`` is the thin
+I/O shell around it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+# Values shorter than this are not treated as secrets: replacing "1" or "yes"
+# everywhere would garble the transcript and leak nothing worth hiding.
+MIN_SECRET_LEN = 4
+MASK = b"***"
+
+
+def secrets_from_env(env: Mapping[str, str]) -> list[str]:
+    """Values of variables whose name contains a marker, longest first.
+
+    Longest first so that a secret containing another is replaced whole.
+    """
+    found = {
+        value
+        for name, value in env.items()
+        if len(value) >= MIN_SECRET_LEN and any(m in name.upper() for m in SECRET_MARKERS)
+    }
+    return sorted(found, key=lambda v: (-len(v), v))
+
+
+class Redactor:
+    """Replaces secrets in a byte stream, also when a chunk cuts one in two.
+
+    ``redact`` holds back the end of a chunk while it could still be the start
+    of a secret (at most the longest secret's length - 1 bytes) and emits it
+    with the next call or ``flush``. The output of any chunking equals the
+    output for the whole stream.
+    """
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        # A terminal shows a multi-line secret (a PEM key) with CRLF line ends.
+        variants = {v for s in secrets if s for v in (s, s.replace("\n", "\r\n"))}
+        ordered = sorted(variants, key=lambda s: (-len(s), s))
+        self._secrets = [s.encode("utf-8") for s in ordered]
+        self._longest = max((len(s) for s in self._secrets), default=0)
+        # Alternation tries longest first at each position: leftmost, then longest.
+        self._bytes_re = re.compile(b"|".join(re.escape(s) for s in self._secrets) or b"(?!)")
+        self._text_re = re.compile("|".join(re.escape(s) for s in ordered) or "(?!)")
+        self._by_first: dict[bytes, list[bytes]] = {}
+        for secret in self._secrets:
+            self._by_first.setdefault(secret[:1], []).append(secret)
+        self._held = b""
+
+    def redact(self, data: bytes) -> bytes:
+        if not self._secrets:
+            return data
+        buf = self._held + data
+        # A match decision at position p needs buf[p : p + longest]; before
+        # `settled` every decision is final whatever comes next.
+        settled = len(buf) - self._longest + 1
+        out: list[bytes] = []
+        done = 0
+        # memmem per secret is ~20x faster than the regex scan: most chunks
+        # hold no secret, and then only the tail needs a look.
+        whole = any(s in buf for s in self._secrets)
+        for m in self._bytes_re.finditer(buf) if whole else ():
+            if m.start() >= settled:
+                break
+            out += (buf[done : m.start()], MASK)
+            done = m.end()
+        keep = self._hold_from(buf, max(done, settled))
+        out.append(buf[done:keep])
+        self._held = buf[keep:]
+        return b"".join(out)
+
+    def flush(self) -> bytes:
+        """Emit what is held back (end of stream)."""
+        held, self._held = self._held, b""
+        return self._bytes_re.sub(MASK, held)
+
+    def redact_text(self, text: str) -> str:
+        return self._text_re.sub(MASK.decode(), text) if self._secrets else text
+
+    def _hold_from(self, buf: bytes, start: int) -> int:
+        """First index from ``start`` where a secret could begin or does."""
+        found = len(buf)
+        for first, secrets in self._by_first.items():  # bytes.find: no loop per byte
+            i = buf.find(first, start, found)
+            while i >= 0:
+                tail = buf[i:]
+                if any(s.startswith(tail) or tail.startswith(s) for s in secrets):
+                    found = i
+                    break
+                i = buf.find(first, i + 1, found)
+        return found
+
+
+def _make_dirs(path: Path) -> None:
+    """Create missing directories with mode 0700 (``mkdir(parents=True)``
+    would give the intermediate ones the umask default)."""
+    missing = []
+    while not path.exists():
+        missing.append(path)
+        path = path.parent
+    for d in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile by someone else
+            d.mkdir(mode=0o700)
+
+
+class Transcript:
+    """Appends a session's output to ``path``, redacted and rotated by size.
+
+    ``max_bytes <= 0`` means never rotate. A file never exceeds ``max_bytes``
+    unless a single write is larger (then that write gets a file of its own).
+    Write errors (disk full) propagate: the caller decides whether output
+    draining goes on without a transcript.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        max_bytes: int,
+        backups: int,
+        redactor: Redactor | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.max_bytes = max_bytes
+        self.backups = max(0, backups)
+        self._redactor = redactor
+        self._fd: int | None = None
+        self._size = 0
+
+    def write(self, data: bytes) -> None:
+        if self._redactor is not None:
+            data = self._redactor.redact(data)
+        self._append(data)
+
+    def note(self, text: str) -> None:
+        """A marker line, e.g. ``--- agentd 2026-11-30T14:32:00Z session 3 started ---``."""
+        if self._redactor is not None:
+            self._append(self._redactor.flush())  # keep the order of bytes
+            text = self._redactor.redact_text(text)
+        self._append(f"\n--- agentd {text} ---\n".encode())
+
+    def close(self) -> None:
+        if self._redactor is not None:
+            self._append(self._redactor.flush())
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> Transcript:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _append(self, data: bytes) -> None:
+        if not data:
+            return
+        fd = self._open()
+        if self.max_bytes > 0 and self._size and self._size + len(data) > self.max_bytes:
+            self._rotate()
+            fd = self._open()
+        view = memoryview(data)
+        while view:  # a regular file may take less than asked
+            n = os.write(fd, view)
+            view = view[n:]
+        self._size += len(data)
+
+    def _open(self) -> int:
+        if self._fd is None:
+            _make_dirs(self.path.parent)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+            self._fd = os.open(self.path, flags, 0o600)
+            os.fchmod(self._fd, 0o600)  # an older file may have had a wider mode
+            self._size = os.fstat(self._fd).st_size
+        return self._fd
+
+    def _rotate(self) -> None:
+        """transcript.log -> .1 -> ... -> .N; with no backups, start it empty."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if self.backups == 0:
+            os.truncate(self.path, 0)
+            return
+        name = str(self.path)
+        for i in range(self.backups - 1, 0, -1):
+            if os.path.exists(f"{name}.{i}"):
+                os.replace(f"{name}.{i}", f"{name}.{i + 1}")
+        os.replace(name, f"{name}.1")

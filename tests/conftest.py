@@ -1,0 +1,103 @@
+"""Shared fixtures: every test fails if it leaves a process behind."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import psutil
+import pytest
+
+HERE = Path(__file__).resolve().parent
+FAKE_AGENT = str(HERE / "fake_agent.py")
+FIXTURES = HERE / "fixtures" / "tui"  # copied from shared/fixtures/tui: raw Claude Code output
+LOCAL_FIXTURES = HERE / "fixtures"
+
+T = TypeVar("T")
+
+
+def fake(*steps: str) -> list[str]:
+    """argv for the fake agent running ``steps``."""
+    return [sys.executable, FAKE_AGENT, *steps]
+
+
+def poll_for(
+    probe: Callable[[], T], *, timeout: float = 10.0, interval: float = 0.02, what: str = ""
+) -> T:
+    """Wait until ``probe()`` is truthy; on timeout fail showing what it last saw."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        last = probe()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            pytest.fail(
+                f"timed out after {timeout}s waiting for {what or probe!r}; last saw {last!r}"
+            )
+        time.sleep(interval)
+
+
+def _descendants_and_marked() -> dict[int, str]:
+    """Processes this test run is responsible for: our descendants and any
+    process carrying an AGENTD_SESSION_ID marker that names this test process."""
+    me = psutil.Process()
+    found: dict[int, str] = {}
+    for p in me.children(recursive=True):
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                found[p.pid] = " ".join(p.cmdline())[:120]
+        except psutil.Error:
+            pass
+    tag = f"t{os.getpid()}-"
+    for p in psutil.process_iter(["pid", "environ", "cmdline"]):
+        env = p.info.get("environ") or {}
+        marker = env.get("AGENTD_SESSION_ID", "")
+        if marker.startswith(tag) or env.get("AGENTD_TEST_OWNER") == str(os.getpid()):
+            found[p.info["pid"]] = " ".join(p.info.get("cmdline") or [])[:120]
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes() -> Iterator[None]:
+    """Fail a test that leaves a process (or a zombie child) behind; kill what it left."""
+    os.environ["AGENTD_TEST_OWNER"] = str(os.getpid())
+    os.environ["AGENTD_MARKER_PREFIX"] = f"t{os.getpid()}-"
+    yield
+    deadline = time.monotonic() + 3.0
+    left = _descendants_and_marked()
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = _descendants_and_marked()
+    zombies = [p.pid for p in psutil.Process().children() if _is_zombie(p)]
+    for pid in left:
+        with contextlib.suppress(OSError):
+            os.kill(pid, 9)
+    for pid in zombies:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+    if left:
+        pytest.fail(f"test left processes behind: {left}")
+    if zombies:
+        pytest.fail(f"test left zombie children: {zombies}")
+
+
+def _is_zombie(p: psutil.Process) -> bool:
+    try:
+        return p.status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An AGENTD_HOME with units/ and a workdir, kept short for AF_UNIX paths."""
+    h = tmp_path / "h"
+    (h / "units").mkdir(parents=True)
+    monkeypatch.setenv("AGENTD_HOME", str(h))
+    return h

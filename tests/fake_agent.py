@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""A scriptable fake agent CLI for tests: real process, real pty, real signals.
+
+usage: fake_agent.py STEP [STEP...] [-- ARG...]
+
+Steps run in order; arguments after ``--`` are only recorded/printed. TEXT is
+decoded with Python escapes, so ``out:\\x1b[31mred`` writes a colour code.
+
+  out:TEXT        write TEXT and a newline          raw:TEXT    write TEXT, no newline
+  split:TEXT      write TEXT one byte at a time, flushing between bytes
+  sleep:S         sleep S seconds                   exit:N      exit with code N
+  wait            sleep until signalled             ignore-term ignore SIGTERM and SIGHUP
+  child           fork a child (same group) that ignores SIGTERM and sleeps
+  orphan          double-fork + setsid a grandchild that ignores SIGTERM/SIGHUP
+  env:NAME        print NAME=<value>                args        print the args after --
+  bootstrap       print the file $AGENTD_BOOTSTRAP_FILE
+  prompt:TEXT     write TEXT (no newline), read one line, print GOT:<line>
+  paste           enable bracketed paste, read one paste + submit, print PASTE:<n>
+  spam:N          write N lines of tool-like output
+  bigline:N       write one line of N bytes (in 64 KiB writes)
+  record:PATH     append a JSON line {session, reason, args, bootstrap_file, ...}
+  if-session:N:STEP   run STEP only when AGENTD_SESSION == N
+  state:JSON      write JSON to $AGENTD_STATE_DIR/state.json
+
+Pids of started helpers are appended to $FAKE_PIDS (one per line) if set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+
+def _text(arg: str) -> str:
+    return arg.encode("utf-8").decode("unicode_escape").encode("latin-1").decode("utf-8")
+
+
+def _write(data: str | bytes) -> None:
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    while raw:
+        n = os.write(1, raw)
+        raw = raw[n:]
+
+
+def _note_pid(pid: int) -> None:
+    path = os.environ.get("FAKE_PIDS")
+    if path:
+        with open(path, "a") as f:
+            f.write(f"{pid}\n")
+
+
+def _sleep_forever() -> None:
+    while True:
+        time.sleep(3600)
+
+
+def _ignore_term() -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
+def _child() -> None:
+    pid = os.fork()
+    if pid == 0:
+        _ignore_term()
+        _note_pid(os.getpid())
+        _sleep_forever()
+
+
+def _orphan() -> None:
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.setsid()
+        if os.fork() == 0:
+            _ignore_term()
+            for fd in (0, 1, 2):  # let go of the pty, as a daemonising tool would
+                os.close(fd)
+            _note_pid(os.getpid())
+            os.write(w, b"x")
+            os.close(w)
+            _sleep_forever()
+        os._exit(0)
+    os.close(w)
+    os.read(r, 1)  # the grandchild exists and noted its pid
+    os.close(r)
+    os.waitpid(pid, 0)
+
+
+def _paste() -> None:
+    import termios
+    import tty
+
+    _write("\x1b[?2004h> ")
+    old = termios.tcgetattr(0)
+    tty.setraw(0)
+    buf = b""
+    try:
+        while not (b"\x1b[201~" in buf and buf.endswith((b"\r", b"\n"))):
+            chunk = os.read(0, 65536)
+            if not chunk:
+                break
+            buf += chunk
+    finally:
+        termios.tcsetattr(0, termios.TCSADRAIN, old)
+    start = buf.find(b"\x1b[200~")
+    end = buf.find(b"\x1b[201~")
+    text = buf[start + 6 : end] if start >= 0 and end > start else b""
+    submits_inside = text.count(b"\r")
+    _write(f"\r\nPASTE:{len(text)}:inner_cr={submits_inside}\r\n")
+    out = os.environ.get("FAKE_PASTE_FILE")
+    if out:
+        with open(out, "wb") as f:
+            f.write(text)
+
+
+def run(step: str, extra: list[str]) -> None:
+    verb, _, arg = step.partition(":")
+    if verb == "out":
+        _write(_text(arg) + "\n")
+    elif verb == "raw":
+        _write(_text(arg))
+    elif verb == "split":
+        for b in _text(arg).encode("utf-8"):
+            _write(bytes([b]))
+            time.sleep(0.002)
+    elif verb == "sleep":
+        time.sleep(float(arg))
+    elif verb == "exit":
+        sys.stdout.flush()
+        os._exit(int(arg))
+    elif verb == "wait":
+        _sleep_forever()
+    elif verb == "ignore-term":
+        _ignore_term()
+    elif verb == "child":
+        _child()
+    elif verb == "orphan":
+        _orphan()
+    elif verb == "env":
+        _write(f"{arg}={os.environ.get(arg, '')}\n")
+    elif verb == "args":
+        _write("ARGS:" + json.dumps(extra) + "\n")
+    elif verb == "bootstrap":
+        with open(os.environ["AGENTD_BOOTSTRAP_FILE"], encoding="utf-8") as f:
+            _write(f.read().replace("\n", "\r\n") + "\r\n")
+    elif verb == "prompt":
+        _write(_text(arg))
+        line = sys.stdin.readline()
+        _write(f"GOT:{line.rstrip()}\n")
+    elif verb == "paste":
+        _paste()
+    elif verb == "spam":
+        for i in range(int(arg)):
+            _write(f"  tool output line {i}: reading src/module_{i % 97}.py ... ok\n")
+    elif verb == "bigline":
+        n = int(arg)
+        block = b"x" * 65536
+        while n > 0:
+            _write(block[: min(n, len(block))])
+            n -= len(block)
+        _write(b"\n")
+    elif verb == "record":
+        rec = {
+            "session": os.environ.get("AGENTD_SESSION"),
+            "reason": os.environ.get("AGENTD_RESTART_REASON"),
+            "unit": os.environ.get("AGENTD_UNIT"),
+            "state_dir": os.environ.get("AGENTD_STATE_DIR"),
+            "bootstrap_file": os.environ.get("AGENTD_BOOTSTRAP_FILE"),
+            "socket": os.environ.get("AGENTD_SOCKET"),
+            "cwd": os.getcwd(),
+            "pid": os.getpid(),
+            "args": extra,
+        }
+        bf = rec["bootstrap_file"]
+        if bf and os.path.exists(bf):
+            with open(bf, encoding="utf-8") as f:
+                rec["bootstrap"] = f.read()
+        with open(arg, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+    elif verb == "if-session":
+        n, _, inner = arg.partition(":")
+        if os.environ.get("AGENTD_SESSION") == n:
+            run(inner, extra)
+    elif verb == "state":
+        with open(os.path.join(os.environ["AGENTD_STATE_DIR"], "state.json"), "w") as f:
+            f.write(arg)
+    else:
+        raise SystemExit(f"fake_agent: unknown step {step!r}")
+
+
+def main(argv: list[str]) -> None:
+    steps, extra = argv, []
+    if "--" in argv:
+        i = argv.index("--")
+        steps, extra = argv[:i], argv[i + 1 :]
+    for step in steps:
+        run(step, extra)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
