@@ -41,6 +41,10 @@ class Rule:
     pattern: re.Pattern[str]
     action: str = "restart"
     echo_check: bool = True
+    # Also match the unterminated line (check_partial): for prompts that wait
+    # without a newline. Off for sentinels: a half-drawn line could match early
+    # with a truncated group (`reset at 3` of `reset at 3pm`).
+    partial: bool = False
 
 
 @dataclass(frozen=True)
@@ -285,11 +289,13 @@ class LineMatcher:
         """
         if not self._partial_new or min(self._pending_len, self._max) > PARTIAL_MAX:
             return []
+        if not any(r.partial for r, _ in self._rules):
+            return []
         self._partial_new = False
         line = self._peek_pending()
         if not line:
             return []
-        rules = [r for r, _ in self._rules if r.name not in self._partial_hits]
+        rules = [r for r, _ in self._rules if r.partial and r.name not in self._partial_hits]
         hits = self._match(line, rules, echo=self._echo.peek(line))
         self._partial_hits.update(h.rule.name for h in hits)
         return hits

@@ -438,7 +438,8 @@ class Service:
             self._pending_stdin = plan.text.encode("utf-8")
             self._pending_submit = plan.submit
             if plan.after is not None:
-                session.matcher.add_rule(Rule(INJECT_AFTER, plan.after, "inject", echo_check=False))
+                session.matcher.add_rule(Rule(INJECT_AFTER, plan.after, "inject", echo_check=False,
+                                                     partial=True))
                 hits = session.matcher.check_partial()  # the prompt may be on screen already
                 if hits:
                     self._on_output(hits)

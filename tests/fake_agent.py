@@ -35,7 +35,8 @@ import time
 
 
 def _text(arg: str) -> str:
-    return arg.encode("utf-8").decode("unicode_escape").encode("latin-1").decode("utf-8")
+    # Python escapes (\x1b, \r, \u2026) in an argument that may also hold non-ASCII text
+    return arg.encode("latin-1", "backslashreplace").decode("unicode_escape")
 
 
 def _write(data: str | bytes) -> None:
@@ -63,11 +64,18 @@ def _ignore_term() -> None:
 
 
 def _child() -> None:
+    r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
+        os.close(r)
         _ignore_term()
         _note_pid(os.getpid())
+        os.write(w, b"x")
+        os.close(w)
         _sleep_forever()
+    os.close(w)
+    os.read(r, 1)  # the child ignores SIGTERM and noted its pid
+    os.close(r)
 
 
 def _orphan() -> None:

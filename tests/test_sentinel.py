@@ -161,7 +161,9 @@ def test_rules_change_between_feeds() -> None:
 
 
 def test_check_partial_sees_a_prompt_without_newline() -> None:
-    prompt = Rule("prompt", re.compile(r"Continue\? $"), action="inject", echo_check=False)
+    prompt = Rule(
+        "prompt", re.compile(r"Continue\? $"), action="inject", echo_check=False, partial=True
+    )
     answered = Rule("answered", re.compile(r"Continue\? y"))
     m = LineMatcher([prompt, answered])
     assert m.feed(b"\x1b[1mContinue?\x1b[0m ") == []
@@ -175,10 +177,19 @@ def test_check_partial_sees_a_prompt_without_newline() -> None:
 
 
 def test_check_partial_ignores_a_long_unterminated_line() -> None:
-    m = LineMatcher([COMPACTING])
+    m = LineMatcher([Rule("compacting", COMPACTING.pattern, partial=True)])
     m.feed(b"Compacting conversation" + b"." * PARTIAL_MAX)
     assert m.check_partial() == []  # no prompt is that long
     assert names(m.feed(b"\n")) == ["compacting"]  # matched when it completes
+
+
+def test_check_partial_leaves_sentinels_to_complete_lines() -> None:
+    usage = Rule("usage", re.compile(r"reset at (?P<until>[^.]+)"))
+    m = LineMatcher([usage])
+    m.feed(b"usage limit reached, reset at 3")
+    assert m.check_partial() == []  # half drawn: the group would be "3"
+    hits = m.feed(b"pm.\r\n")
+    assert [h.groups["until"] for h in hits] == ["3pm"]
 
 
 def test_flush_matches_the_last_unterminated_line() -> None:
@@ -281,7 +292,7 @@ def test_echo_only_shields_echo_checked_rules_and_echo_lines() -> None:
 
 
 def test_echo_partial_line_is_not_reported_by_check_partial() -> None:
-    m = LineMatcher(PACK)
+    m = LineMatcher([Rule("limit", LIMIT.pattern, partial=True)])
     m.expect_echo("explain Context limit reached errors")
     m.feed(b"> explain Context limit reached")
     assert m.check_partial() == []
