@@ -19,9 +19,9 @@ def describe(event: dict[str, Any]) -> str | None:
     """One line for the events a person watching a run cares about (None: skip)."""
     name = event.get("event")
     s = event.get("session")
+    if name == "unit.error":
+        return f"internal error: {event.get('error')}"
     if name == "unit.state":
-        if event.get("error"):
-            return f"internal error: {event['error']}"
         to, why = event.get("to"), event.get("reason") or ""
         if to in ("backoff", "paused", "done", "failed", "stalled", "stopped"):
             return f"{to}" + (f" ({why})" if why else "")

@@ -1,21 +1,30 @@
-"""How the bootstrap reaches a new session (SPEC 3 ``inject``), as a plan.
+"""How the bootstrap reaches a new session (SPEC 3 ``inject``).
 
 ``plan()`` is pure: from the unit, the rendered text and the file it was
 written to, it returns the argv to spawn and what (if anything) to type into
-the pty and when. The session carries the plan out.
+the pty and when. An ``Injector`` carries the plan out on the live session.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from agentd import events as ev
 from agentd.convert import fill_placeholders
+from agentd.sentinel import Rule
 from agentd.unit import Unit
+
+if TYPE_CHECKING:
+    from agentd.session import Session
 
 PASTE_START = b"\x1b[200~"
 PASTE_END = b"\x1b[201~"
+# The temporary matcher rule that waits for the prompt before stdin injection.
+PROMPT_RULE = "inject.after"
 
 
 @dataclass(frozen=True)
@@ -68,3 +77,42 @@ def typed_bytes(text: str, submit: str, *, bracketed: bool) -> bytes:
         body = body.replace(PASTE_END, b"").replace(PASTE_START, b"")
         return PASTE_START + body + PASTE_END + submit.encode("utf-8")
     return body + submit.encode("utf-8")
+
+
+class Injector:
+    """Hands the bootstrap to a live session as ``plan`` says, once."""
+
+    def __init__(self, plan: InjectPlan, text: str, tokens: int, *,
+                 emit: Callable[..., None]) -> None:
+        self.plan = plan
+        self.text = text
+        self.tokens = tokens
+        self._emit = emit
+        self._session: Session | None = None
+
+    def begin(self, session: Session) -> None:
+        mode = self.plan.mode
+        if mode != "none":
+            # Whatever the agent shows of its instructions is echo, not a sentinel.
+            session.matcher.expect_echo(self.text)
+        if mode != "stdin":
+            self._emit(ev.SESSION_INJECT, mode=mode, bytes=len(self.text.encode("utf-8")),
+                       tokens=self.tokens)
+            return
+        self._session = session
+        if self.plan.after is None:
+            self.on_prompt()
+        else:
+            session.matcher.add_rule(
+                Rule(PROMPT_RULE, self.plan.after, "inject", echo_check=False, partial=True))
+
+    def on_prompt(self) -> None:
+        """The prompt appeared (or none was awaited): type the bootstrap and submit."""
+        session, self._session = self._session, None
+        if session is None:
+            return
+        session.matcher.remove_rule(PROMPT_RULE)
+        data = typed_bytes(self.text, self.plan.submit, bracketed=session.bracketed_paste)
+        session.type(data)
+        self._emit(ev.SESSION_INJECT, mode="stdin", bytes=len(data), tokens=self.tokens,
+                   bracketed_paste=session.bracketed_paste)

@@ -14,7 +14,6 @@ import contextlib
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from agentd import events as ev
 from agentd import inject
 from agentd.bootstrap import Bootstrap, BootstrapContext, render
 from agentd.child import Child
-from agentd.convert import parse_reset_time, signal_name
+from agentd.convert import signal_name
 from agentd.errors import SpawnError
 from agentd.events import EventLog
 from agentd.history import History
@@ -38,19 +37,10 @@ from agentd.session import Session
 from agentd.statedir import fingerprint, write_atomic
 from agentd.states import ACTIVE, TRANSITIONS, State, TransitionError
 from agentd.transcript import Redactor, Transcript, secrets_from_env
+from agentd.triggers import Trigger, Triggers
 from agentd.unit import Unit
 
-INJECT_AFTER = "inject.after"
 HISTORY_KEEP = 200
-
-
-@dataclass(frozen=True)
-class Trigger:
-    """Why agentd ends a running session, and what it wants next."""
-
-    reason: str  # sentinel:NAME, timeout, idle, context, manual
-    action: str = "restart"  # restart | stop | pause
-    pause_until: float | None = None  # wall-clock epoch
 
 
 def iso(epoch: float) -> str:
@@ -92,13 +82,10 @@ class Service:
         self.detail = ""
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
-        self._session_timers: list[asyncio.TimerHandle] = []
-        self._trigger: asyncio.Future[Trigger] | None = None
+        self._triggers: Triggers | None = None
         self._stop_requested = False
         self._readonly_hashes: dict[str, str] = {}
         self._head: str | None = None
-        self._pending_stdin: bytes | None = None
-        self._pending_submit = "\r"
         self._changed = asyncio.Event()
         self.transcript = self._new_transcript()
 
@@ -141,7 +128,8 @@ class Service:
         session = self.session
         if session is None:
             return []
-        procs = find_session_processes(leader=session.pid, marker=session.marker, sid=session.pid)
+        leader = None if session.child.reaped else session.pid  # a reaped pid may be reused
+        procs = find_session_processes(leader=leader, marker=session.marker, sid=session.pid)
         killed = []
         for proc in procs:
             with contextlib.suppress(psutil.Error, OSError):
@@ -183,7 +171,7 @@ class Service:
                 reason = decision.reason
                 self.restarts += 1
         except Exception as exc:  # a bug must not leave the unit silently half-way
-            self.events.emit(ev.UNIT_STATE, level="error", unit=self.unit.name,
+            self.events.emit(ev.UNIT_ERROR, level="error", unit=self.unit.name,
                              error=f"{type(exc).__name__}: {exc}")
             if self.session is not None:
                 await self._end_session(self.session, Trigger("internal-error", "stop"))
@@ -193,9 +181,7 @@ class Service:
 
     async def _one_session(self, reason: str) -> SessionEnd:
         self._set_state(State.STARTING, reason)
-        number = self.session_no + 1
-        self.session_no = number
-        self._trigger = asyncio.get_running_loop().create_future()
+        number = self.session_no = self.session_no + 1
         boot = self._render(number, reason)
         boot_file = self._write_bootstrap(number, boot)
         plan = inject.plan(self.unit, number, boot.text, boot_file)
@@ -208,30 +194,29 @@ class Service:
             child = Child.spawn(plan.argv, cwd=self.unit.workdir, env=env,
                                 cols=self.unit.pty.cols, rows=self.unit.pty.rows)
         except SpawnError as exc:
-            self._set_state(State.STOPPING, "spawn-error")
-            self.events.emit(ev.SESSION_EXIT, level="error", unit=self.unit.name, session=number,
-                             reason="spawn-error", error=str(exc), duration_s=0.0)
-            self.history_file.append({"kind": "end", "session": number, "reason": "spawn-error",
-                                      "error": str(exc), "at": iso(self._wall())})
+            self._spawn_failed(number, exc)
             return SessionEnd(number, started, self._clock(), spawn_error=str(exc),
                               state_changed=False)
-        matcher = LineMatcher(self._rules())
-        session = Session(number=number, child=child, marker=marker, matcher=matcher,
-                          transcript=self.transcript, on_output=self._on_output, clock=self._clock)
+        emit = self._emitter(number)
+        injector = inject.Injector(plan, boot.text, boot.tokens, emit=emit)
+        triggers = self._triggers = Triggers(self.unit, emit=emit, wall=self._wall,
+                                             on_prompt=injector.on_prompt)
+        session = Session(number=number, child=child, marker=marker,
+                          matcher=LineMatcher(self._rules()), transcript=self.transcript,
+                          on_output=self._on_output, clock=self._clock)
         self.session = session
         session.start()
         self.history_file.append({"kind": "start", "session": number, "pid": child.pid,
                                   "reason": reason, "at": iso(self._wall()),
                                   "bootstrap": str(boot_file), "marker": marker})
         self._set_state(State.RUNNING, reason)
-        self.events.emit(ev.SESSION_START, unit=self.unit.name, session=number, pid=child.pid)
-        self._inject(session, plan, boot)
-        self._arm_timers(session)
+        emit(ev.SESSION_START, pid=child.pid)
+        injector.begin(session)
+        triggers.arm(session)
         if self._stop_requested:
-            self._fire(Trigger("manual", "stop"))
-        trigger_fut = self._trigger
-        await asyncio.wait([session.exited, trigger_fut], return_when=asyncio.FIRST_COMPLETED)
-        trigger = trigger_fut.result() if trigger_fut.done() else None
+            triggers.fire(Trigger("manual", "stop"))
+        await asyncio.wait([session.exited, triggers.fired], return_when=asyncio.FIRST_COMPLETED)
+        trigger = triggers.trigger
         await self._end_session(session, trigger)
         return SessionEnd(
             number, started, self._clock(),
@@ -242,9 +227,22 @@ class Service:
             state_changed=fingerprint(self.unit.state_dir) != state_before,
         )
 
+    def _spawn_failed(self, number: int, exc: SpawnError) -> None:
+        self._set_state(State.STOPPING, "spawn-error")
+        self.events.emit(ev.SESSION_EXIT, level="error", unit=self.unit.name, session=number,
+                         reason="spawn-error", error=str(exc), duration_s=0.0)
+        self.history_file.append({"kind": "end", "session": number, "reason": "spawn-error",
+                                  "error": str(exc), "at": iso(self._wall())})
+
+    def _emitter(self, number: int) -> Callable[..., None]:
+        def emit(event: str, **fields: Any) -> None:
+            self.events.emit(event, unit=self.unit.name, session=number, **fields)
+        return emit
+
     async def _end_session(self, session: Session, trigger: Trigger | None) -> None:
         """End the session's whole process tree and record how it ended."""
-        self._cancel_session_timers()
+        if self._triggers is not None:
+            self._triggers.cancel()
         exited_by_itself = trigger is None
         reason = trigger.reason if trigger else _exit_reason(session.child)
         if self.state in (State.RUNNING, State.STARTING):
@@ -259,6 +257,7 @@ class Service:
         await session.end(sig, self.unit.stop.grace, on_signal=on_signal)
         session.close()
         self.session = None
+        self._triggers = None
         child = session.child
         duration = round(session.uptime, 3)
         self.events.emit(ev.SESSION_EXIT, unit=unit, session=number, code=child.exit_code,
@@ -305,6 +304,7 @@ class Service:
 
     def _deadline(self, reason: str) -> None:
         self._timer = None
+        self.restarts += 1
         self._set_state(State.STARTING, reason)
         self._task = asyncio.get_running_loop().create_task(self._run(reason))
 
@@ -329,71 +329,14 @@ class Service:
                          **{"from": str(old), "to": str(new), "reason": reason})
         self._changed.set()
 
-    # -- triggers ----------------------------------------------------------------
+    # -- triggers ----------------------------------------------------------------------
     def _fire(self, trigger: Trigger) -> None:
-        if self._trigger is not None and not self._trigger.done():
-            self._trigger.set_result(trigger)
+        if self._triggers is not None:
+            self._triggers.fire(trigger)
 
     def _on_output(self, hits: list[Hit]) -> None:
-        session = self.session
-        for hit in hits:
-            if hit.rule.name == INJECT_AFTER:
-                self._type_pending(session)
-                continue
-            self._on_sentinel(hit)
-        limit = self.unit.limits.context_tokens
-        if limit and session is not None and session.matcher.tokens >= limit:
-            self._fire(Trigger("context"))
-
-    def _on_sentinel(self, hit: Hit) -> None:
-        rule = hit.rule
-        self.events.emit(ev.SESSION_SENTINEL, unit=self.unit.name, session=self.session_no,
-                         name=rule.name, action=rule.action, line=hit.line[:500])
-        reason = f"sentinel:{rule.name}"
-        if rule.action in ("restart", "stop"):
-            self._fire(Trigger(reason, rule.action))
-        elif rule.action == "pause":
-            self._fire(Trigger(reason, "pause", self._pause_until(rule.name, hit.groups)))
-        elif rule.action == "notify":
-            self.events.emit(ev.UNIT_NOTIFY, unit=self.unit.name, session=self.session_no,
-                             name=rule.name, line=hit.line[:500])
-
-    def _pause_until(self, name: str, groups: dict[str, str]) -> float:
-        now = self._wall()
-        text = groups.get("until")
-        if text:
-            try:
-                return parse_reset_time(text, now)
-            except ValueError:
-                self.events.emit(ev.SESSION_SENTINEL, level="warning", unit=self.unit.name,
-                                 name=name, error=f"cannot read reset time {text!r}")
-        spec = next((s for s in self.unit.sentinels if s.name == name), None)
-        return now + (spec.pause_for if spec else 3600.0)
-
-    def _arm_timers(self, session: Session) -> None:
-        loop = asyncio.get_running_loop()
-        limits = self.unit.limits
-        if limits.session_timeout:
-            self._session_timers.append(
-                loop.call_later(limits.session_timeout, self._fire, Trigger("timeout")))
-        if limits.idle_timeout:
-            self._session_timers.append(
-                loop.call_later(limits.idle_timeout, self._check_idle, session))
-
-    def _check_idle(self, session: Session) -> None:
-        # Re-armed from the last output time: no timer churn per output chunk.
-        idle_for = self._clock() - session.last_output_at
-        remaining = self.unit.limits.idle_timeout - idle_for
-        if remaining <= 0:
-            self._fire(Trigger("idle"))
-        elif self.session is session:
-            self._session_timers.append(
-                asyncio.get_running_loop().call_later(remaining, self._check_idle, session))
-
-    def _cancel_session_timers(self) -> None:
-        for timer in self._session_timers:
-            timer.cancel()
-        self._session_timers.clear()
+        if self._triggers is not None:
+            self._triggers.on_hits(hits)
 
     # -- bootstrap & injection ---------------------------------------------------------
     def _render(self, number: int, reason: str) -> Bootstrap:
@@ -429,37 +372,6 @@ class Service:
                          file=str(log_copy), tokens=boot.tokens, warnings=boot.warnings or None,
                          cut=boot.cut or None)
         return target
-
-    def _inject(self, session: Session, plan: inject.InjectPlan, boot: Bootstrap) -> None:
-        mode = plan.mode
-        if mode != "none":
-            session.matcher.expect_echo(boot.text)
-        if mode == "stdin" and plan.text is not None:
-            self._pending_stdin = plan.text.encode("utf-8")
-            self._pending_submit = plan.submit
-            if plan.after is not None:
-                session.matcher.add_rule(Rule(INJECT_AFTER, plan.after, "inject", echo_check=False,
-                                                     partial=True))
-                hits = session.matcher.check_partial()  # the prompt may be on screen already
-                if hits:
-                    self._on_output(hits)
-                return
-            self._type_pending(session)
-            return
-        self.events.emit(ev.SESSION_INJECT, unit=self.unit.name, session=session.number,
-                         mode=mode, bytes=len(boot.text.encode("utf-8")), tokens=boot.tokens)
-
-    def _type_pending(self, session: Session | None) -> None:
-        if session is None or self._pending_stdin is None:
-            return
-        session.matcher.remove_rule(INJECT_AFTER)
-        text = self._pending_stdin.decode("utf-8")
-        self._pending_stdin = None
-        data = inject.typed_bytes(text, self._pending_submit, bracketed=session.bracketed_paste)
-        session.type(data)
-        self.events.emit(ev.SESSION_INJECT, unit=self.unit.name, session=session.number,
-                         mode="stdin", bytes=len(data), tokens=None,
-                         bracketed_paste=session.bracketed_paste)
 
     def _rules(self) -> list[Rule]:
         return [Rule(s.name, s.pattern, s.action) for s in self.unit.sentinels]

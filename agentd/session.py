@@ -52,7 +52,7 @@ class Session:
         self.matcher = matcher
         self.transcript = transcript
         self._on_output = on_output
-        self._clock = clock
+        self.clock = clock
         self.started_at = clock()
         self.last_output_at = self.started_at
         self.bytes_out = 0
@@ -96,8 +96,8 @@ class Session:
             on_signal=on_signal,
         )
         # The leader is dead now; its pidfd callback may not have run yet.
-        deadline = self._clock() + 2.0
-        while not self.exited.done() and self._clock() < deadline:
+        deadline = self.clock() + 2.0
+        while not self.exited.done() and self.clock() < deadline:
             self.check_exit()
             if not self.exited.done():
                 await asyncio.sleep(0.01)
@@ -164,7 +164,7 @@ class Session:
 
     def _handle(self, data: bytes) -> None:
         self.bytes_out += len(data)
-        self.last_output_at = self._clock()
+        self.last_output_at = self.clock()
         self._track_paste_mode(data)
         self.transcript.write(data)
         hits = self.matcher.feed(data)
@@ -200,4 +200,4 @@ class Session:
 
     @property
     def uptime(self) -> float:
-        return self._clock() - self.started_at
+        return self.clock() - self.started_at

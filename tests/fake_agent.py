@@ -103,9 +103,11 @@ def _paste() -> None:
     import termios
     import tty
 
-    _write("\x1b[?2004h> ")
+    # raw mode first, as a TUI does: tty.setraw after the prompt could flush
+    # (TCSAFLUSH) a paste that arrived in between
     old = termios.tcgetattr(0)
-    tty.setraw(0)
+    tty.setraw(0, termios.TCSANOW)
+    _write("\x1b[?2004h> ")
     buf = b""
     try:
         while not (b"\x1b[201~" in buf and buf.endswith((b"\r", b"\n"))):
