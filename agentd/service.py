@@ -31,7 +31,12 @@ from agentd.history import History
 from agentd.layout import resolve
 from agentd.paths import Paths
 from agentd.policy import Decision, RestartPolicy, SessionEnd
-from agentd.proctree import MARKER_VAR, find_session_processes, session_env_marker
+from agentd.proctree import (
+    MARKER_VAR,
+    end_session_tree,
+    find_session_processes,
+    session_env_marker,
+)
 from agentd.sentinel import Hit, LineMatcher, Rule
 from agentd.session import Session
 from agentd.statedir import fingerprint, write_atomic
@@ -57,10 +62,12 @@ class Service:
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
         base_env: dict[str, str] | None = None,
+        notify: Callable[[Unit, str, int], None] | None = None,
     ) -> None:
         self.unit = unit
         self.paths = paths
         self.events = events
+        self._notify = notify
         self._clock = clock
         self._wall = wall
         self._base_env = dict(os.environ if base_env is None else base_env)
@@ -86,6 +93,7 @@ class Service:
         self._stop_requested = False
         self._readonly_hashes: dict[str, str] = {}
         self._head: str | None = None
+        self._reclaimed = False
         self._changed = asyncio.Event()
         self.transcript = self._new_transcript()
 
@@ -162,6 +170,8 @@ class Service:
     # -- the session loop ------------------------------------------------------
     async def _run(self, reason: str) -> None:
         try:
+            if not self._reclaimed:
+                await self._reclaim()
             while True:
                 end = await self._one_session(reason)
                 decision = self._decide(end)
@@ -199,8 +209,10 @@ class Service:
                               state_changed=False)
         emit = self._emitter(number)
         injector = inject.Injector(plan, boot.text, boot.tokens, emit=emit)
-        triggers = self._triggers = Triggers(self.unit, emit=emit, wall=self._wall,
-                                             on_prompt=injector.on_prompt)
+        triggers = self._triggers = Triggers(
+            self.unit, emit=emit, wall=self._wall, on_prompt=injector.on_prompt,
+            notify=lambda event: self._notify(self.unit, event, number) if self._notify else None,
+        )
         session = Session(number=number, child=child, marker=marker,
                           matcher=LineMatcher(self._rules()), transcript=self.transcript,
                           on_output=self._on_output, clock=self._clock)
@@ -226,6 +238,30 @@ class Service:
             pause_until=trigger.pause_until if trigger else None,
             state_changed=fingerprint(self.unit.state_dir) != state_before,
         )
+
+    async def _reclaim(self) -> None:
+        """End a session a previous agentd left running (it was killed with -9).
+
+        The history's last record is then a ``start`` without an ``end``; its
+        processes still carry that session's marker in their environment.
+        """
+        self._reclaimed = True
+        records = self.history_file.recent()
+        last = records[-1] if records else None
+        if not last or last.get("kind") != "start" or not last.get("marker"):
+            return
+        number = int(last.get("session", 0))
+        emit = self._emitter(number)
+
+        def on_signal(sig: int, pids: list[int]) -> None:
+            emit(ev.SESSION_ORPHAN_KILLED, signal=signal_name(sig), pids=pids,
+                 why="left running by an agentd that did not stop cleanly")
+
+        await end_session_tree(leader=None, marker=str(last["marker"]), sid=None,
+                               sig=int(self.unit.stop.signal), grace=self.unit.stop.grace,
+                               on_signal=on_signal)
+        self.history_file.append({"kind": "end", "session": number, "at": iso(self._wall()),
+                                  "reason": "agentd-lost"})
 
     def _spawn_failed(self, number: int, exc: SpawnError) -> None:
         self._set_state(State.STOPPING, "spawn-error")
@@ -328,6 +364,9 @@ class Service:
         self.events.emit(ev.UNIT_STATE, unit=self.unit.name, session=self.session_no or None,
                          **{"from": str(old), "to": str(new), "reason": reason})
         self._changed.set()
+        event = "restart" if (old, new) == (State.STOPPING, State.STARTING) else str(new)
+        if self._notify is not None and event in self.unit.notify.on:
+            self._notify(self.unit, event, self.session_no)
 
     # -- triggers ----------------------------------------------------------------------
     def _fire(self, trigger: Trigger) -> None:

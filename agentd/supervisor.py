@@ -13,6 +13,7 @@ import signal
 from typing import Any
 
 from agentd.events import EventLog
+from agentd.notifier import Notifier
 from agentd.paths import Paths
 from agentd.reaper import Reaper, enable_subreaper
 from agentd.service import Service
@@ -32,6 +33,7 @@ class Supervisor:
         # re-parented to us: we can find them and must reap them.
         self.subreaper = enable_subreaper() if subreaper else False
         self.reaper = Reaper(owned=self._owned)
+        self.notifier = Notifier(self.events.emit)
         self.events.set_redact(self._redact)
         self._sigchld = False
 
@@ -48,7 +50,7 @@ class Supervisor:
 
     # -- units -----------------------------------------------------------------------
     def add(self, unit: Unit) -> Service:
-        service = Service(unit, paths=self.paths, events=self.events)
+        service = Service(unit, paths=self.paths, events=self.events, notify=self.notifier.send)
         self.services[unit.name] = service
         return service
 
@@ -77,6 +79,7 @@ class Supervisor:
         for service in self.services.values():
             await service.join()
             service.close()
+        await self.notifier.close()
         self.reaper.reap()
         self.detach()
 
@@ -88,6 +91,8 @@ class Supervisor:
 
     # -- processes ---------------------------------------------------------------------
     def _owned(self, pid: int) -> bool:
+        if self.notifier.owns(pid):
+            return True
         for service in self.services.values():
             session = service.session
             if session is not None and session.pid == pid and not session.child.reaped:
@@ -98,6 +103,7 @@ class Supervisor:
         for service in self.services.values():
             if service.session is not None:
                 service.session.check_exit()
+        self.notifier.check()
         self.reaper.reap()
 
     def _redact(self, text: str) -> str:

@@ -40,11 +40,13 @@ class Triggers:
         emit: Emit,
         wall: Callable[[], float],
         on_prompt: Callable[[], None],
+        notify: Callable[[str], None] | None = None,
     ) -> None:
         self.unit = unit
         self._emit = emit
         self._wall = wall
         self._on_prompt = on_prompt
+        self._notify = notify
         self._loop = asyncio.get_running_loop()
         self.fired: asyncio.Future[Trigger] = self._loop.create_future()
         self._timers: list[asyncio.TimerHandle] = []
@@ -78,8 +80,8 @@ class Triggers:
             self.fire(Trigger(reason, rule.action))
         elif rule.action == "pause":
             self.fire(Trigger(reason, "pause", self._pause_until(rule.name, hit.groups)))
-        elif rule.action == "notify":
-            self._emit(ev.UNIT_NOTIFY, name=rule.name, line=hit.line[:500])
+        elif rule.action == "notify" and self._notify is not None:
+            self._notify(reason)
 
     def _pause_until(self, name: str, groups: dict[str, str]) -> float:
         now = self._wall()
