@@ -21,6 +21,7 @@ decoded with Python escapes, so ``out:\\x1b[31mred`` writes a colour code.
   record:PATH     append a JSON line {session, reason, args, bootstrap_file, ...}
   if-session:N:STEP   run STEP only when AGENTD_SESSION == N
   state:JSON      write JSON to $AGENTD_STATE_DIR/state.json
+  replay:PATH     write the raw bytes of PATH (a TUI capture) in 512-byte writes
 
 Pids of started helpers are appended to $FAKE_PIDS (one per line) if set.
 """
@@ -196,6 +197,12 @@ def run(step: str, extra: list[str]) -> None:
         n, _, inner = arg.partition(":")
         if os.environ.get("AGENTD_SESSION") == n:
             run(inner, extra)
+    elif verb == "replay":
+        with open(arg, "rb") as f:
+            data = f.read()
+        for i in range(0, len(data), 512):
+            _write(data[i : i + 512])
+            time.sleep(0.001)
     elif verb == "state":
         with open(os.path.join(os.environ["AGENTD_STATE_DIR"], "state.json"), "w") as f:
             f.write(arg)

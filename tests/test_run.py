@@ -323,3 +323,30 @@ def test_first_session_reason_is_start(home: Path, tmp_path: Path, reason_env: s
     res = agentd(home, "run", "f")
     assert res.returncode == 0
     assert f"{reason_env}=start" in (home / "logs" / "f" / "transcript.log").read_text()
+
+
+@pytest.mark.parametrize(
+    ("capture", "sentinel"),
+    [
+        ("claude-code-2.1.197-autocompact.raw", "compacting"),
+        ("claude-code-2.1.332-autocompact.raw", "compacting"),
+        ("claude-code-2.1.197-context-limit.raw", "context-limit"),
+    ],
+)
+def test_real_claude_code_output_restarts_with_the_preset(
+    home: Path, tmp_path: Path, capture: str, sentinel: str
+) -> None:
+    """Raw bytes a real Claude Code wrote while compacting, through a real pty."""
+    from tests.conftest import FIXTURES
+
+    rec = tmp_path / "rec.jsonl"
+    write_unit(home, "cc", {
+        "preset": "claude-code",
+        "command": fake(f"record:{rec}", "if-session:2:exit:0", f"replay:{FIXTURES / capture}",
+                        "wait", "--", "{bootstrap}"),
+        "restart": QUICK,
+    })
+    res = agentd(home, "run", "cc")
+    assert res.returncode == 0, res.stderr
+    assert [r["reason"] for r in records(rec)] == ["start", f"sentinel:{sentinel}"]
+    assert events(home, "session.sentinel")[0]["name"] == sentinel
