@@ -8,18 +8,25 @@ directory walks stop after ``MAX_ENTRIES`` and git runs with a short timeout.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
+import re
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
 from typing import BinaryIO
 
+from agentd.errors import AgentdError
+
 # The file agentd itself writes into the state dir (inject mode `file`); it
 # changes every session, so it must not count as the agent's progress.
 BOOTSTRAP_NAME = "BOOTSTRAP.md"
+LOCK_NAME = ".lock"  # writers of the state dir hold an flock on it
+LOCK_TIMEOUT = 10.0
 MAX_ENTRIES = 10_000
 GIT_TIMEOUT = 3.0
 _BLOCK = 8192
@@ -85,8 +92,9 @@ def count_lines_before(path: Path, offset: int, limit: int) -> int | None:
 
 
 def latest_file(directory: Path, limit: int = MAX_ENTRIES) -> tuple[Path | None, int]:
-    """The last regular file of ``directory`` by name (``snapshot-014.json``
-    sorts after ``snapshot-013.json``) and how many files it holds."""
+    """The last regular file of ``directory`` by name, numbers by value
+    (``snapshot-1000.json`` sorts after ``snapshot-999.json``), and how many
+    files it holds."""
     names: list[str] = []
     with os.scandir(directory) as it:
         for i, entry in enumerate(it):
@@ -94,7 +102,12 @@ def latest_file(directory: Path, limit: int = MAX_ENTRIES) -> tuple[Path | None,
                 break
             if entry.is_file() and not entry.name.startswith("."):
                 names.append(entry.name)
-    return (directory / max(names) if names else None), len(names)
+    return (directory / max(names, key=natural_key) if names else None), len(names)
+
+
+def natural_key(name: str) -> list[int | str]:
+    """Sort key that orders numbers by value: snapshot-1000 after snapshot-999."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def read_head(path: Path, max_bytes: int) -> tuple[str, bool]:
@@ -180,6 +193,57 @@ def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
             os.unlink(tmp)
         raise
     _fsync_dir(path.parent)
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append ``line`` and a newline to ``path`` in one write, then fsync.
+
+    For logs that only grow (decisions.log), where rewriting the whole file
+    for each line would make a long log slow to extend. Callers hold the
+    state dir lock, so writers never interleave. A file whose last line was
+    torn (no final newline, e.g. after a crash) gets a newline first, so the
+    torn line stays on its own and is reported by ``agentctl state check``.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+        data = (b"\n" if torn else b"") + line.encode("utf-8") + b"\n"
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class LockTimeout(AgentdError):
+    pass
+
+
+@contextlib.contextmanager
+def locked(state_dir: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+    """Hold the exclusive write lock of ``state_dir`` (``fcntl.flock`` on its
+    ``.lock`` file) for the block: two agents writing at once take turns.
+    Waits at most ``timeout`` seconds. The lock goes with the process, so a
+    writer killed mid-way never leaves the state dir locked."""
+    fd = os.open(state_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise LockTimeout(
+                        f"{state_dir}: another writer has held {LOCK_NAME} for {timeout:g}s; "
+                        "try again, or look for a stuck `agentctl state` process"
+                    ) from None
+                time.sleep(0.005)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -344,7 +344,8 @@ ERRORS = [
     ),
     (
         "command: x\nworkdir: /\nstate: {layout: nope}\n",
-        "units/a.yaml:3: state.layout: unknown layout 'nope'; choose one of: agentd, or list files",
+        "units/a.yaml:3: state.layout: unknown layout 'nope'; choose one of: agentd, "
+        "checkpoint, contract, decision-log, four-file, memento, or list files",
     ),
     (
         "command: x\nworkdir: /\nstate:\n  layout:\n"
