@@ -1,16 +1,21 @@
-"""``agentctl``: control a running agentd over its socket (SPEC 8, 9)."""
+"""``agentctl``: control a running agentd over its socket (SPEC 8, 9), and
+``agentctl state``, which works on a state dir without the daemon."""
 
 from __future__ import annotations
 
 import click
 
 from agentd import __version__
+from agentd.statecli import state
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="agentctl")
 def main() -> None:
     """Control agentd units: status, start, stop, restart, logs, state."""
+
+
+main.add_command(state)
 
 
 if __name__ == "__main__":  # pragma: no cover
