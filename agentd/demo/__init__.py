@@ -13,6 +13,7 @@ from pathlib import Path
 from agentd.console import Console
 from agentd.history import History
 from agentd.paths import Paths
+from agentd.stateinit import init
 from agentd.unitfile import load_unit
 
 NEXT = {"sentinel:compaction": "restart, state injected", "exit:42": "restart, state injected",
@@ -50,23 +51,24 @@ def run_demo(*, keep: bool = False, quiet: bool = False) -> int:
 
 
 def seed_state(state_dir: Path) -> None:
-    """What a person writes before leaving an agent alone: who it is, the mission."""
-    state_dir.mkdir(parents=True)
+    """What a person does before leaving an agent alone: `agentctl state init`,
+    then write who the agent is and the mission."""
+    init(state_dir, "agentd")
     (state_dir / "identity.md").write_text(
         "You are the demo agent: a careful refactoring assistant for the shop codebase.\n",
         encoding="utf-8")
-    state = {
-        "schema_version": 1,
+    (state_dir / "constraints.md").write_text(
+        "- Do not change the public methods of cart.Cart\n"
+        "- All Redis keys use the prefix 'v2:'\n", encoding="utf-8")
+    init(state_dir, None)  # records the readonly constraints as the person wrote them
+    path = state_dir / "state.json"
+    state = json.loads(path.read_text(encoding="utf-8"))
+    state.update({
         "mission": "Put a cache layer in front of the cart module without changing its API",
         "phase": "refactor",
         "next_action": "Map the 23 Redis call sites in cart/",
-        "completed_steps": [],
-        "constraints": ["Do not change the public methods of cart.Cart",
-                        "All Redis keys use the prefix 'v2:'"],
-        "key_decisions": [],
-        "handoff": "",
-    }
-    (state_dir / "state.json").write_text(json.dumps(state, indent=2), encoding="utf-8")
+    })
+    path.write_text(json.dumps(state, indent=2), encoding="utf-8")
 
 
 def summary(paths: Paths, work: Path) -> str:

@@ -1,22 +1,23 @@
 #!/usr/bin/env python3
 """The demo agent: behaves like a coding-agent CLI that forgets.
 
-It works through a small mission, recording every step in the state files
-(``$AGENTD_STATE_DIR/state.json`` and ``decisions.log``) the way the seeds
-tell an agent to. Session 1 "fills its context" and prints Claude Code's
-compaction line, then keeps going as a real CLI would (agentd must stop it).
-Session 2 reads its next action from the bootstrap it was given, does one
-step and hands over with exit 42. Session 3 finishes and exits 0.
-Standalone on purpose (no agentd imports): any Python can run it.
+It works through a small mission, recording every step with
+``agentctl state done/next/decide/handoff`` the way its bootstrap's rules
+tell an agent to (the commands write ``$AGENTD_STATE_DIR``). Session 1 "fills
+its context" and prints Claude Code's compaction line, then keeps going as a
+real CLI would (agentd must stop it). Session 2 reads its next action from the
+bootstrap it was given, does one step and hands over with exit 42. Session 3
+finishes and exits 0. No agentd imports: it runs ``agentctl`` as a command,
+as any agent would, with the Python that has agentd installed.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
-from datetime import UTC, datetime
 
 MISSION = "Put a cache layer in front of the cart module without changing its API"
 STEPS = [
@@ -28,56 +29,33 @@ STEPS = [
 PAUSE = float(os.environ.get("AGENTD_DEMO_PAUSE", "0.3"))
 
 
-def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def say(text: str) -> None:
     print(f"demo-agent: {text}", flush=True)
 
 
+def agentctl_state(*args: str) -> None:
+    """Run ``agentctl state ARGS``; -P keeps the workdir off the import path."""
+    subprocess.run([sys.executable, "-P", "-m", "agentd.ctl", "state", *args],
+                   check=True, timeout=60, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+
+
 def load_state(path: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {
-            "schema_version": 1, "mission": MISSION, "phase": "refactor",
-            "next_action": STEPS[0], "completed_steps": [], "constraints": [
-                "Do not change the public methods of cart.Cart",
-                "All Redis keys use the prefix 'v2:'",
-            ], "key_decisions": [], "handoff": "", "updated_at": now(),
-        }
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
 
 
-def save_state(path: str, state: dict) -> None:
-    state["updated_at"] = now()
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(state, f, indent=2, ensure_ascii=False)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def record_decision(state_dir: str, step: str) -> None:
-    stamp = datetime.now().strftime("%Y-%m-%d %H:%M")
-    line = (f"[{stamp}] [demo] decision: {step} | why: it is the next step of the mission "
-            f"| files: cart/cache.py | snapshot: - | alternatives: -\n")
-    with open(os.path.join(state_dir, "decisions.log"), "a", encoding="utf-8") as f:
-        f.write(line)
-
-
-def do_step(state_dir: str, state_file: str, state: dict) -> None:
+def do_step(state: dict) -> None:
     step = state["next_action"]
     say(f"working on: {step}")
     time.sleep(PAUSE)
-    state["completed_steps"].append({"text": step, "at": now(), "verified": "demo check"})
+    state["completed_steps"].append(step)
     done = len(state["completed_steps"])
     state["next_action"] = STEPS[done] if done < len(STEPS) else "Nothing left: mission complete"
-    save_state(state_file, state)
-    record_decision(state_dir, step)
-    say(f"done: {step} (recorded in state.json)")
+    agentctl_state("done", step, "--verified", "demo check")
+    agentctl_state("next", state["next_action"])
+    agentctl_state("decide", step, "--why", "it is the next step of the mission, so it comes now",
+                   "--files", "cart/cache.py", "--tag", "demo")
+    say(f"done: {step} (recorded with agentctl state)")
 
 
 def log_progress(workdir: str, record: dict) -> None:
@@ -87,10 +65,7 @@ def log_progress(workdir: str, record: dict) -> None:
 
 def main() -> int:
     session = int(os.environ.get("AGENTD_SESSION", "1"))
-    state_dir = os.environ["AGENTD_STATE_DIR"]
-    os.makedirs(state_dir, exist_ok=True)
-    state_file = os.path.join(state_dir, "state.json")
-    state = load_state(state_file)
+    state = load_state(os.path.join(os.environ["AGENTD_STATE_DIR"], "state.json"))
     bootstrap = sys.argv[1] if len(sys.argv) > 1 else ""
     resumed = state["next_action"]
     picked_up = bool(state["completed_steps"]) and resumed in bootstrap
@@ -102,22 +77,21 @@ def main() -> int:
     log_progress(os.getcwd(), {"session": session, "resumed_at": resumed,
                                "picked_up": picked_up})
     if session == 1:
-        do_step(state_dir, state_file, state)
-        do_step(state_dir, state_file, state)
+        do_step(state)
+        do_step(state)
         say("context window is nearly full")
         print("\x1b[97m✻\x1b[3GCompacting conversation…\x1b[39m", flush=True)
         time.sleep(120)  # a real CLI would go on, forgetting; agentd stops it first
         return 1
     if session == 2:
-        do_step(state_dir, state_file, state)
-        state["handoff"] = "Step 3 done; order_service uses cache_manager. Run the tests next."
-        save_state(state_file, state)
+        do_step(state)
+        agentctl_state("handoff", "Step 3 done; order_service uses cache_manager. "
+                                  "Run the tests next.")
         say("handing over to a fresh session (exit 42)")
         return 42
     while len(state["completed_steps"]) < len(STEPS):
-        do_step(state_dir, state_file, state)
-    state["handoff"] = ""
-    save_state(state_file, state)
+        do_step(state)
+    agentctl_state("handoff", "Mission complete: nothing to hand over.")
     say("mission complete")
     return 0
 
