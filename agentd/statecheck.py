@@ -36,8 +36,9 @@ def check(sd: StateDir) -> tuple[list[Problem], list[str]]:
     problems: list[Problem] = []
     notes: list[str] = []
     if not sd.recorded:
-        notes.append(f"{sd.path / LAYOUT_RECORD} is missing: using layout {sd.layout.name!r}; "
-                     f"`agentctl state init --layout {sd.layout.name}` records it")  # fmt: skip
+        notes.append(f"{sd.path / LAYOUT_RECORD} is missing: using layout {sd.layout.name!r} "
+                     f"({sd.source}); `agentctl state init --layout {sd.layout.name}` "
+                     "records it")  # fmt: skip
     seen: set[str] = set()
     for entry in sd.layout.files:
         if entry.path in seen:

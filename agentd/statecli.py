@@ -66,7 +66,8 @@ def _open(ctx: click.Context) -> StateDir:
 
 @state.command()
 @click.option("--layout", "layout", type=click.Choice(preset_names()), default=None,
-              help="The layout (default: the one recorded, else $AGENTD_LAYOUT, else agentd).")
+              help="The layout (default: the one recorded, else $AGENTD_LAYOUT, else the "
+                   "one whose files are there, else agentd).")  # fmt: skip
 @click.pass_context
 @_failures
 def init(ctx: click.Context, layout: str | None) -> None:

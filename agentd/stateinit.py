@@ -19,12 +19,13 @@ from pathlib import Path
 
 from agentd import readonly, statedir
 from agentd.layout import Layout, LayoutError, load_layout, templates
-from agentd.stateops import DEFAULT_LAYOUT, LAYOUT_RECORD, StateError, layout_name
+from agentd.stateops import LAYOUT_RECORD, StateError, layout_name
 
 
 def init(path: Path, name: str | None) -> list[str]:
     """Initialise the state dir ``path``; returns a report, one line a file."""
-    recorded_name, recorded = layout_name(path) if path.is_dir() else (DEFAULT_LAYOUT, False)
+    recorded_name, source = layout_name(path)
+    recorded = source == "recorded"
     if recorded and name and name != recorded_name:
         raise StateError(
             f"{path} is already initialised with layout {recorded_name!r} "

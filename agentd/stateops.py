@@ -8,7 +8,9 @@ grows, and is appended to in one write (``statedir.append_line``). Two agents
 writing at once take turns and lose nothing.
 
 The layout of a state dir is the name in ``STATE_DIR/.layout`` (written by
-``agentctl state init``), else ``$AGENTD_LAYOUT``, else ``agentd``.
+``agentctl state init``), else ``$AGENTD_LAYOUT``, else the first preset
+(``agentd`` first) whose required files are all there, else ``agentd``:
+an agent never writes a default state.json into a contract's state dir.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from agentd import markdown, statedir
 from agentd.errors import AgentdError
-from agentd.layout import Layout, LayoutError, Target, load_layout, templates
+from agentd.layout import Layout, LayoutError, Target, load_layout, preset_names, templates
 from agentd.markdown import NONE_MARKERS
 
 LAYOUT_RECORD = ".layout"
@@ -38,7 +40,11 @@ class StateError(AgentdError):
 class StateDir:
     path: Path
     layout: Layout
-    recorded: bool  # the layout name is recorded in .layout
+    source: str  # where the layout name came from: recorded, env, detected, default
+
+    @property
+    def recorded(self) -> bool:
+        return self.source == "recorded"
 
     @property
     def workdir(self) -> Path:
@@ -46,15 +52,28 @@ class StateDir:
         return self.path.parent
 
 
-def layout_name(path: Path) -> tuple[str, bool]:
-    """(layout name, whether it is recorded in the state dir)."""
+def layout_name(path: Path) -> tuple[str, str]:
+    """(layout name, where it came from: recorded, env, detected or default)."""
     try:
-        name = (path / LAYOUT_RECORD).read_text(encoding="utf-8").strip()
+        return (path / LAYOUT_RECORD).read_text(encoding="utf-8").strip(), "recorded"
     except FileNotFoundError:
-        return os.environ.get("AGENTD_LAYOUT") or DEFAULT_LAYOUT, False
+        pass
     except OSError as e:
         raise StateError(f"{path / LAYOUT_RECORD}: cannot read it: {e}") from None
-    return name, True
+    if env := os.environ.get("AGENTD_LAYOUT"):
+        return env, "env"
+    if path.is_dir() and (found := detect(path)):
+        return found, "detected"
+    return DEFAULT_LAYOUT, "default"
+
+
+def detect(path: Path) -> str | None:
+    """The first preset (the default first) whose required files are all in ``path``."""
+    for name in dict.fromkeys([DEFAULT_LAYOUT, *preset_names()]):
+        required = [f.path for f in load_layout(name).files if not f.optional]
+        if required and all((path / rel).exists() for rel in required):
+            return name
+    return None
 
 
 def open_dir(path: Path) -> StateDir:
@@ -64,12 +83,13 @@ def open_dir(path: Path) -> StateDir:
             f"no state dir at {path}: create it with `agentctl state init [--layout L]`, "
             "or point --dir (or $AGENTD_STATE_DIR) at it"
         )
-    name, recorded = layout_name(path)
+    name, source = layout_name(path)
     try:
         layout = load_layout(name)
     except LayoutError as e:
-        raise StateError(f"{path / LAYOUT_RECORD}: {e}") from None
-    return StateDir(path, layout, recorded)
+        where = path / LAYOUT_RECORD if source == "recorded" else "$AGENTD_LAYOUT"
+        raise StateError(f"{where}: {e}") from None
+    return StateDir(path, layout, source)
 
 
 def stamp(now: float) -> str:

@@ -242,6 +242,39 @@ def test_failures_exit_1_and_say_what_to_do(tmp_path: Path) -> None:
     assert (tmp_path / ".agent" / "state.json").read_text() == "{oops"
 
 
+def test_layout_without_a_record_comes_from_env_or_the_files(tmp_path: Path) -> None:
+    state(tmp_path, "init", "--layout", "contract")
+    (tmp_path / ".agent" / ".layout").unlink()
+    assert state(tmp_path, "next", "from the files").exit_code == 0
+    assert "- [ ] from the files" in (tmp_path / ".agent" / "TASK_STATE.md").read_text()
+    assert not (tmp_path / ".agent" / "state.json").exists()  # not the default layout's
+    r = state(tmp_path, "check")
+    assert r.exit_code == 0 and "using layout 'contract' (detected)" in r.stderr
+    r = state(tmp_path, "next", "x", env={"AGENTD_LAYOUT": "memento"})
+    assert r.exit_code == 0 and (tmp_path / ".agent" / "state.json").exists()
+    r = state(tmp_path, "next", "x", env={"AGENTD_LAYOUT": "nope"})
+    assert r.exit_code == 1 and "$AGENTD_LAYOUT: unknown layout 'nope'" in r.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="needs Linux /proc/self/io")
+def test_show_on_a_300k_line_log_reads_only_its_end(tmp_path: Path) -> None:
+    state(tmp_path, "init")
+    good = "[2026-11-30 14:32] [arch] decision: d | why: because x so y | files: a.py | " \
+           "snapshot: snapshot-001 | alternatives: none\n"  # fmt: skip
+    log = tmp_path / ".agent" / "decisions.log"
+    log.write_text(good * 300_000 + good.replace(" d |", " the newest |"))
+    before = _bytes_read()
+    r = state(tmp_path, "show")
+    read = _bytes_read() - before
+    assert r.exit_code == 0 and "decision: the newest |" in r.stdout
+    assert read < 512 * 1024, f"show read {read} bytes of a {log.stat().st_size}-byte log"
+
+
+def _bytes_read() -> int:
+    with open("/proc/self/io", encoding="ascii") as f:  # rchar: bytes read by read() calls
+        return next(int(ln.split()[1]) for ln in f if ln.startswith("rchar:"))
+
+
 def test_state_dir_from_the_environment(tmp_path: Path) -> None:
     elsewhere = tmp_path / "w" / "mem"
     r = CliRunner().invoke(main, ["state", "init"], env={"AGENTD_STATE_DIR": str(elsewhere)})
