@@ -9,18 +9,26 @@ A session's processes are found three ways, because each alone misses some:
   marker ``AGENTD_SESSION_ID=<marker>``, plus their descendants, which catches
   double-forked ``setsid`` daemons that left both the tree and the session.
 
-Ending follows circus/psutil: snapshot first, then signal bottom-up (children
-before parents, so no parent can respawn a killed child), poll every 0.1 s until
-``grace``, then SIGKILL what is left, re-scanning for processes forked while
-dying. Nothing here waits for or reaps a process: the leader belongs to
-ptyprocess and orphans to the reaper, so "gone" means "not running or zombie".
-Nothing here blocks the event loop either: waits are ``asyncio.sleep``.
+Ending: the session's process group gets the signal first, at once (one
+``killpg``; the sid is the leader's pid, so also its group's id), because a scan
+takes time and the agent should hear the decision in well under a millisecond.
+Then, as circus/psutil do: snapshot, signal the rest bottom-up (children before
+parents, so no parent can respawn a killed child), poll until ``grace`` (every
+few ms at first, backing off to 0.1 s), then SIGKILL what is left, re-scanning
+for processes forked while dying. Nothing here waits for or reaps a process:
+the leader belongs to ptyprocess and orphans to the reaper, so "gone" means
+"not running or zombie". Nothing here blocks the event loop either: waits are
+``asyncio.sleep``.
+
+Scanning (``proctable``): one pass over ``/proc`` with raw ``os`` calls, the
+environ read only for our uid's processes started since the marker was made;
+psutil objects only for the session's members. 6 ms instead of 70 ms with
+psutil on a desktop with 570 processes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import secrets
 import signal
@@ -30,14 +38,15 @@ from dataclasses import dataclass
 
 import psutil
 
+from agentd import proctable
+from agentd.proctable import Row
+
 MARKER_VAR = "AGENTD_SESSION_ID"
 
 RESCAN_EVERY = 0.5  # s between re-scans while waiting: catch children forked while dying
 KILL_ROUND = 1.0  # s to wait for SIGKILLed processes before scanning and killing again
 KILL_BUDGET = 5.0  # s of SIGKILL rounds before giving up and reporting survivors
-
-# One /proc pass reads these for every process; environ is read only for our uid.
-_SCAN_ATTRS = ["pid", "ppid", "uids", "status"]
+FIRST_POLL = 0.002  # s: the first look after signalling; doubles up to ``poll``
 
 OnSignal = Callable[[int, list[int]], None]
 
@@ -59,7 +68,9 @@ def session_env_marker(unit: str, session: int) -> str:
     to ``t<pytest pid>-``) can find any process that escaped a test.
     """
     prefix = os.environ.get("AGENTD_MARKER_PREFIX", "")
-    return f"{prefix}{unit}:{session}:{secrets.token_hex(6)}"
+    marker = f"{prefix}{unit}:{session}:{secrets.token_hex(6)}"
+    proctable.remember(marker)  # before any process can inherit it
+    return marker
 
 
 def find_session_processes(
@@ -80,11 +91,23 @@ def find_session_processes(
     down the daemon's siblings.
     """
     _refuse_own_session(sid)
-    table = {p.pid: p for p in psutil.process_iter(_SCAN_ATTRS)}
+    table = proctable.scan()
     roots = _roots(table, leader=leader, marker=marker, sid=sid)
     members = _with_descendants(roots, _children_map(table))
     members -= _protected(table, exclude)
-    return [table[pid] for pid in sorted(members) if pid in table and _live_row(table[pid])]
+    found = []
+    for pid in sorted(members):
+        row = table.get(pid)
+        if row is None or row.zombie:
+            continue
+        try:
+            # Records the create time: signals sent through it are safe from pid reuse.
+            proc = psutil.Process(pid)
+        except psutil.Error:  # exited since the scan
+            continue
+        proc.info = {"pid": pid, "ppid": row.ppid, "pgid": row.pgid, "status": row.status}
+        found.append(proc)
+    return found
 
 
 def order_bottom_up(procs: Iterable[psutil.Process]) -> list[psutil.Process]:
@@ -116,6 +139,8 @@ async def end_session_tree(
     started = time.monotonic()
     ending = _Ending(leader=leader, marker=marker, sid=sid, exclude=exclude, on_signal=on_signal)
     try:
+        # The group at once, before the scan: the agent hears the decision now.
+        ending.signal_group_first(sig)
         ending.send(ending.scan_new(), sig, ending.signalled)
         gone = await ending.wait_gone(sig, deadline=started + grace, poll=poll)
         survivors = [] if gone else await ending.kill_all(poll)
@@ -148,6 +173,7 @@ class _Ending:
         self._exclude = exclude
         self._on_signal = on_signal
         self._tracked: dict[int, psutil.Process] = {}
+        self._group_sig: int | None = None  # what signal_group_first sent the group
         self.signalled: list[int] = []
         self.killed: list[int] = []
 
@@ -169,10 +195,27 @@ class _Ending:
         self._tracked = {pid: p for pid, p in self._tracked.items() if _is_alive(p)}
         return list(self._tracked.values())
 
+    def signal_group_first(self, sig: int) -> None:
+        """``sig`` (and SIGCONT) to the session's group before any scan."""
+        if self._signal_group(sig):
+            self._group_sig = sig
+            if sig not in (signal.SIGKILL, signal.SIGCONT):
+                self._signal_group(signal.SIGCONT)
+
     def send(self, procs: Iterable[psutil.Process], sig: int, record: list[int]) -> None:
-        """Signal ``procs`` bottom-up and the session's group; note who got it."""
+        """Signal ``procs`` bottom-up and the session's group; note who got it.
+
+        Members of the group that ``signal_group_first`` already sent ``sig``
+        are not signalled one by one again (only the closing ``killpg``, which
+        catches processes forked into the group since, reaches them twice).
+        """
         ordered = order_bottom_up(procs)
-        sent = [proc.pid for proc in ordered if _send(proc, sig)]
+        grouped = self._group_sig == sig and self._sid is not None
+        sent = [proc.pid for proc in ordered
+                if (grouped and _pgid(proc) == self._sid) or _send(proc, sig)]
+        if grouped and self._leader == self._sid and self._leader not in sent:
+            sent.append(self._leader)  # it leads the group: it got sig, maybe died of it since
+        self._group_sig = None  # later batches are new processes: signal each
         self._signal_group(sig)
         if sig not in (signal.SIGKILL, signal.SIGCONT):
             # As systemd does: a stopped process (^Z in the pty) would keep ``sig``
@@ -187,6 +230,7 @@ class _Ending:
     async def wait_gone(self, sig: int, *, deadline: float, poll: float) -> bool:
         """Poll until every process is gone (True) or ``deadline`` passes (False)."""
         next_scan = time.monotonic() + RESCAN_EVERY
+        step = min(FIRST_POLL, poll)  # most agents exit within milliseconds of SIGTERM
         while True:
             if not self.alive():
                 # All gone, unless one forked while dying: look once more before saying so.
@@ -200,7 +244,8 @@ class _Ending:
             if now >= next_scan:
                 self.send(self.scan_new(), sig, self.signalled)
                 next_scan = now + RESCAN_EVERY
-            await asyncio.sleep(max(0.0, min(poll, deadline - now)))
+            await asyncio.sleep(max(0.0, min(step, deadline - now)))
+            step = min(step * 2, poll)
 
     async def kill_all(self, poll: float) -> list[int]:
         """SIGKILL rounds until nothing is found; the pids left after KILL_BUDGET."""
@@ -226,15 +271,18 @@ class _Ending:
         while self.alive() and (left := until - time.monotonic()) > 0:
             await asyncio.sleep(min(poll, left))
 
-    def _signal_group(self, sig: int) -> None:
+    def _signal_group(self, sig: int) -> bool:
         # Also catches a process forked into the group between scan and signal.
         # The sid is the leader's pid, hence also its group's id; the kernel does
         # not hand that number to a new process while any member still lives.
         if self._sid is None:
-            return
-        # ESRCH: the group is empty; EPERM: only others' processes are left in it.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
+            return False
+        try:
             os.killpg(self._sid, sig)
+        except (ProcessLookupError, PermissionError):
+            # ESRCH: the group is empty; EPERM: only others' processes are left in it.
+            return False
+        return True
 
 
 def _refuse_own_session(sid: int | None) -> None:
@@ -242,45 +290,25 @@ def _refuse_own_session(sid: int | None) -> None:
         raise ValueError(f"refusing to end session/group {sid}: it is agentd's own")
 
 
-def _roots(
-    table: dict[int, psutil.Process], *, leader: int | None, marker: str, sid: int | None
-) -> set[int]:
+def _roots(table: dict[int, Row], *, leader: int | None, marker: str, sid: int | None) -> set[int]:
     roots = {leader} if leader is not None else set()
     uid = os.getuid()
-    for pid, proc in table.items():
-        if (sid is not None and _sid_of(pid) == sid) or (
-            marker and _same_uid(proc, uid) and _has_marker(proc, marker)
-        ):
+    since = proctable.carriers_since(marker) if marker else None
+    for pid, row in table.items():
+        in_session = sid is not None and row.sid == sid
+        # The environ read is the expensive part, so it comes last.
+        if in_session or (marker and proctable.may_carry(row, since)
+                          and proctable.uid_of(pid, row) == uid
+                          and proctable.has_marker(pid, MARKER_VAR, marker)):
             roots.add(pid)
     return roots
 
 
-def _sid_of(pid: int) -> int | None:
-    try:
-        return os.getsid(pid)
-    except OSError:  # vanished since the listing
-        return None
-
-
-def _same_uid(proc: psutil.Process, uid: int) -> bool:
-    uids = proc.info.get("uids")
-    return uids is not None and uids.real == uid
-
-
-def _has_marker(proc: psutil.Process, marker: str) -> bool:
-    # The expensive read (a /proc/PID/environ per process), so done last.
-    try:
-        return proc.environ().get(MARKER_VAR) == marker
-    except psutil.Error:  # vanished, zombie, or not readable
-        return False
-
-
-def _children_map(table: dict[int, psutil.Process]) -> dict[int, list[int]]:
+def _children_map(table: dict[int, Row]) -> dict[int, list[int]]:
     children: dict[int, list[int]] = {}
-    for pid, proc in table.items():
-        ppid = proc.info.get("ppid")
-        if ppid is not None:
-            children.setdefault(ppid, []).append(pid)
+    for pid, row in table.items():
+        if row.ppid is not None:
+            children.setdefault(row.ppid, []).append(pid)
     return children
 
 
@@ -297,19 +325,22 @@ def _with_descendants(roots: set[int], children: dict[int, list[int]]) -> set[in
     return members
 
 
-def _protected(table: dict[int, psutil.Process], exclude: Collection[int]) -> set[int]:
+def _protected(table: dict[int, Row], exclude: Collection[int]) -> set[int]:
     """This process, its ancestors, ``exclude`` and pids 0/1: never signalled."""
     lineage: set[int] = set()
     pid: int | None = os.getpid()
     while pid is not None and pid not in lineage:
         lineage.add(pid)
-        proc = table.get(pid)
-        pid = proc.info.get("ppid") if proc is not None else None
+        row = table.get(pid)
+        pid = row.ppid if row is not None else None
     return {0, 1, *lineage, *exclude}
 
 
-def _live_row(proc: psutil.Process) -> bool:
-    return proc.info.get("status") != psutil.STATUS_ZOMBIE
+def _pgid(proc: psutil.Process) -> int | None:
+    info = getattr(proc, "info", None)
+    if isinstance(info, dict) and info.get("pgid") is not None:
+        return int(info["pgid"])
+    return proctable.os_id(os.getpgid, proc.pid)
 
 
 def _ppid(proc: psutil.Process) -> int | None:

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import psutil
 import pytest
 
+from agentd import proctable
 from agentd.proctree import (
     MARKER_VAR,
     EndResult,
@@ -261,6 +262,53 @@ def test_processes_of_another_marker_are_not_touched(spawn: Spawn) -> None:
     assert [p.pid for p in find_session_processes(leader=None, marker=other_marker, sid=None)] == [
         other.pid
     ]
+
+
+@pytest.mark.skipif(not proctable.LINUX_PROC, reason="the /proc fast path is Linux-only")
+def test_proc_scan_agrees_with_psutil(spawn: Spawn) -> None:
+    leader, _, pids_file = spawn(fake("child", "wait"))
+    [child] = _wait_pids(pids_file, 1)
+    fast, slow = proctable._scan_proc(), proctable._scan_psutil()
+    for pid in (os.getpid(), leader.pid, child):
+        assert fast[pid][:3] == slow[pid][:3]  # ppid, pgid, sid
+        assert fast[pid].zombie == slow[pid].zombie
+    assert fast[child].ppid == leader.pid and fast[child].sid == leader.pid
+    assert fast[child].born >= fast[leader.pid].born  # type: ignore[operator]
+
+
+@pytest.fixture
+def marked() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """A process carrying a marker that session_env_marker did not make."""
+    marker = f"{os.environ['AGENTD_MARKER_PREFIX']}old:7:{os.getpid()}"
+    proc = subprocess.Popen(fake("wait"), env={**os.environ, MARKER_VAR: marker},
+                            start_new_session=True, stdout=subprocess.DEVNULL)
+    yield proc, marker
+    proc.kill()
+    proc.wait(timeout=10)
+
+
+def test_a_marker_made_elsewhere_is_found_by_reading_every_environ(
+    marked: tuple[subprocess.Popen[bytes], str],
+) -> None:
+    # After a daemon restart the marker comes from history: its time is unknown.
+    proc, marker = marked
+    assert proctable.carriers_since(marker) is None
+    found = poll_for(lambda: find_session_processes(leader=None, marker=marker, sid=None),
+                     what="the marked process")
+    assert [p.pid for p in found] == [proc.pid]
+
+
+@pytest.mark.skipif(not proctable.LINUX_PROC, reason="start times come from /proc")
+def test_processes_started_before_a_marker_was_made_are_not_read(
+    marked: tuple[subprocess.Popen[bytes], str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, marker = marked
+    poll_for(lambda: find_session_processes(leader=None, marker=marker, sid=None), what="marked")
+    # Pretend the marker was made a second after now: nothing older can carry it.
+    later = proctable.boot_ticks() + proctable.CLK_TCK  # type: ignore[operator]
+    monkeypatch.setitem(proctable._BORN, marker, later)
+    monkeypatch.setattr(proctable, "BORN_SLACK_S", 0.0)
+    assert find_session_processes(leader=None, marker=marker, sid=None) == []
 
 
 def test_nothing_to_end_returns_an_empty_result() -> None:
