@@ -8,7 +8,7 @@ import tracemalloc
 
 import pytest
 
-from agentd.sentinel import PARTIAL_MAX, Hit, LineMatcher, Rule, strip_ansi
+from agentd.sentinel import PARTIAL_MAX, Hit, LineMatcher, Rule, required_literal, strip_ansi
 from tests.conftest import FIXTURES
 
 COMPACTING = Rule("compacting", re.compile("Compacting conversation"))
@@ -314,3 +314,34 @@ def test_real_tui_argv_echo_and_its_redraws_are_not_hits(name: str) -> None:
     assert sorted(names(hits)) == sorted(EXPECTED[name])
     # without the echo expectation the prompt line would hit
     assert "echo" in names(run([data], [echo_rule]))
+
+
+@pytest.mark.parametrize(
+    ("pattern", "literal"),
+    [
+        ("Compacting conversation", "Compacting conversation"),
+        (r"^\s*Compacting", "Compacting"),
+        (r"Context low \([0-9]+% remaining\)", "Context low ("),
+        (r"(?:limit reached|hit your limit)\b.*?\b(?:reset at|resets)\s+(?P<u>\d+)", "reset"),
+        (r"usage limit reached\|(?P<until>\d{10,13})", "usage limit reached|"),
+        (r"foo\bbar", "foobar"),  # zero-width: the literals are adjacent in a match
+        (r"(?P<n>hello) world", "hello world"),  # a plain group is part of the run
+        (r"x(?:abc|abd)y", "xab"),  # the parser moves a common prefix out of a branch
+        (r"ab?cde", "cde"),  # an optional character ends a run
+        (r"a(bcd)+e", "bcd"),  # a repeat's body is in every match, but not adjacent
+        (r"(?i:abc)defg", "defg"),  # case-insensitive parts never count
+        (r"(?i)Compacting", None),
+        (r"ab|cd", None),  # a top-level branch
+        (r"abc{0,2}", None),  # "ab" is too short
+        (r"a.b", None),
+        (r"(?=abc)", None),  # lookarounds match no characters
+    ],
+)
+def test_required_literal(pattern: str, literal: str | None) -> None:
+    assert required_literal(re.compile(pattern)) == literal
+
+
+def test_literal_prefilter_keeps_hits_split_by_escapes() -> None:
+    # The literal is looked for after the rewrite, so escapes inside it do not hide it.
+    hits = run([b"\x1b[1mCompact\x1b[0ming conver", b"sation\r\n"])
+    assert names(hits) == ["compacting"]

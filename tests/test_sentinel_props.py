@@ -5,10 +5,12 @@ from __future__ import annotations
 import itertools
 import re
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from agentd.sentinel import LineMatcher, Rule, _rewrite, strip_ansi
+from agentd import sentinel
+from agentd.sentinel import LineMatcher, Rule, _rewrite, required_literal, strip_ansi
 
 RULES = (
     Rule("compacting", re.compile("Compacting conversation")),
@@ -179,3 +181,39 @@ def test_rewrite_bounds() -> None:
         "\x1b" + "(" * 9 + "B",
     ]:
         assert _rewrite(text) == reference(text)
+
+
+# --- the literal pre-filter -------------------------------------------------------------
+# Patterns built from pieces that may or may not force characters into a match.
+PATTERN_PIECE = st.sampled_from([
+    "ab", "abc", "bca", "c", " ", "a?", "b*", "(?:ab|ac)", "(?:abc|b)", "(abc)", "(?:ba)+",
+    "(?P<g>cab)", "[ab]", ".", ".*?", r"\b", "^", "$", "(?i:abc)", "a{2}", "(?:bc){0,2}",
+    "(?=ab)", "(?!c)", r"\s*", "[^a]",
+])
+SUBJECT = st.text(alphabet="abcABC \n", max_size=40)
+
+
+@settings(max_examples=500, deadline=None)
+@given(pieces=st.lists(PATTERN_PIECE, min_size=1, max_size=6), subject=SUBJECT)
+def test_every_match_contains_the_required_literal(pieces: list[str], subject: str) -> None:
+    try:
+        pattern = re.compile("".join(pieces), re.MULTILINE)
+    except re.error:  # e.g. a group name used twice
+        assume(False)
+    literal = required_literal(pattern)
+    if literal is None:
+        return
+    for m in pattern.finditer(subject):
+        assert literal in m.group(0), (pattern.pattern, subject)
+
+
+@settings(max_examples=200, deadline=None)
+@given(pieces=st.lists(PIECE, max_size=40), cut=st.integers(min_value=0, max_value=2000))
+def test_the_literal_prefilter_changes_no_hit(pieces: list[bytes], cut: int) -> None:
+    stream = b"".join(pieces)
+    cut %= len(stream) + 1
+    chunks = [stream[:cut], stream[cut:]]
+    with_filter = hits_of(chunks, 65536)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sentinel, "required_literal", lambda _pattern: None)
+        assert hits_of(chunks, 65536) == with_filter

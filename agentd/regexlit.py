@@ -1,0 +1,68 @@
+"""The literal text every match of a regex contains, to skip hopeless searches.
+
+``str.find`` is a C substring search, many times faster than a regex scan that
+fails; most agent output contains no sentinel, so the line matcher looks for a
+rule's literal first and runs the regex only where it occurs.
+
+Only runs of plain characters that the pattern always matches count: outside
+branches (but a prefix the parser moved out of a branch counts), optional
+parts, lookarounds and case-insensitive flags. When in doubt: None, and the
+regex runs as before.
+"""
+
+from __future__ import annotations
+
+import re
+from re import _constants as sre_constants  # type: ignore[attr-defined]
+from re import _parser as sre_parser  # type: ignore[attr-defined]
+
+MIN_LITERAL = 3
+_LITERAL = sre_constants.LITERAL
+_SUBPATTERN = sre_constants.SUBPATTERN
+_REPEATS = (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT, sre_constants.POSSESSIVE_REPEAT)
+_ZERO_WIDTH = (sre_constants.AT,)  # ^ $ \b \B \A \Z: they take no characters
+
+
+def required_literal(pattern: re.Pattern[str]) -> str | None:
+    """The longest run of literal characters every match contains (None if < 3)."""
+    if pattern.flags & re.IGNORECASE:
+        return None
+    try:
+        parsed = sre_parser.parse(pattern.pattern, pattern.flags)
+    except Exception:  # the private parser changed: no pre-filter, same results
+        return None
+    runs: list[str] = []
+    run: list[str] = []
+    _literal_runs(list(parsed), runs, run)
+    _flush(runs, run)
+    best = max(runs, key=len, default="")
+    return best if len(best) >= MIN_LITERAL else None
+
+
+def _literal_runs(items: list[tuple[object, object]], runs: list[str], run: list[str]) -> None:
+    """Extend ``run`` with consecutive mandatory literals; push finished runs to ``runs``."""
+    for op, av in items:
+        if op is _LITERAL:
+            run.append(chr(av))  # type: ignore[call-overload]
+            continue
+        if op is _SUBPATTERN:
+            _, add_flags, del_flags, sub = av  # type: ignore[misc]
+            if not (add_flags or del_flags):  # a plain group: its items are in sequence
+                _literal_runs(list(sub), runs, run)
+                continue
+        elif op in _REPEATS and av[0] >= 1:  # type: ignore[index]
+            # x{1,} holds one x: its literals count, but the run ends around it.
+            _flush(runs, run)
+            inner: list[str] = []
+            _literal_runs(list(av[2]), runs, inner)  # type: ignore[index]
+            _flush(runs, inner)
+            continue
+        elif op in _ZERO_WIDTH:
+            continue
+        _flush(runs, run)
+
+
+def _flush(runs: list[str], run: list[str]) -> None:
+    if run:
+        runs.append("".join(run))
+        run.clear()
