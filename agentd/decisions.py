@@ -22,6 +22,7 @@ import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 _LABELS = {
@@ -37,14 +38,22 @@ def _label(name: str) -> str:
     return rf"(?:{_LABELS[name]})\s*[:：]\s*"
 
 
+_ANY_LABEL = "|".join(_LABELS.values())
+# A field's value: not blank, and a `|` inside it only where no label follows.
+# Possessive (Python 3.11): checking a line stays linear in its length.
+_VALUE = rf"(?=[^\s|])(?:[^|]++|\|(?!\s*(?:{_ANY_LABEL})\s*[:：]))*+"
+
+
+def _field(name: str) -> str:
+    return rf"\|\s*{_label(name)}(?P<{name}>{_VALUE})"
+
+
 DECISION_LINE = re.compile(
     r"^\[(?P<at>\d{4}-\d{2}-\d{2}\ \d{2}:\d{2})\]"
     r"(?:\s*\[(?P<tag>[^\]]*)\])?"
-    rf"\s*{_label('decision')}(?P<decision>\S.*?)"
-    rf"\s*\|\s*{_label('why')}(?P<why>\S.*?)"
-    rf"\s*\|\s*{_label('files')}(?P<files>\S.*?)"
-    rf"\s*\|\s*{_label('snapshot')}(?P<snapshot>\S.*?)"
-    rf"(?:\s*\|\s*{_label('alternatives')}(?P<alternatives>.*?))?"
+    rf"\s*{_label('decision')}(?P<decision>{_VALUE})"
+    rf"{_field('why')}{_field('files')}{_field('snapshot')}"
+    rf"(?:\|\s*{_label('alternatives')}(?P<alternatives>.*))?"
     r"\s*$"
 )
 DECISION_FORM = (
@@ -72,16 +81,24 @@ class Decision:
 def parse_line(line: str) -> Decision | None:
     """The decision on ``line``, or None when it is not in the six-field form."""
     m = DECISION_LINE.match(line)
-    if m is None:
-        return None
-    try:
-        time.strptime(m["at"], TIME_FORMAT)
-    except ValueError:
+    if m is None or not _real_time(m["at"]):
         return None
     return Decision(
-        at=m["at"], tag=(m["tag"] or "").strip(), decision=m["decision"], why=m["why"],
-        files=m["files"], snapshot=m["snapshot"], alternatives=(m["alternatives"] or "").strip(),
+        at=m["at"], tag=(m["tag"] or "").strip(), decision=m["decision"].strip(),
+        why=m["why"].strip(), files=m["files"].strip(), snapshot=m["snapshot"].strip(),
+        alternatives=(m["alternatives"] or "").strip(),
     )  # fmt: skip
+
+
+@lru_cache(maxsize=4096)
+def _real_time(at: str) -> bool:
+    """Is ``YYYY-MM-DD HH:MM`` a real date and time? (Cached: a log's lines
+    share their minutes, and strptime is the slow part of checking a line.)"""
+    try:
+        time.strptime(at, TIME_FORMAT)
+    except ValueError:
+        return False
+    return True
 
 
 def _one_line(text: str) -> str:
@@ -112,7 +129,8 @@ def format_line(d: Decision) -> str:
 
 
 def is_decision(line: str) -> bool:
-    return parse_line(line) is not None
+    m = DECISION_LINE.match(line)
+    return m is not None and _real_time(m["at"])
 
 
 def bad_lines(lines: Sequence[str]) -> list[int]:

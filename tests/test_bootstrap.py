@@ -313,6 +313,9 @@ def test_missing_section_warns(tmp_path: Path) -> None:
         ("[2026-11-30 14:32] decision: d | why:  | files: f | snapshot: s", False),  # empty why
         ("2026-11-30 14:32 decision: d | why: w | files: f | snapshot: s", False),
         ("just a note", False),
+        ("[2026-11-30 14:32] decision: a | b | why: w | files: f | snapshot: s", True),
+        ("[2026-11-30 14:32] decision: d | files: f | why: w | snapshot: s", False),  # order
+        ("[2026-11-30 14:32] 决策：d | 理由：w | 影响文件：f | 状态快照：s | 替代方案：", True),
     ],
 )
 def test_decision_line_grammar(line: str, ok: bool) -> None:
