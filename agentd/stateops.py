@@ -187,7 +187,8 @@ def apply(docs: Docs, t: Target, text: str, now: float, *, verified: str | None 
     if t.is_json:
         _apply_json(docs, t, text, now, verified=verified, why=why)
     elif t.form == "line":
-        line = f"- [{stamp(now)}] {text}" + (f" (verified: {verified})" if verified else "")
+        line = f"- [{stamp(now)}] {' '.join(text.split())}"
+        line += f" (verified: {verified})" if verified else ""
         docs.set_lines(t.path, [*docs.lines(t.path), line])
     elif t.form == "checkpoint":
         docs.set_lines(t.path, _checkpoint(docs, text, now))
@@ -235,6 +236,7 @@ def _edit_section(lines: list[str], t: Target, text: str, verified: str | None) 
     names = t.names
     if t.form == "text":
         return markdown.set_body(lines, names, text.splitlines())
+    text = " ".join(text.split())  # a list item or a key is one line
     if t.form == "key":
         return markdown.set_key(lines, names, t.key or "", text)
     if t.form == "item":

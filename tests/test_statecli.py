@@ -136,6 +136,8 @@ def test_contract_verbs_edit_the_right_sections(tmp_path: Path) -> None:
            "- [x] extract cache_manager\n" in doc  # fmt: skip
     assert "## NEXT\n\n- [ ] add unit tests\n\n## BLOCKERS\n\n- CI has no redis 7\n" in doc
     assert doc.count("cache_manager half done") == 1
+    state(tmp_path, "block", "two\nlines")  # an item stays one line
+    assert "- two lines\n" in (tmp_path / ".agent" / "TASK_STATE.md").read_text()
 
 
 def test_json_verbs(tmp_path: Path) -> None:
