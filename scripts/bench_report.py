@@ -1,0 +1,190 @@
+"""The table and the targets of ``scripts/bench.py`` (issue 4), from its results dict."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+Row = tuple[str, str, str, str, str]  # metric, agentd, seed loop, floor, ratio
+
+
+def _get(d: dict[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(d, dict) or key not in d:
+            return None
+        d = d[key]
+    return d
+
+
+def _num(x: Any, digits: int = 1) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f"{x:,.{digits}f}"
+
+
+def _mp(s: dict[str, Any] | None, digits: int = 1) -> str:
+    """'median / p99', with '>' where timed-out (censored) values decide the figure."""
+    if not s or "median" not in s:
+        return "-"
+    cap = s.get("cap_ms")
+
+    def one(v: float) -> str:
+        return (">" if s.get("censored") and cap and v >= cap else "") + _num(v, digits)
+
+    return f"{one(s['median'])} / {one(s['p99'])}"
+
+
+def _ratio(a: Any, b: Any, fmt: str = "{:.1f}x") -> str:
+    if not a or not b:
+        return "-"
+    return fmt.format(a / b)
+
+
+def rows(res: dict[str, Any]) -> list[Row]:
+    """The table's rows for the phases in ``res`` (a phase that failed shows as '-')."""
+    out: list[Row] = []
+    if "sentinel" in res:
+        out += _sentinel_rows(res["sentinel"])
+    if "respawn" in res:
+        rsp = res["respawn"]
+        a, s, f = rsp.get("agentd"), rsp.get("seed"), rsp.get("shell")
+        over = (a["median"] - f["median"]) if a and f and "median" in a and "median" in f else None
+        out.append(("respawn: exit 42 -> next start (ms, median / p99)", _mp(a), _mp(s), _mp(f),
+                    f"+{_num(over)} ms over the shell loop" if over is not None else "-"))
+    if "throughput" in res:
+        thr = res["throughput"]
+        a, b = thr.get("agentd", {}), thr.get("bare", {})
+        out.append(("throughput, pty drained (MB/s)", _num(a.get("mb_per_s")), "n/a",
+                    _num(b.get("mb_per_s")), _ratio(a.get("mb_per_s"), b.get("mb_per_s"),
+                                                     "{:.0%} of the bare reader")))
+        out.append(("CPU s per 100 MB of output", _num(a.get("cpu_s_per_100mb"), 2), "n/a",
+                    _num(b.get("cpu_s_per_100mb"), 2),
+                    _ratio(a.get("cpu_s_per_100mb"), b.get("cpu_s_per_100mb"))))
+    if "idle" in res:
+        out += _idle_rows(res["idle"])
+    if "render" in res:
+        out += _render_rows(res["render"])
+    if "soak" in res:
+        out += _soak_rows(res["soak"])
+    return out
+
+
+def _sentinel_rows(sen: dict[str, Any]) -> list[Row]:
+    out: list[Row] = []
+    for burst, label in (("0", "idle"), ("20000", "after 20k lines"),
+                         ("200000", "after 200k lines")):
+        a, s = _get(sen, "agentd", burst), _get(sen, "seed", burst)
+        if s is not None:
+            s = {**s, "cap_ms": _get(sen, "seed", "cap_ms")}
+        ratio = _ratio(_get(s, "median"), _get(a, "median"), "seed/agentd {:.1f}x")
+        if s and s.get("censored") and ratio != "-":
+            ratio = ratio.replace("x", "x or more")
+        out.append((f"sentinel -> SIGTERM, {label} (ms, median / p99)", _mp(a), _mp(s), "", ratio))
+    return out
+
+
+def _idle_rows(idle: dict[str, Any]) -> list[Row]:
+    a, s = idle.get("agentd", {}), idle.get("seed", {})
+    out: list[Row] = [
+        (f"idle, 1 session: CPU (% of a core, {_num(a.get('window_s'), 0)} s)",
+         _num(a.get("cpu_pct"), 4), _num(s.get("cpu_pct"), 4), "", ""),
+        ("idle, 1 session: wake-ups/s", _num(a.get("wakeups_per_s"), 2),
+         _num(s.get("wakeups_per_s"), 2), "", ""),
+        ("idle, 1 session: RSS (MB; seed: sum of its processes)", _num(a.get("rss_mb")),
+         _num(s.get("rss_mb")), "", ""),
+    ]
+    many = idle.get("agentd_20", {})
+    if many.get("skipped"):
+        out.append(("idle, 20 sessions", f"skipped: {many['skipped']}", "", "", ""))
+    elif many:
+        out.append(("idle, 20 sessions (agentd serve): CPU % / wake-ups/s / RSS MB",
+                    f"{_num(many.get('cpu_pct'), 4)} / {_num(many.get('wakeups_per_s'), 2)} / "
+                    f"{_num(many.get('rss_mb'))}", "", "", ""))
+    return out
+
+
+def _render_rows(ren: dict[str, Any]) -> list[Row]:
+    sizes = [k for k in ren if k.isdigit()]
+    if not sizes:
+        return []
+    lo, hi = ren[sizes[0]], ren[sizes[-1]]
+    return [(f"bootstrap render, decisions.log {' / '.join(_lines(k) for k in sizes)} "
+             "lines (ms, median)", " / ".join(_num(ren[k].get("median"), 2) for k in sizes),
+             "", "", _ratio(hi.get("median"), lo.get("median"), "{:.2f}x (largest/smallest)"))]
+
+
+def _soak_rows(soak: dict[str, Any]) -> list[Row]:
+    if "sessions" not in soak:
+        return []
+    rss, fds = soak["rss_mb"], soak["fds"]
+    keys = list(rss)
+    return [
+        (f"soak, {soak['sessions']} sessions: sessions/s", _num(soak["sessions_per_s"]), "", "",
+         ""),
+        (f"soak: RSS MB at sessions {' / '.join(keys)}", " / ".join(_num(rss[k]) for k in keys),
+         "", "", f"{soak['rss_growth_mb']:+.2f} MB"),
+        (f"soak: open fds at sessions {' / '.join(keys)}", " / ".join(str(fds[k]) for k in keys),
+         "", "", f"{soak['fd_growth']:+d}"),
+    ]
+
+
+def _lines(k: str) -> str:
+    n = int(k)
+    return f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n // 1000}k"
+
+
+def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 4's targets: name, measured value, limit, ok (None: not measured)."""
+    sen, rsp = res.get("sentinel", {}), res.get("respawn", {})
+    thr, idle = res.get("throughput", {}), res.get("idle", {})
+    ren, soak = res.get("render", {}), res.get("soak", {})
+    a_med, f_med = _get(rsp, "agentd", "median"), _get(rsp, "shell", "median")
+    a_thr, b_thr = _get(thr, "agentd", "mb_per_s"), _get(thr, "bare", "mb_per_s")
+    r_lo, r_hi = _get(ren, "1000", "median"), _get(ren, "1000000", "median")
+    checks = [
+        ("sentinel after 200k lines p99 < 100 ms", _get(sen, "agentd", "200000", "p99"), 100, "<"),
+        ("sentinel idle p99 < 20 ms", _get(sen, "agentd", "0", "p99"), 20, "<"),
+        ("respawn overhead over the shell loop < 20 ms (median)",
+         a_med - f_med if a_med is not None and f_med is not None else None, 20, "<"),
+        ("throughput >= 60% of the bare pty reader",
+         a_thr / b_thr if a_thr and b_thr else None, 0.6, ">="),
+        ("idle CPU < 0.05% of a core", _get(idle, "agentd", "cpu_pct"), 0.05, "<"),
+        ("idle wake-ups ~0/s (< 0.2/s)", _get(idle, "agentd", "wakeups_per_s"), 0.2, "<"),
+        ("idle RSS < 60 MB", _get(idle, "agentd", "rss_mb"), 60, "<"),
+        ("render: 1M lines within 2x of 1k lines",
+         r_hi / r_lo if r_hi is not None and r_lo else None, 2.0, "<="),
+        ("soak RSS growth < 5 MB", soak.get("rss_growth_mb"), 5, "<"),
+        ("soak: no fd growth", soak.get("fd_growth"), 0, "<="),
+    ]
+    out = []
+    for name, value, limit, op in checks:
+        ok = None if value is None else {"<": value < limit, "<=": value <= limit,
+                                         ">=": value >= limit}[op]
+        out.append({"target": name, "value": value, "limit": limit, "ok": ok})
+    return out
+
+
+def render_table(report: dict[str, Any], *, markdown: bool = False) -> str:
+    m = report["machine"]
+    head = (f"agentd bench ({'quick' if report['quick'] else 'full'}, {report['took_s']} s) on "
+            f"{m['nproc']} x {m['cpu']}, Python {m['python']}, Linux {m['kernel']}, "
+            f"{m['processes']} processes, load {m.get('loadavg', ['?'])[0]} at the start")
+    cols = ("metric", "agentd", "seed loop", "floor (shell loop / bare reader)", "ratio")
+    body = rows(report["results"])
+    errors = [f"{k}: {v['error']}" for k, v in report["results"].items() if "error" in v]
+    tgt = [(t["target"], _num(t["value"], 4), "-" if t["ok"] is None else
+            ("PASS" if t["ok"] else "MISS")) for t in report["targets"]]
+    if markdown:
+        lines = [head, "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        lines += ["| " + " | ".join(r) + " |" for r in body]
+        lines += ["", "| target | measured | |", "|---|---|---|"]
+        lines += [f"| {t} | {v} | {ok} |" for t, v, ok in tgt]
+    else:
+        widths = [max(len(r[i]) for r in [cols, *body]) for i in range(len(cols))]
+        fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+        lines = [head, "", fmt.format(*cols), fmt.format(*("-" * w for w in widths))]
+        lines += [fmt.format(*r) for r in body]
+        tw = max(len(t) for t, _, _ in tgt)
+        lines += ["", "targets (issue 4):"] + [f"  {ok:<4}  {t:<{tw}}  {v}" for t, v, ok in tgt]
+    lines += [f"error in {e}" for e in errors]
+    return "\n".join(lines)
