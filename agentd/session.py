@@ -27,6 +27,10 @@ READS_PER_WAKEUP = 16
 # After the leader exits, read what is still buffered (bounded: a grandchild
 # may keep writing).
 FINAL_DRAIN_BYTES = 4 * 1024 * 1024
+# Once the tree is gone, the pty reports EOF after the kernel has handed over
+# the last output (it flushes the slave->master buffer asynchronously, so a
+# read right after the exit can say EAGAIN with output still on the way).
+EOF_WAIT = 2.0
 BRACKETED_ON = b"\x1b[?2004h"
 BRACKETED_OFF = b"\x1b[?2004l"
 
@@ -64,7 +68,7 @@ class Session:
         self._pidfd: int | None = None
         self._loop = asyncio.get_running_loop()
         self.exited: asyncio.Future[None] = self._loop.create_future()
-        self.eof = False
+        self._eof = asyncio.Event()
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> None:
@@ -101,7 +105,14 @@ class Session:
             self.check_exit()
             if not self.exited.done():
                 await asyncio.sleep(0.01)
+        # Read the output still in flight: nothing holds the slave any more.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._eof.wait(), EOF_WAIT)
         return result
+
+    @property
+    def eof(self) -> bool:
+        return self._eof.is_set()
 
     def close(self) -> None:
         """Release the pty and watchers; call after ``end``."""
@@ -157,7 +168,7 @@ class Session:
 
     def _on_eof(self) -> None:
         # Every slave fd is closed. Not an exit: the pidfd tells that.
-        self.eof = True
+        self._eof.set()
         if self._reading:
             self._loop.remove_reader(self.child.fd)
             self._reading = False

@@ -350,3 +350,16 @@ def test_real_claude_code_output_restarts_with_the_preset(
     assert res.returncode == 0, res.stderr
     assert [r["reason"] for r in records(rec)] == ["start", f"sentinel:{sentinel}"]
     assert events(home, "session.sentinel")[0]["name"] == sentinel
+
+
+def test_output_written_just_before_exit_is_not_lost(home: Path) -> None:
+    """The kernel hands the last pty output over after the exit is visible."""
+    write_unit(home, "last", {
+        "command": fake("spam:3000", "out:FINAL LINE of the agent", "exit:0"),
+        "sentinels": [{"name": "final", "match": "FINAL LINE", "action": "notify"}],
+    })
+    res = agentd(home, "run", "last")
+    assert res.returncode == 0, res.stderr
+    transcript = (home / "logs" / "last" / "transcript.log").read_text()
+    assert "tool output line 2999" in transcript and "FINAL LINE of the agent" in transcript
+    assert [e["name"] for e in events(home, "session.sentinel")] == ["final"]
