@@ -85,6 +85,8 @@ class Service:
         self.ends: list[SessionEnd] = []
         self.last_reason: str | None = None
         self.last_ended_at: float | None = None
+        self.last_at: float | None = None  # wall time of the last session's end
+        self._restore_last()
         self.paused_until: float | None = None
         self.detail = ""
         self._task: asyncio.Task[None] | None = None
@@ -93,7 +95,8 @@ class Service:
         self._stop_requested = False
         self._readonly_hashes: dict[str, str] = {}
         self._head: str | None = None
-        self._reclaimed = False
+        self._reclaim_task: asyncio.Task[None] | None = None
+        self._next_unit: Unit | None = None  # a changed definition, for the next session
         self._changed = asyncio.Event()
         self.transcript = self._new_transcript()
 
@@ -127,6 +130,8 @@ class Service:
 
     async def join(self) -> None:
         """Wait until the current run of sessions has settled (its task finished)."""
+        if self._reclaim_task is not None:
+            await asyncio.shield(self._reclaim_task)
         if self._task is not None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._task)
@@ -145,6 +150,35 @@ class Service:
                 killed.append(proc.pid)
         return killed
 
+    def reclaim(self) -> asyncio.Task[None]:
+        """End what a previous agentd left of this unit's last session (once).
+
+        Sessions start only after it; the daemon calls it for every unit it
+        loads, so a unit that is not started again is cleaned up too.
+        """
+        if self._reclaim_task is None:
+            self._reclaim_task = asyncio.get_running_loop().create_task(self._reclaim_safely())
+        return self._reclaim_task
+
+    @property
+    def definition(self) -> Unit:
+        """The newest definition: what the next session will use."""
+        return self._next_unit or self.unit
+
+    def redefine(self, unit: Unit) -> None:
+        """Use ``unit`` from the next session on; at once if none is under way."""
+        if unit.name != self.unit.name:
+            raise ValueError(f"cannot redefine {self.unit.name} as {unit.name}")
+        self._next_unit = unit
+        if self.state not in ACTIVE and self.session is None:
+            self._apply_definition()
+
+    def preview_bootstrap(self) -> tuple[int, Bootstrap]:
+        """The bootstrap the next session would get now, and its number (changes nothing)."""
+        number = self.session_no + 1
+        reason = self.last_reason or "start"
+        return number, render(self._context(self.definition, number, reason))
+
     async def wait(self, predicate: Callable[[State], bool]) -> State:
         while not predicate(self.state):
             self._changed.clear()
@@ -161,6 +195,7 @@ class Service:
             "uptime_s": round(session.uptime, 3) if session else 0.0,
             "restarts": self.restarts,
             "last_reason": self.last_reason,
+            "last_at": iso(self.last_at) if self.last_at is not None else None,
             "since": iso(self.since),
         }
         if self.state == State.PAUSED and self.paused_until is not None:
@@ -170,11 +205,13 @@ class Service:
     # -- the session loop ------------------------------------------------------
     async def _run(self, reason: str) -> None:
         try:
-            if not self._reclaimed:
-                await self._reclaim()
+            await asyncio.shield(self.reclaim())
             while True:
                 end = await self._one_session(reason)
                 decision = self._decide(end)
+                self.history_file.append({"kind": "outcome", "session": end.session,
+                                          "outcome": decision.outcome, "next": decision.next,
+                                          "detail": decision.detail or None})
                 if decision.next != "start" or self._stop_requested:
                     self._settle(decision)
                     return
@@ -190,6 +227,7 @@ class Service:
             raise
 
     async def _one_session(self, reason: str) -> SessionEnd:
+        self._apply_definition()
         self._set_state(State.STARTING, reason)
         number = self.session_no = self.session_no + 1
         boot = self._render(number, reason)
@@ -239,13 +277,19 @@ class Service:
             state_changed=fingerprint(self.unit.state_dir) != state_before,
         )
 
+    async def _reclaim_safely(self) -> None:
+        try:
+            await self._reclaim()
+        except Exception as exc:  # report it; new sessions carry another marker
+            self.events.emit(ev.UNIT_ERROR, level="error", unit=self.unit.name,
+                             error=f"reclaiming the last session: {type(exc).__name__}: {exc}")
+
     async def _reclaim(self) -> None:
         """End a session a previous agentd left running (it was killed with -9).
 
         The history's last record is then a ``start`` without an ``end``; its
         processes still carry that session's marker in their environment.
         """
-        self._reclaimed = True
         records = self.history_file.recent()
         last = records[-1] if records else None
         if not last or last.get("kind") != "start" or not last.get("marker"):
@@ -262,6 +306,16 @@ class Service:
                                on_signal=on_signal)
         self.history_file.append({"kind": "end", "session": number, "at": iso(self._wall()),
                                   "reason": "agentd-lost"})
+        self.last_reason, self.last_at = "agentd-lost", self._wall()
+
+    def _restore_last(self) -> None:
+        """How the last session ended, from the history (survives a daemon restart)."""
+        end = self.history_file.last_end()
+        if end is None:
+            return
+        self.last_reason = end.get("reason")
+        with contextlib.suppress(TypeError, ValueError):
+            self.last_at = datetime.fromisoformat(str(end.get("at"))).timestamp()
 
     def _spawn_failed(self, number: int, exc: SpawnError) -> None:
         self._set_state(State.STOPPING, "spawn-error")
@@ -312,6 +366,7 @@ class Service:
         self.ends = [*self.ends, end][-HISTORY_KEEP:]
         self.last_reason = end.reason
         self.last_ended_at = self._clock()
+        self.last_at = self._wall()
         if self._stop_requested and decision.next != "stopped":
             decision = Decision("stopped", "manual", outcome="stopped")
         return decision
@@ -379,24 +434,38 @@ class Service:
 
     # -- bootstrap & injection ---------------------------------------------------------
     def _render(self, number: int, reason: str) -> Bootstrap:
+        boot = render(self._context(self.unit, number, reason))
+        if not self._readonly_hashes:
+            self._readonly_hashes = dict(boot.readonly_hashes)
+        self._head = boot.head
+        return boot
+
+    def _context(self, unit: Unit, number: int, reason: str) -> BootstrapContext:
         unchanged = 0
         for end in reversed(self.ends):
             if end.state_changed:
                 break
             unchanged += 1
-        ctx = BootstrapContext(
-            unit=self.unit.name, session=number,
+        return BootstrapContext(
+            unit=unit.name, session=number,
             last_reason=None if reason == "start" and not self.ends else reason,
-            state_dir=self.unit.state_dir, workdir=self.unit.workdir,
-            layout=resolve(self.unit.state.layout), budget_tokens=self.unit.state.budget_tokens,
+            state_dir=unit.state_dir, workdir=unit.workdir,
+            layout=resolve(unit.state.layout), budget_tokens=unit.state.budget_tokens,
             now=self._wall(), readonly_hashes=self._readonly_hashes,
             since_commit=self._head, unchanged_sessions=unchanged,
         )
-        boot = render(ctx)
-        if not self._readonly_hashes:
-            self._readonly_hashes = dict(boot.readonly_hashes)
-        self._head = boot.head
-        return boot
+
+    def _apply_definition(self) -> None:
+        """Switch to the definition ``redefine`` left for the next session."""
+        unit, self._next_unit = self._next_unit, None
+        if unit is None or unit == self.unit:
+            return
+        if (unit.state_dir, unit.state.layout) != (self.unit.state_dir, self.unit.state.layout):
+            self._readonly_hashes = {}  # other files: record their hashes afresh
+        self.unit = unit
+        self.policy = RestartPolicy(unit.restart, unit.limits)
+        self.transcript.close()
+        self.transcript = self._new_transcript()
 
     def _write_bootstrap(self, number: int, boot: Bootstrap) -> Path:
         self.logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
