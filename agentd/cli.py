@@ -1,5 +1,6 @@
-"""``agentd``: run and check units (SPEC 8).
+"""``agentd``: the daemon, and running and checking units (SPEC 8).
 
+``agentd serve`` (also bare ``agentd``) is the daemon (``agentd.daemon``);
 ``agentd run`` supervises one unit in the foreground on the same supervisor
 the daemon uses; ``agentd check`` validates unit files like ``nginx -t``;
 ``agentd demo`` shows the whole loop on a bundled demo agent.
@@ -29,14 +30,39 @@ from agentd.unitfile import load_unit, resolve_unit_arg, unit_paths
 FINAL = frozenset({State.DONE, State.FAILED, State.STALLED, State.STOPPED})
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]},
+             invoke_without_command=True)
 @click.option("--home", type=click.Path(file_okay=False, path_type=Path), default=None,
               envvar="AGENTD_HOME", help="Keep units, logs and run files under DIR.")
 @click.version_option(__version__, prog_name="agentd")
 @click.pass_context
 def main(ctx: click.Context, home: Path | None) -> None:
-    """agentd keeps AI coding-agent CLIs working for hours, unattended."""
+    """agentd keeps AI coding-agent CLIs working for hours, unattended.
+
+    Without a command: run the daemon (agentd serve).
+    """
     ctx.obj = Paths.resolve(home)
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(serve)
+
+
+@main.command()
+@click.option("-q", "--quiet", is_flag=True, help="Print only the daemon's own lines.")
+@click.pass_obj
+def serve(paths: Paths, quiet: bool) -> None:
+    """Run the daemon in the foreground (for systemd Type=notify and launchd).
+
+    Loads every unit in the units dir, starts those with autostart, and serves
+    agentctl on the control socket. SIGHUP reloads the units; SIGTERM or
+    SIGINT stops every session, then exits 0.
+    """
+    from agentd.daemon import serve as serve_daemon
+
+    try:
+        code = serve_daemon(paths, console=Console(quiet=quiet))
+    except AgentdError as exc:
+        raise click.ClickException(str(exc)) from None
+    sys.exit(code)
 
 
 @main.command()
