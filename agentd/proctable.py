@@ -26,7 +26,7 @@ PROC = "/proc"
 LINUX_PROC = sys.platform.startswith("linux") and os.path.isdir(f"{PROC}/self/task")
 CLK_TCK = os.sysconf("SC_CLK_TCK") if LINUX_PROC else 100
 
-BORN_KEEP = 4096  # markers remembered, newest first out last
+BORN_KEEP = 1024  # markers remembered (a session ends long before 1024 more start)
 BORN_SLACK_S = 1.0  # also read processes started this long before the marker
 _BORN: dict[str, int] = {}  # marker -> boot_ticks() when it was made
 
