@@ -76,9 +76,11 @@ def _sentinel_rows(sen: dict[str, Any]) -> list[Row]:
         a, s = _get(sen, "agentd", burst), _get(sen, "seed", burst)
         if s is not None:
             s = {**s, "cap_ms": _get(sen, "seed", "cap_ms")}
-        ratio = _ratio(_get(s, "median"), _get(a, "median"), "seed/agentd {:.1f}x")
+        sm, am = _get(s, "median"), _get(a, "median")
+        ratio = _ratio(sm, am, "seed/agentd {:.1f}x" if sm and am and sm < 10 * am
+                       else "seed/agentd {:,.0f}x")
         if s and s.get("censored") and ratio != "-":
-            ratio = ratio.replace("x", "x or more")
+            ratio += " or more"
         out.append((f"sentinel -> SIGTERM, {label} (ms, median / p99)", _mp(a), _mp(s), "", ratio))
     return out
 
