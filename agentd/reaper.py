@@ -70,18 +70,44 @@ class Reaper:
 
     def reap(self) -> list[tuple[int, int]]:
         """Reap exited unowned children; their ``(pid, wait status)`` pairs."""
-        reaped = []
+        reaped: list[tuple[int, int]] = []
+        if not hasattr(os, "waitid"):  # e.g. macOS: zombie status from the process list
+            for pid in self._exited_unowned():
+                self._reap_one(pid, reaped)
+            return reaped
+        # Fast path: peek (WNOWAIT) at any exited child; an unowned one is
+        # reaped and we look again. Owners reap theirs before this runs on
+        # SIGCHLD, so an owned zombie here is rare: then list children one by one.
+        while (pid := _peek_any()) is not None and not self._owned(pid):
+            if not self._reap_one(pid, reaped):
+                break
+        if pid is None:
+            return reaped
         for pid in self._exited_unowned():
-            try:
-                got, status = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:  # reaped by someone else in between
-                continue
-            if got == pid:
-                reaped.append((pid, status))
+            self._reap_one(pid, reaped)
         return reaped
+
+    @staticmethod
+    def _reap_one(pid: int, reaped: list[tuple[int, int]]) -> bool:
+        try:
+            got, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # reaped by someone else in between
+            return False
+        if got == pid:
+            reaped.append((pid, status))
+        return got == pid
 
     def _exited_unowned(self) -> list[int]:
         return [pid for pid in _child_pids() if not self._owned(pid) and _has_exited(pid)]
+
+
+def _peek_any() -> int | None:
+    """The pid of some exited child, left unreaped; None if there is none."""
+    try:
+        info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:  # no children at all
+        return None
+    return info.si_pid if info is not None and info.si_pid else None
 
 
 def _child_pids() -> list[int]:
