@@ -243,8 +243,9 @@ def test_after_kill_9_a_new_serve_reclaims_sessions_and_keeps_counts(
         poll_for(lambda pid=pid: _gone(pid), what=f"pid {pid} left by the killed agentd")
     poll_for(lambda: second.status("k")["state"] == "running", what="k running again")
     assert second.status("k")["session"] == 2  # the count survives
+    poll_for(lambda: second.status("m")["last_reason"] == "agentd-lost",
+             what="m's left-over session to be recorded as lost")
     assert second.status("m")["state"] == "stopped" and second.status("m")["session"] == 1
-    assert second.status("m")["last_reason"] == "agentd-lost"
     killed = {e["unit"] for e in events(dhome, "session.orphan_killed")}
     assert killed >= {"k", "m"}
     hist = records(dhome / "logs" / "k" / "history.jsonl")
@@ -388,3 +389,55 @@ def test_an_idle_daemon_does_not_wake_up(dhome: Path, serve: list[Served]) -> No
     time.sleep(2.0)
     woke = _ctx_switches(d.proc.pid) - before
     assert woke <= 2, f"{woke} context switches in 2 s of idleness"
+
+
+# --- pure parts --------------------------------------------------------------------------------
+
+
+def test_unit_dir_reparses_only_what_changed(dhome: Path) -> None:
+    from agentd.daemon import UnitDir, describe_error
+
+    good = write_unit(dhome, "good", {"command": fake("wait")})
+    bad = dhome / "units" / "bad.yaml"
+    bad.write_text(f"command: [x]\nworkdir: {dhome}\nrestart: {{dealy: 1s, burst: x}}\n")
+    bad.chmod(0o600)
+    units = UnitDir(dhome / "units")
+    first = units.scan()
+    assert set(first.units) == {"good"} and first.fresh == [bad]
+    assert "restart.dealy: unknown key" in describe_error(first.errors[bad])
+    assert "line 3" in describe_error(first.errors[bad])  # two problems: each with its line
+    again = units.scan()
+    assert again.fresh == [] and list(again.errors) == [bad]  # reported once, still invalid
+    assert again.units["good"] is first.units["good"]  # not parsed again
+    assert units.scan(force=True).fresh == [bad]
+    twin = dhome / "units" / "good.yml"
+    shutil.copy(good, twin)
+    twin.chmod(0o600)
+    dup = units.scan()
+    assert list(dup.units) == ["good"] and dup.fresh == [twin]
+    assert "already defined by" in str(dup.errors[twin])
+
+
+@pytest.mark.parametrize(("env", "interval"), [
+    ({}, None),
+    ({"WATCHDOG_USEC": "60000000"}, 30.0),
+    ({"WATCHDOG_USEC": "60000000", "WATCHDOG_PID": str(os.getpid())}, 30.0),
+    ({"WATCHDOG_USEC": "60000000", "WATCHDOG_PID": "1"}, None),  # meant for another process
+    ({"WATCHDOG_USEC": "soon"}, None),
+    ({"WATCHDOG_USEC": "0"}, None),
+])
+def test_watchdog_interval(env: dict[str, str], interval: float | None) -> None:
+    from agentd.notify import watchdog_interval
+
+    assert watchdog_interval(env) == interval
+
+
+def test_systemd_notify_takes_its_variables_out_of_the_environment() -> None:
+    from agentd.notify import SystemdNotify
+
+    env = {"NOTIFY_SOCKET": "@sd", "WATCHDOG_USEC": "2000000", "PATH": "/bin"}
+    sd = SystemdNotify(env)
+    assert env == {"PATH": "/bin"}
+    assert sd.address == "\0sd" and sd.watchdog == 1.0 and sd.enabled
+    assert SystemdNotify({}).send("READY=1") is False  # no socket: a no-op
+    assert SystemdNotify({"NOTIFY_SOCKET": "/nonexistent/sock"}).send("READY=1") is False
