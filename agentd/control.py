@@ -92,7 +92,8 @@ class ControlServer:
             for queue in list(self._streams):
                 with contextlib.suppress(asyncio.QueueFull):
                     queue.put_nowait(_END)
-            await asyncio.wait(list(self._clients), timeout=0.5)  # let streams say goodbye
+            if self._clients:
+                await asyncio.wait(list(self._clients), timeout=0.5)  # streams say goodbye
         for task in list(self._clients):
             task.cancel()
         await asyncio.gather(*self._clients, return_exceptions=True)

@@ -214,9 +214,7 @@ class Daemon:
                 self.console.say(f"agentd: killed {pids or 'nothing'}", always=True)
 
     async def _shutdown(self) -> None:
-        self._stopping = True  # no reload starts units from here on
-        for task in self._tasks:
-            task.cancel()
+        self._stopping = True  # a rescan still waiting for the lock will do nothing
         self.systemd.send("STOPPING=1", "STATUS=stopping every unit")
         killer = asyncio.get_running_loop().create_task(self._kill_on_second_signal())
         if self._watchdog is not None:

@@ -50,6 +50,7 @@ class Supervisor:
         self.events = events
         self.services: dict[str, Service] = {}
         self._retiring: set[Service] = set()
+        self._retirements: set[asyncio.Task[None]] = set()
         # As a child subreaper, double-forked grandchildren of sessions are
         # re-parented to us: we can find them and must reap them.
         self.subreaper = enable_subreaper() if subreaper else False
@@ -98,6 +99,13 @@ class Supervisor:
         if service is None:
             raise UnknownUnit(name)
         self._retiring.add(service)
+        # shielded: a cancelled caller must not leave a session nobody owns
+        task = asyncio.get_running_loop().create_task(self._retire(service))
+        self._retirements.add(task)
+        task.add_done_callback(self._retirements.discard)
+        await asyncio.shield(task)
+
+    async def _retire(self, service: Service) -> None:
         try:
             await service.stop()
             await service.join()
@@ -169,8 +177,7 @@ class Supervisor:
         for service in list(self.services.values()):
             await service.join()
             service.close()
-        while self._retiring:  # removals under way finish on their own
-            await asyncio.sleep(0.01)
+        await asyncio.gather(*self._retirements, return_exceptions=True)  # removals under way
         await self.notifier.close()
         self.reaper.reap()
         self.detach()

@@ -441,3 +441,39 @@ def test_systemd_notify_takes_its_variables_out_of_the_environment() -> None:
     assert sd.address == "\0sd" and sd.watchdog == 1.0 and sd.enabled
     assert SystemdNotify({}).send("READY=1") is False  # no socket: a no-op
     assert SystemdNotify({"NOTIFY_SOCKET": "/nonexistent/sock"}).send("READY=1") is False
+
+
+def test_reconcile_adds_redefines_and_removes_even_when_cancelled(dhome: Path) -> None:
+    import asyncio
+
+    from agentd.events import EventLog
+    from agentd.paths import Paths
+    from agentd.supervisor import Supervisor
+    from agentd.unitfile import load_unit
+
+    stop = {"grace": "300ms"}
+    v1 = load_unit(write_unit(dhome, "a", {"command": fake("ignore-term", "wait"), "stop": stop}))
+    v2 = load_unit(write_unit(dhome, "a", {"command": fake("ignore-term", "wait", "--", "v2"),
+                                           "stop": stop}))
+
+    async def main() -> int:
+        sup = Supervisor(Paths.resolve(dhome), EventLog(None))
+        sup.attach()
+        try:
+            assert (await sup.reconcile({"a": v1})).added == ["a"]
+            sup.start("a")
+            status = await sup.wait("a", lambda s: s["state"] == "running", 10)
+            assert (await sup.reconcile({"a": v2})).changed == ["a"]
+            assert sup.definition("a") == v2
+            assert sup.status(["a"])[0]["pid"] == status["pid"]  # the session goes on
+            assert (await sup.reconcile({"a": v2})).changed == []
+            removal = asyncio.get_running_loop().create_task(sup.reconcile({}))
+            await asyncio.sleep(0.05)
+            removal.cancel()  # the caller goes away: the session is still ended
+            assert sup.names() == []
+            return int(status["pid"])
+        finally:
+            await sup.shutdown()
+
+    pid = asyncio.run(main())
+    assert _gone(pid)
