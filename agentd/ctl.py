@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from agentd import __version__
+from agentd.ctlverbs import register
 from agentd.statecli import state
 
 
@@ -16,6 +17,7 @@ def main() -> None:
 
 
 main.add_command(state)
+register(main)  # status, start, stop, restart, reload, logs, events, history, bootstrap, ...
 
 
 if __name__ == "__main__":  # pragma: no cover

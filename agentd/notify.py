@@ -91,9 +91,10 @@ ExecStart=%h/.local/bin/agentd serve
 ExecReload=/bin/kill -HUP $MAINPID
 Restart=on-failure
 RestartSec=2
-# agentd ends every session's process tree itself (subreaper + marker); the
-# control group is the backstop if agentd is killed hard.
-KillMode=control-group
+# mixed: SIGTERM goes to agentd alone, which ends each session's tree with
+# its own stop signal and grace; SIGKILL to the whole control group after
+# TimeoutStopSec is the backstop if agentd cannot.
+KillMode=mixed
 TimeoutStopSec=60
 WatchdogSec=60
 
