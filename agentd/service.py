@@ -497,6 +497,9 @@ class Service:
             "AGENTD_RESTART_REASON": reason,
             MARKER_VAR: marker,
         })
+        layout = self.unit.state.layout
+        if isinstance(layout, str):  # so `agentctl state` in the session uses the unit's layout
+            env["AGENTD_LAYOUT"] = layout
         return env
 
     def _new_transcript(self) -> Transcript:

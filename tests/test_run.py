@@ -317,12 +317,18 @@ def test_run_unknown_unit_is_a_clear_error(home: Path) -> None:
     assert "Traceback" not in res.stderr
 
 
-@pytest.mark.parametrize("reason_env", ["AGENTD_RESTART_REASON"])
-def test_first_session_reason_is_start(home: Path, tmp_path: Path, reason_env: str) -> None:
-    write_unit(home, "f", {"command": fake(f"env:{reason_env}", "exit:0")})
-    res = agentd(home, "run", "f")
+def test_first_session_env(home: Path) -> None:
+    write_unit(home, "f", {
+        "command": fake("env:AGENTD_RESTART_REASON", "env:AGENTD_LAYOUT", "env:NOTIFY_SOCKET",
+                        "exit:0"),
+        "state": {"layout": "memento"},
+    })
+    res = agentd(home, "run", "f", env={"NOTIFY_SOCKET": "/run/systemd/notify"})
     assert res.returncode == 0
-    assert f"{reason_env}=start" in (home / "logs" / "f" / "transcript.log").read_text()
+    transcript = (home / "logs" / "f" / "transcript.log").read_text()
+    assert "AGENTD_RESTART_REASON=start" in transcript
+    assert "AGENTD_LAYOUT=memento" in transcript
+    assert "NOTIFY_SOCKET=" in transcript and "/run/systemd/notify" not in transcript
 
 
 @pytest.mark.parametrize(
