@@ -8,13 +8,14 @@ the pty and when. An ``Injector`` carries the plan out on the live session.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentd import events as ev
 from agentd.convert import fill_placeholders
+from agentd.proctree import MARKER_VAR
 from agentd.sentinel import Rule
 from agentd.unit import Unit
 
@@ -62,6 +63,26 @@ def plan(unit: Unit, session: int, text: str, bootstrap_file: Path) -> InjectPla
     if mode == "file":
         return InjectPlan(mode, argv, env, file=unit.inject_path)
     return InjectPlan(mode, argv, env)
+
+
+def session_env(base: Mapping[str, str], unit: Unit, plan: InjectPlan, *, number: int,
+                reason: str, bootstrap_file: Path, marker: str, socket: Path) -> dict[str, str]:
+    """The session's environment (SPEC 5): agentd's own, the unit's ``env`` on top, then
+    the AGENTD_* contract and the marker that finds the session's processes later."""
+    env = dict(base)
+    env.update(plan.env)
+    env.update({
+        "AGENTD_UNIT": unit.name,
+        "AGENTD_SESSION": str(number),
+        "AGENTD_SOCKET": str(socket),
+        "AGENTD_STATE_DIR": str(unit.state_dir),
+        "AGENTD_BOOTSTRAP_FILE": str(bootstrap_file),
+        "AGENTD_RESTART_REASON": reason,
+        MARKER_VAR: marker,
+    })
+    if isinstance(unit.state.layout, str):  # `agentctl state` in the session follows it
+        env["AGENTD_LAYOUT"] = unit.state.layout
+    return env
 
 
 def typed_bytes(text: str, submit: str, *, bracketed: bool) -> bytes:

@@ -15,31 +15,29 @@ import os
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import psutil
 
 from agentd import events as ev
 from agentd import inject
-from agentd.bootstrap import Bootstrap, BootstrapContext, render
+from agentd.bootstrap import Bootstrap, render
+from agentd.briefing import Briefing
 from agentd.child import Child
 from agentd.convert import signal_name
 from agentd.errors import SpawnError
 from agentd.events import EventLog
 from agentd.history import History
-from agentd.layout import resolve
 from agentd.paths import Paths
 from agentd.policy import Decision, RestartPolicy, SessionEnd
 from agentd.proctree import (
-    MARKER_VAR,
-    end_session_tree,
     find_session_processes,
     session_env_marker,
 )
+from agentd.reclaim import LOST, reclaim_lost_session
 from agentd.sentinel import Hit, LineMatcher, Rule
 from agentd.session import Session
-from agentd.statedir import fingerprint, write_atomic
+from agentd.statedir import fingerprint
 from agentd.states import ACTIVE, TRANSITIONS, State, TransitionError
 from agentd.transcript import Redactor, Transcript, secrets_from_env
 from agentd.triggers import Trigger, Triggers
@@ -93,8 +91,7 @@ class Service:
         self._timer: asyncio.TimerHandle | None = None
         self._triggers: Triggers | None = None
         self._stop_requested = False
-        self._readonly_hashes: dict[str, str] = {}
-        self._head: str | None = None
+        self.briefing = Briefing(self.logs_dir, events.emit)
         self._reclaim_task: asyncio.Task[None] | None = None
         self._next_unit: Unit | None = None  # a changed definition, for the next session
         self._changed = asyncio.Event()
@@ -177,7 +174,8 @@ class Service:
         """The bootstrap the next session would get now, and its number (changes nothing)."""
         number = self.session_no + 1
         reason = self.last_reason or "start"
-        return number, render(self._context(self.definition, number, reason))
+        return number, render(
+            self.briefing.context(self.definition, number, reason, self.ends, self._wall()))
 
     async def wait(self, predicate: Callable[[State], bool]) -> State:
         while not predicate(self.state):
@@ -230,11 +228,13 @@ class Service:
         self._apply_definition()
         self._set_state(State.STARTING, reason)
         number = self.session_no = self.session_no + 1
-        boot = self._render(number, reason)
-        boot_file = self._write_bootstrap(number, boot)
+        boot = self.briefing.render(self.unit, number, reason, self.ends, self._wall())
+        boot_file = self.briefing.write(self.unit, number, boot)
         plan = inject.plan(self.unit, number, boot.text, boot_file)
         marker = session_env_marker(self.unit.name, number)
-        env = self._session_env(plan, number, reason, boot_file, marker)
+        env = inject.session_env(self._base_env, self.unit, plan, number=number, reason=reason,
+                                 bootstrap_file=boot_file, marker=marker,
+                                 socket=self.paths.socket)
         state_before = fingerprint(self.unit.state_dir)
         started = self._clock()
         self.transcript.note(f"{iso(self._wall())} session {number} starting ({reason})")
@@ -279,34 +279,12 @@ class Service:
 
     async def _reclaim_safely(self) -> None:
         try:
-            await self._reclaim()
+            if await reclaim_lost_session(self.history_file, self.unit, emit=self.events.emit,
+                                          at=iso(self._wall())) is not None:
+                self.last_reason, self.last_at = LOST, self._wall()
         except Exception as exc:  # report it; new sessions carry another marker
             self.events.emit(ev.UNIT_ERROR, level="error", unit=self.unit.name,
                              error=f"reclaiming the last session: {type(exc).__name__}: {exc}")
-
-    async def _reclaim(self) -> None:
-        """End a session a previous agentd left running (it was killed with -9).
-
-        The history's last record is then a ``start`` without an ``end``; its
-        processes still carry that session's marker in their environment.
-        """
-        records = self.history_file.recent()
-        last = records[-1] if records else None
-        if not last or last.get("kind") != "start" or not last.get("marker"):
-            return
-        number = int(last.get("session", 0))
-        emit = self._emitter(number)
-
-        def on_signal(sig: int, pids: list[int]) -> None:
-            emit(ev.SESSION_ORPHAN_KILLED, signal=signal_name(sig), pids=pids,
-                 why="left running by an agentd that did not stop cleanly")
-
-        await end_session_tree(leader=None, marker=str(last["marker"]), sid=None,
-                               sig=int(self.unit.stop.signal), grace=self.unit.stop.grace,
-                               on_signal=on_signal)
-        self.history_file.append({"kind": "end", "session": number, "at": iso(self._wall()),
-                                  "reason": "agentd-lost"})
-        self.last_reason, self.last_at = "agentd-lost", self._wall()
 
     def _restore_last(self) -> None:
         """How the last session ended, from the history (survives a daemon restart)."""
@@ -433,74 +411,20 @@ class Service:
             self._triggers.on_hits(hits)
 
     # -- bootstrap & injection ---------------------------------------------------------
-    def _render(self, number: int, reason: str) -> Bootstrap:
-        boot = render(self._context(self.unit, number, reason))
-        if not self._readonly_hashes:
-            self._readonly_hashes = dict(boot.readonly_hashes)
-        self._head = boot.head
-        return boot
-
-    def _context(self, unit: Unit, number: int, reason: str) -> BootstrapContext:
-        unchanged = 0
-        for end in reversed(self.ends):
-            if end.state_changed:
-                break
-            unchanged += 1
-        return BootstrapContext(
-            unit=unit.name, session=number,
-            last_reason=None if reason == "start" and not self.ends else reason,
-            state_dir=unit.state_dir, workdir=unit.workdir,
-            layout=resolve(unit.state.layout), budget_tokens=unit.state.budget_tokens,
-            now=self._wall(), readonly_hashes=self._readonly_hashes,
-            since_commit=self._head, unchanged_sessions=unchanged,
-        )
-
     def _apply_definition(self) -> None:
         """Switch to the definition ``redefine`` left for the next session."""
         unit, self._next_unit = self._next_unit, None
         if unit is None or unit == self.unit:
             return
         if (unit.state_dir, unit.state.layout) != (self.unit.state_dir, self.unit.state.layout):
-            self._readonly_hashes = {}  # other files: record their hashes afresh
+            self.briefing.forget_readonly()
         self.unit = unit
         self.policy = RestartPolicy(unit.restart, unit.limits)
         self.transcript.close()
         self.transcript = self._new_transcript()
 
-    def _write_bootstrap(self, number: int, boot: Bootstrap) -> Path:
-        self.logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        log_copy = self.logs_dir / f"bootstrap-{number}.md"
-        write_atomic(log_copy, boot.text, mode=0o600)
-        target = log_copy
-        if self.unit.inject.mode == "file":
-            target = self.unit.inject_path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(target, boot.text, mode=0o600)
-        self.events.emit(ev.SESSION_BOOTSTRAP, unit=self.unit.name, session=number,
-                         file=str(log_copy), tokens=boot.tokens, warnings=boot.warnings or None,
-                         cut=boot.cut or None)
-        return target
-
     def _rules(self) -> list[Rule]:
         return [Rule(s.name, s.pattern, s.action) for s in self.unit.sentinels]
-
-    def _session_env(self, plan: inject.InjectPlan, number: int, reason: str, boot_file: Path,
-                     marker: str) -> dict[str, str]:
-        env = dict(self._base_env)
-        env.update(plan.env)
-        env.update({
-            "AGENTD_UNIT": self.unit.name,
-            "AGENTD_SESSION": str(number),
-            "AGENTD_SOCKET": str(self.paths.socket),
-            "AGENTD_STATE_DIR": str(self.unit.state_dir),
-            "AGENTD_BOOTSTRAP_FILE": str(boot_file),
-            "AGENTD_RESTART_REASON": reason,
-            MARKER_VAR: marker,
-        })
-        layout = self.unit.state.layout
-        if isinstance(layout, str):  # so `agentctl state` in the session uses the unit's layout
-            env["AGENTD_LAYOUT"] = layout
-        return env
 
     def _new_transcript(self) -> Transcript:
         env = dict(self._base_env)
