@@ -146,7 +146,7 @@ def format_event(e: dict[str, Any]) -> str:
 
 def clean(text: str) -> str:
     """What a person reads: escape sequences removed, redraws as line breaks."""
-    from agentd.sentinel import strip_ansi
+    from agentd.ansi import strip_ansi
 
     return "".join(f"{line}\n" for line in strip_ansi(text))
 

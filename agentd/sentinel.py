@@ -36,6 +36,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from agentd.ansi import INCOMPLETE, OPEN_STRING, STRING_REST, rewrite_cjk
+from agentd.echo import EchoFilter
 from agentd.regexlit import required_literal
 from agentd.tokens import count_cjk
 
@@ -57,166 +59,6 @@ class Hit:
     rule: Rule
     line: str
     groups: dict[str, str]
-
-
-# --- the escape grammar ------------------------------------------------------
-# Every ESC starts a sequence, and no sequence contains an ESC, so the extent
-# of each sequence is decided by the characters right after its ESC. The
-# bounds keep the carried-over prefix of a cut sequence small. Parameter,
-# intermediate and final bytes are disjoint ranges, so the possessive repeats
-# (``{0,64}+``: no backtracking, several times faster) change no result.
-_CSI_REST = r"\[[0-?]{0,64}+[ -/]{0,16}+"  # after ESC; then one final byte in @-~
-_CSI = r"\x1b" + _CSI_REST
-_BODY = r"[^\x07\x18\x1a\x1b]*+"  # OSC/DCS/SOS/PM/APC text: ends at BEL, CAN, SUB or ESC
-_STRINGS = re.compile(r"\x1b[\]PX^_]" + _BODY + r"\x07?")
-_BREAKS = re.compile(_CSI + r"[ABEFHJKLMSTdef]|\x1b[DEM]")
-_SPACES = re.compile(_CSI + r"[CDGIZ`a]")
-_DROPS = re.compile(r"\x1b(?:" + _CSI_REST + r"[@-~]|[ -/]{0,8}+[0-~])?")
-# The tail of a chunk that more input could still turn into another sequence.
-_INCOMPLETE = re.compile(r"\x1b(?:" + _CSI_REST + r"|[ -/]{0,8}+)?")
-_OPEN_STRING = re.compile(r"\x1b[\]PX^_]" + _BODY)
-_STRING_REST = re.compile(_BODY + r"\x07?")
-# Single control characters: CR, VT, FF break the line, TAB is a space, the
-# rest of C0 and C1 is dropped.
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_VT_FF = re.compile(r"[\x0b\x0c]")
-_ASCII_MAP = bytes.maketrans(b"\r\x0b\x0c\t", b"\n\n\n ")
-_ASCII_DROP = bytes(range(0x09)) + bytes(range(0x0E, 0x20)) + b"\x7f"
-_C1_UTF8 = re.compile(b"\xc2[\x80-\x9f]")  # U+0080..U+009F encoded
-
-
-# Bytes that are not the lead byte of U+3000..U+FFFF in UTF-8 (E3..EF):
-# deleting them with bytes.translate (a C pass) leaves nothing when a text has
-# no CJK, ~4x faster than a regex scan for the range.
-_NOT_CJK_LEAD = bytes(b for b in range(256) if not 0xE3 <= b <= 0xEF)
-
-
-def _controls(text: str) -> tuple[str, bool]:
-    """``text`` with control characters rewritten, and whether it may hold CJK."""
-    # bytes.translate: one C pass, ~10x faster than a regex scan over a str.
-    if text.isascii():
-        return text.encode("ascii").translate(_ASCII_MAP, _ASCII_DROP).decode("ascii"), False
-    # In UTF-8 an ASCII byte is always that character, never part of another,
-    # so C0 controls are translated on the encoded text too; C1 controls are
-    # two bytes there (C2 80..C2 9F), and dropped where a C2 byte shows up.
-    data = text.encode("utf-8", "surrogatepass").translate(_ASCII_MAP, _ASCII_DROP)
-    if b"\xc2" in data:
-        data = _C1_UTF8.sub(b"", data)
-    return data.decode("utf-8", "surrogatepass"), bool(data.translate(None, _NOT_CJK_LEAD))
-
-
-def _rewrite(text: str) -> str:
-    """``text`` with each sequence turned into LF (break), space, or nothing.
-
-    ``text`` must not end inside a sequence (the matcher carries such a tail
-    over to the next chunk). LF is the only line break in the result.
-    """
-    return _rewrite_cjk(text)[0]
-
-
-def _rewrite_cjk(text: str) -> tuple[str, bool]:
-    """``_rewrite``, and whether the result may hold CJK (False: it holds none)."""
-    if "\x1b" in text:
-        # Strings go first: their text may hold anything but ESC, so a later
-        # LF or TAB must not land inside one. The replacements (NUL, dropped
-        # at the end; LF; TAB, a space at the end) cannot extend a CSI or an
-        # ESC sequence, so each pass sees the sequences of the original text.
-        text = _STRINGS.sub("\x00", text)
-        text = _BREAKS.sub("\n", text)
-        text = _SPACES.sub("\t", text)
-        text = _DROPS.sub("", text)
-    return _controls(text)
-
-
-def strip_ansi(data: str) -> list[str]:
-    """The non-empty lines a complete string shows once escapes are rewritten."""
-    return [line for line in _rewrite(data).split("\n") if line]
-
-
-# --- echo of injected text ----------------------------------------------------
-_WORD = re.compile(r"\w+")
-_ECHO_SLACK = 256  # normalised chars an echo line may skip (lines a TUI drops)
-_ECHO_PATIENCE = 1000  # non-echo lines in a row before we stop expecting echo
-_REDRAW_MIN = 8  # shorter echo lines are too common to remember as redraws
-_REDRAW_MAX = 4096  # bound on remembered echo lines
-
-
-def _normalise(text: str) -> str:
-    return "".join(_WORD.findall(text)).casefold()
-
-
-class _EchoFilter:
-    """Recognises output lines that only echo text agentd injected.
-
-    Trade-off: injected text is consumed in order. A line is echo if its word
-    characters occur in the injected text at most ``_ECHO_SLACK`` characters
-    past the cursor; the cursor then moves past it. So an echo of a bootstrap
-    that mentions "Compacting conversation" does not restart the agent, while
-    the same words printed later by the agent do hit: by then the cursor has
-    moved past the mention. What this costs: (a) while echo is expected, a
-    genuine sentinel whose words happen to come next in the injected text is
-    taken for echo once; (b) output that decorates the echo with words of its
-    own on the same line is not echo and is matched normally. Expectation ends
-    when the cursor reaches the end, or after ``_ECHO_PATIENCE`` non-echo lines
-    in a row (the TUI folded the text away, e.g. "[Pasted text +40 lines]").
-    TUIs also redraw a prompt they already showed, after the cursor went past
-    it; lines consumed as echo are remembered, and a later line equal to one of
-    them (in normalised form) is echo too. A genuine sentinel line is only lost
-    that way if the injected text held that whole line, word for word.
-    """
-
-    def __init__(self) -> None:
-        self._want = ""
-        self._pos = 0
-        self._misses = 0
-        self._seen: set[str] = set()
-
-    @property
-    def active(self) -> bool:
-        return self._pos < len(self._want)
-
-    def expect(self, text: str) -> None:
-        self._want = self._want[self._pos :] + _normalise(text)
-        self._pos = 0
-        self._misses = 0
-
-    def consume(self, line: str) -> bool:
-        """Is this completed line echo? Moves the cursor past it if so."""
-        norm = _normalise(line)
-        if not norm:
-            return False
-        if self.active:
-            at = self._near_cursor(norm)
-            if at >= 0:
-                self._pos = at + len(norm)
-                self._misses = 0
-                self._remember(norm)
-                return True
-            self._misses += 1
-            if self._misses > _ECHO_PATIENCE:
-                self._want, self._pos = "", 0
-        return norm in self._seen
-
-    def peek(self, line: str) -> bool:
-        """Would this (partial) line be echo? Does not move the cursor."""
-        if not self.active and not self._seen:
-            return False
-        norm = _normalise(line)
-        if not norm:
-            return False
-        return self._near_cursor(norm) >= 0 or norm in self._seen
-
-    def _near_cursor(self, norm: str) -> int:
-        if not self.active:
-            return -1
-        return self._want.find(norm, self._pos, self._pos + _ECHO_SLACK + len(norm))
-
-    def is_redraw(self, line: str) -> bool:
-        return bool(self._seen) and _normalise(line) in self._seen
-
-    def _remember(self, norm: str) -> None:
-        if len(norm) >= _REDRAW_MIN and len(self._seen) < _REDRAW_MAX:
-            self._seen.add(norm)
 
 
 # --- the matcher --------------------------------------------------------------
@@ -258,7 +100,7 @@ class LineMatcher:
         self._pending_len = 0
         self._partial_hits: set[str] = set()  # rules check_partial reported for it
         self._partial_new = False  # pending line or rules changed since check_partial
-        self._echo = _EchoFilter()
+        self._echo = EchoFilter()
         self._cjk = 0
         self._other = 0
         self.bytes_in = 0
@@ -333,7 +175,7 @@ class LineMatcher:
             text = self._hold_back(text)
         if not text:
             return []
-        text, maybe_cjk = _rewrite_cjk(text)
+        text, maybe_cjk = rewrite_cjk(text)
         self._count(text, maybe_cjk)
         last = text.rfind("\n")
         if last < 0:
@@ -354,7 +196,7 @@ class LineMatcher:
         return hits
 
     def _skip_string(self, text: str) -> str:
-        m = _STRING_REST.match(text)
+        m = STRING_REST.match(text)
         end = m.end() if m else 0
         if end == len(text) and not text.endswith("\x07"):
             return ""  # the string goes on in the next chunk
@@ -366,11 +208,11 @@ class LineMatcher:
         last = text.rfind("\x1b")
         if last < 0:
             return text
-        if _INCOMPLETE.fullmatch(text, last):
+        if INCOMPLETE.fullmatch(text, last):
             self._carry = text[last:]
             return text[:last]
-        if _OPEN_STRING.fullmatch(text, last):
-            self._in_string = True  # _rewrite drops the started string
+        if OPEN_STRING.fullmatch(text, last):
+            self._in_string = True  # rewrite drops the started string
         return text
 
     def _count(self, text: str, maybe_cjk: bool) -> None:

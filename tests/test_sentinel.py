@@ -8,7 +8,8 @@ import tracemalloc
 
 import pytest
 
-from agentd.sentinel import PARTIAL_MAX, Hit, LineMatcher, Rule, required_literal, strip_ansi
+from agentd.ansi import strip_ansi
+from agentd.sentinel import PARTIAL_MAX, Hit, LineMatcher, Rule, required_literal
 from tests.conftest import FIXTURES
 
 COMPACTING = Rule("compacting", re.compile("Compacting conversation"))

@@ -10,7 +10,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from agentd import sentinel
-from agentd.sentinel import LineMatcher, Rule, _rewrite, required_literal, strip_ansi
+from agentd.ansi import rewrite, strip_ansi
+from agentd.sentinel import LineMatcher, Rule, required_literal
 
 RULES = (
     Rule("compacting", re.compile("Compacting conversation")),
@@ -167,7 +168,7 @@ GRAMMAR = list("\x1b\x1b\x1b[[]]P\\_X^0123;?> !/(#ABCDGHJKMmfdqr@~`abz\x07\x18\r
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.sampled_from(GRAMMAR), max_size=40))
 def test_rewrite_follows_the_grammar(text: str) -> None:
-    assert _rewrite(text) == reference(text)
+    assert rewrite(text) == reference(text)
     assert strip_ansi(text) == [line for line in reference(text).split("\n") if line]
 
 
@@ -180,7 +181,7 @@ def test_rewrite_bounds() -> None:
         "\x1b" + "(" * 8 + "B",
         "\x1b" + "(" * 9 + "B",
     ]:
-        assert _rewrite(text) == reference(text)
+        assert rewrite(text) == reference(text)
 
 
 # --- the literal pre-filter -------------------------------------------------------------

@@ -1,0 +1,82 @@
+"""Terminal escape grammar: what a TUI's bytes show as lines (SPEC 3).
+
+Carriage returns, line/screen erases and vertical cursor moves break the
+line; horizontal cursor moves become one space (TUIs skip spaces that way);
+OSC/DCS strings, SGR and every other sequence and control are dropped.
+Pure functions over str; the matcher carries cut sequences across chunks.
+"""
+
+from __future__ import annotations
+
+import re
+
+# --- the escape grammar ------------------------------------------------------
+# Every ESC starts a sequence, and no sequence contains an ESC, so the extent
+# of each sequence is decided by the characters right after its ESC. The
+# bounds keep the carried-over prefix of a cut sequence small. Parameter,
+# intermediate and final bytes are disjoint ranges, so the possessive repeats
+# (``{0,64}+``: no backtracking, several times faster) change no result.
+_CSI_REST = r"\[[0-?]{0,64}+[ -/]{0,16}+"  # after ESC; then one final byte in @-~
+_CSI = r"\x1b" + _CSI_REST
+_BODY = r"[^\x07\x18\x1a\x1b]*+"  # OSC/DCS/SOS/PM/APC text: ends at BEL, CAN, SUB or ESC
+_STRINGS = re.compile(r"\x1b[\]PX^_]" + _BODY + r"\x07?")
+_BREAKS = re.compile(_CSI + r"[ABEFHJKLMSTdef]|\x1b[DEM]")
+_SPACES = re.compile(_CSI + r"[CDGIZ`a]")
+_DROPS = re.compile(r"\x1b(?:" + _CSI_REST + r"[@-~]|[ -/]{0,8}+[0-~])?")
+# The tail of a chunk that more input could still turn into another sequence.
+INCOMPLETE = re.compile(r"\x1b(?:" + _CSI_REST + r"|[ -/]{0,8}+)?")
+OPEN_STRING = re.compile(r"\x1b[\]PX^_]" + _BODY)
+STRING_REST = re.compile(_BODY + r"\x07?")
+# Single control characters: CR, VT, FF break the line, TAB is a space, the
+# rest of C0 and C1 is dropped.
+_ASCII_MAP = bytes.maketrans(b"\r\x0b\x0c\t", b"\n\n\n ")
+_ASCII_DROP = bytes(range(0x09)) + bytes(range(0x0E, 0x20)) + b"\x7f"
+_C1_UTF8 = re.compile(b"\xc2[\x80-\x9f]")  # U+0080..U+009F encoded
+
+
+# Bytes that are not the lead byte of U+3000..U+FFFF in UTF-8 (E3..EF):
+# deleting them with bytes.translate (a C pass) leaves nothing when a text has
+# no CJK, ~4x faster than a regex scan for the range.
+_NOT_CJK_LEAD = bytes(b for b in range(256) if not 0xE3 <= b <= 0xEF)
+
+
+def _controls(text: str) -> tuple[str, bool]:
+    """``text`` with control characters rewritten, and whether it may hold CJK."""
+    # bytes.translate: one C pass, ~10x faster than a regex scan over a str.
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_MAP, _ASCII_DROP).decode("ascii"), False
+    # In UTF-8 an ASCII byte is always that character, never part of another,
+    # so C0 controls are translated on the encoded text too; C1 controls are
+    # two bytes there (C2 80..C2 9F), and dropped where a C2 byte shows up.
+    data = text.encode("utf-8", "surrogatepass").translate(_ASCII_MAP, _ASCII_DROP)
+    if b"\xc2" in data:
+        data = _C1_UTF8.sub(b"", data)
+    return data.decode("utf-8", "surrogatepass"), bool(data.translate(None, _NOT_CJK_LEAD))
+
+
+def rewrite(text: str) -> str:
+    """``text`` with each sequence turned into LF (break), space, or nothing.
+
+    ``text`` must not end inside a sequence (the matcher carries such a tail
+    over to the next chunk). LF is the only line break in the result.
+    """
+    return rewrite_cjk(text)[0]
+
+
+def rewrite_cjk(text: str) -> tuple[str, bool]:
+    """``rewrite``, and whether the result may hold CJK (False: it holds none)."""
+    if "\x1b" in text:
+        # Strings go first: their text may hold anything but ESC, so a later
+        # LF or TAB must not land inside one. The replacements (NUL, dropped
+        # at the end; LF; TAB, a space at the end) cannot extend a CSI or an
+        # ESC sequence, so each pass sees the sequences of the original text.
+        text = _STRINGS.sub("\x00", text)
+        text = _BREAKS.sub("\n", text)
+        text = _SPACES.sub("\t", text)
+        text = _DROPS.sub("", text)
+    return _controls(text)
+
+
+def strip_ansi(data: str) -> list[str]:
+    """The non-empty lines a complete string shows once escapes are rewritten."""
+    return [line for line in rewrite(data).split("\n") if line]
