@@ -23,6 +23,7 @@ from agentd import events as ev
 from agentd import inject
 from agentd.bootstrap import Bootstrap, render
 from agentd.briefing import Briefing
+from agentd.budget import Usage, any_set, next_midnight, reached, usage_today
 from agentd.child import Child
 from agentd.convert import signal_name
 from agentd.errors import SpawnError
@@ -91,6 +92,7 @@ class Service:
         self._timer: asyncio.TimerHandle | None = None
         self._triggers: Triggers | None = None
         self._stop_requested = False
+        self._usage: Usage | None = None  # today's, when the unit has a budget
         self.briefing = Briefing(self.logs_dir, events.emit)
         self._reclaim_task: asyncio.Task[None] | None = None
         self._next_unit: Unit | None = None  # a changed definition, for the next session
@@ -205,6 +207,8 @@ class Service:
         try:
             await asyncio.shield(self.reclaim())
             while True:
+                if self._budget_spent():
+                    return
                 end = await self._one_session(reason)
                 decision = self._decide(end)
                 self.history_file.append({"kind": "outcome", "session": end.session,
@@ -223,6 +227,28 @@ class Service:
             self.detail = f"internal error: {exc}"
             self._force_state(State.FAILED, "internal-error")
             raise
+
+    def _budget_spent(self) -> bool:
+        """Pause until midnight if a daily budget is used up; note today's usage otherwise."""
+        self._usage = None
+        budget = self.definition.budget
+        if not any_set(budget):
+            return False
+        now = self._wall()
+        usage = usage_today(self.history_file.recent(), now)
+        name = reached(budget, usage)
+        if name is None:
+            self._usage = usage
+            return False
+        until = next_midnight(now)
+        used = {"max_sessions_per_day": usage.sessions, "max_runtime_per_day": usage.runtime_s,
+                "max_output_tokens_per_day": usage.tokens}[name]
+        self.events.emit(ev.UNIT_BUDGET, unit=self.unit.name, budget=name,
+                         used=round(used, 1), limit=getattr(budget, name), until=iso(until))
+        self.paused_until = until
+        self._set_state(State.PAUSED, f"budget:{name}")
+        self._schedule(until - now, f"budget:{name}")
+        return True
 
     async def _one_session(self, reason: str) -> SessionEnd:
         self._apply_definition()
@@ -250,6 +276,7 @@ class Service:
         triggers = self._triggers = Triggers(
             self.unit, emit=emit, wall=self._wall, on_prompt=injector.on_prompt,
             notify=lambda event: self._notify(self.unit, event, number) if self._notify else None,
+            usage=self._usage,
         )
         session = Session(number=number, child=child, marker=marker,
                           matcher=LineMatcher(self._rules()), transcript=self.transcript,

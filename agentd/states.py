@@ -38,8 +38,9 @@ TRANSITIONS: dict[State, frozenset[State]] = {
     # STOPPED -> STARTING: start (autostart, agentctl start)
     S.STOPPED: frozenset({S.STARTING}),
     # STARTING -> RUNNING: spawned; -> STOPPING: spawn failed or stop requested
-    # while the bootstrap was being prepared (the end is decided there)
-    S.STARTING: frozenset({S.RUNNING, S.STOPPING}),
+    # while the bootstrap was being prepared (the end is decided there);
+    # -> PAUSED: a daily budget is used up before the session could start
+    S.STARTING: frozenset({S.RUNNING, S.STOPPING, S.PAUSED}),
     # RUNNING -> STOPPING: the leader exited, or agentd ends the session
     S.RUNNING: frozenset({S.STOPPING}),
     # STOPPING -> next, by the restart decision once the tree is gone

@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from agentd import events as ev
+from agentd.budget import Usage, next_midnight
 from agentd.convert import parse_reset_time
 from agentd.inject import PROMPT_RULE
 from agentd.sentinel import Hit
@@ -41,12 +43,14 @@ class Triggers:
         wall: Callable[[], float],
         on_prompt: Callable[[], None],
         notify: Callable[[str], None] | None = None,
+        usage: Usage | None = None,
     ) -> None:
         self.unit = unit
         self._emit = emit
         self._wall = wall
         self._on_prompt = on_prompt
         self._notify = notify
+        self._usage = usage  # today's usage before this session, when a budget is set
         self._loop = asyncio.get_running_loop()
         self.fired: asyncio.Future[Trigger] = self._loop.create_future()
         self._timers: list[asyncio.TimerHandle] = []
@@ -67,9 +71,24 @@ class Triggers:
                 self._on_prompt()
             else:
                 self._on_sentinel(hit)
+        if self._session is None:
+            return
+        tokens = self._session.matcher.tokens
         limit = self.unit.limits.context_tokens
-        if limit and self._session is not None and self._session.matcher.tokens >= limit:
+        if limit and tokens >= limit:
             self.fire(Trigger("context"))
+        cap = self.unit.budget.max_output_tokens_per_day
+        if cap and self._usage is not None and self._usage.tokens + tokens >= cap:
+            self._budget("max_output_tokens_per_day", self._usage.tokens + tokens, cap)
+
+    def _budget(self, name: str, used: float, limit: float) -> None:
+        """A daily budget ran out mid-session: pause until midnight (SPEC 7)."""
+        if self.fired.done():
+            return
+        until = next_midnight(self._wall())
+        self._emit(ev.UNIT_BUDGET, budget=name, used=round(used, 1), limit=limit,
+                   until=datetime.fromtimestamp(until, UTC).isoformat(timespec="seconds"))
+        self.fire(Trigger(f"budget:{name}", "pause", until))
 
     def _on_sentinel(self, hit: Hit) -> None:
         rule = hit.rule
@@ -104,6 +123,11 @@ class Triggers:
                 self._loop.call_later(limits.session_timeout, self.fire, Trigger("timeout")))
         if limits.idle_timeout:
             self._timers.append(self._loop.call_later(limits.idle_timeout, self._check_idle))
+        cap = self.unit.budget.max_runtime_per_day
+        if cap and self._usage is not None:
+            left = max(0.0, cap - self._usage.runtime_s)
+            self._timers.append(self._loop.call_later(
+                left, self._budget, "max_runtime_per_day", cap, cap))
 
     def _check_idle(self) -> None:
         session = self._session

@@ -163,3 +163,42 @@ def test_a_session_left_by_a_killed_agentd_is_ended_at_next_start(home: Path,
     hist = records(home / "logs" / "k" / "history.jsonl")
     assert {"kind": "end", "session": 1, "reason": "agentd-lost"}.items() <= hist[1].items()
     assert hist[2]["session"] == 2  # numbering carries on
+
+
+def test_daily_session_budget_pauses_until_midnight(home: Path) -> None:
+    async def body(sup: Supervisor) -> None:
+        svc = sup.get("bud")
+        svc.start()
+        await svc.wait(lambda s: s == State.PAUSED)
+        status = sup.status(["bud"])[0]
+        assert status["last_reason"] == "exit:42" and status["paused_until"]
+        assert svc.state_reason == "budget:max_sessions_per_day"
+        await sup.stop("bud")
+        assert svc.state == State.STOPPED
+
+    seen = run_with(home, "bud", {
+        "command": fake("exit:42"),
+        "restart": {"min_uptime": "0s"},
+        "budget": {"max_sessions_per_day": 2},
+    }, body)
+    assert sum(1 for e in seen if e["event"] == "session.start") == 2
+    [spent] = [e for e in seen if e["event"] == "unit.budget"]
+    assert spent["budget"] == "max_sessions_per_day" and spent["used"] == 2
+    assert spent["limit"] == 2 and spent["until"]
+
+
+def test_daily_output_budget_pauses_mid_session(home: Path) -> None:
+    async def body(sup: Supervisor) -> None:
+        svc = sup.get("out")
+        svc.start()
+        await svc.wait(lambda s: s == State.PAUSED)
+        assert svc.state_reason.startswith("budget:max_output_tokens_per_day")
+
+    seen = run_with(home, "out", {
+        "command": fake("spam:500", "wait"),
+        "budget": {"max_output_tokens_per_day": 2000},
+    }, body)
+    [spent] = [e for e in seen if e["event"] == "unit.budget"]
+    assert spent["budget"] == "max_output_tokens_per_day" and spent["used"] >= 2000
+    exits = [e for e in seen if e["event"] == "session.exit"]
+    assert exits[0]["reason"] == "budget:max_output_tokens_per_day"
