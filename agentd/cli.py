@@ -112,6 +112,12 @@ async def _run(unit: Unit, paths: Paths, console: Console) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, on_signal, sig)
     started = time.monotonic()
+    refused = service.claim()
+    if refused:
+        await sup.shutdown()
+        events.close()
+        console.say(f"agentd: {refused}", always=True)
+        return 1
     try:
         service.start()
         await service.wait(lambda s: s in FINAL)
@@ -123,13 +129,14 @@ async def _run(unit: Unit, paths: Paths, console: Console) -> int:
         events.close()
     status = service.status()
     took = time.monotonic() - started
-    why = service.state_reason
-    detail = f"; {why}" if why and service.state != State.DONE else ""
+    why = service.detail or (service.state_reason if service.state != State.DONE else "")
+    if signals:
+        why = f"interrupted by {signal.Signals(signals[0]).name}"
+    detail = f"; {why}" if why else ""
     console.say(f"agentd: {unit.name} {service.state} after {service.session_no} session(s) in "
                 f"{took:.1f}s (last: {status['last_reason'] or '-'}{detail})", always=True)
-    if signals:
-        return 128 + signals[0]
-    return 0 if service.state == State.DONE else 1
+    # SPEC 8: 0 ok, 1 failure; only `done` is ok (an interrupted run is not).
+    return 0 if service.state == State.DONE and not signals else 1
 
 
 @main.command()

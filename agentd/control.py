@@ -221,8 +221,11 @@ class ControlServer:
         names = self._targets(args)
         for name in names:
             self.sup.restart(name, args.reason)
+        # Done once a new session runs, or the unit settled without one
+        # (paused by a budget, backoff, failed...): never wait out START_WAIT for it.
         return await self._wait(names, lambda before, now: (
-            now["session"] > before["session"] and now["state"] != "starting"))
+            now["state"] not in ("starting", "stopping")
+            and (now["session"] > before["session"] or now["state"] != "running")))
 
     async def reload(self, _args: NoArgs) -> dict[str, Any]:
         """Read the units dir again (like SIGHUP) and say what changed."""
@@ -303,6 +306,8 @@ def sessions(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     row["error"] = rec["error"]
             elif kind == "outcome":
                 row.update(outcome=rec.get("outcome"), detail=rec.get("detail"))
+                if rec.get("reset_at"):  # usage-limited / budget: when it may go on
+                    row["reset_at"] = rec["reset_at"]
     return [rows[n] for n in sorted(rows)]
 
 

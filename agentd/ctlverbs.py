@@ -235,10 +235,19 @@ def reload(as_json: bool) -> None:
 @click.option("-n", "--lines", default=50, show_default=True, type=click.IntRange(0, 100_000))
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new output (Ctrl-C ends).")
 @click.option("--raw", is_flag=True, help="Keep escape sequences (colours, cursor moves).")
-def logs(unit: str, lines: int, follow: bool, raw: bool) -> None:
+@json_option
+def logs(unit: str, lines: int, follow: bool, raw: bool, as_json: bool) -> None:
     """Print the end of UNIT's transcript (the agent's output)."""
+    if as_json and follow:
+        raise click.UsageError("--json prints the last lines once; use -f without --json "
+                               "(or `agentctl events UNIT -f --json` for a JSON stream)")
     result = call("logs", unit=unit, lines=lines)
     text = result["text"]
+    if as_json:
+        shown = text if raw else clean(text)
+        click.echo(json.dumps({"unit": unit, "path": result["path"],
+                               "lines": shown.splitlines()}, ensure_ascii=False))
+        return
     click.echo(text if raw else clean(text), nl=False, color=raw or None)
     if follow:
         try:

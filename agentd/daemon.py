@@ -24,7 +24,6 @@ re-parse all (e.g. after a missing workdir was created).
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import os
 import signal
 from collections import Counter
@@ -38,6 +37,7 @@ from agentd.console import Console
 from agentd.control import ControlServer
 from agentd.errors import AgentdError, UnitError
 from agentd.events import EventLog
+from agentd.lockfile import Held, hold
 from agentd.notify import SystemdNotify
 from agentd.paths import Paths, ensure_private_dir
 from agentd.supervisor import Changes, Supervisor
@@ -55,28 +55,16 @@ class AlreadyRunning(AgentdError):
 
 
 def acquire_lock(paths: Paths) -> int:
-    """Hold an flock on ``run/agentd.lock`` (the fd) or raise AlreadyRunning.
-
-    The fd is close-on-exec: sessions never inherit the lock, so sessions left
-    by a ``kill -9``-ed daemon cannot keep its successor from starting.
-    """
+    """Hold an flock on ``run/agentd.lock`` (the fd) or raise AlreadyRunning."""
     ensure_private_dir(paths.run)
     path = paths.run / "agentd.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.read(fd, 4096).decode("utf-8", "replace").split()
-        os.close(fd)
-        pid = holder[0] if holder else "?"
-        sock = holder[1] if len(holder) > 1 else str(paths.socket)
+        return hold(path, str(paths.socket))
+    except Held as held:
         raise AlreadyRunning(
-            f"agentd is already running (pid {pid}, socket {sock}, lock {path}); "
-            "stop it first (systemctl --user stop agentd, or kill -TERM "
-            f"{pid}), or give this one another AGENTD_HOME") from None
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()} {paths.socket}\n".encode())
-    return fd
+            f"agentd is already running (pid {held.pid}, socket {held.note or paths.socket}, "
+            f"lock {path}); stop it first (systemctl --user stop agentd, or kill -TERM "
+            f"{held.pid}), or give this one another AGENTD_HOME") from None
 
 
 @dataclass
@@ -261,8 +249,8 @@ class Daemon:
         self._report(changes, units)
         for name in changes.added:
             self.sup.reclaim(name)
-            if units[name].autostart:
-                self.sup.start(name)
+            if units[name].autostart:  # a usage-limit pause survives a daemon restart
+                self.sup.start(name, resume_pause=True)
         return {"loaded": changes.added, "changed": changes.changed, "removed": changes.removed,
                 "invalid": [{"file": str(p), "line": e.line, "error": describe_error(e)}
                             for p, e in scan.errors.items()]}

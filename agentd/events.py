@@ -8,6 +8,7 @@ on them, the control server will stream them.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
@@ -54,7 +55,8 @@ class EventLog:
         self._file: TextIO | None = None
         if path is not None:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._file = path.open("a", encoding="utf-8", buffering=1)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            self._file = os.fdopen(fd, "a", encoding="utf-8", buffering=1)
         processors: list[Any] = [
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
@@ -74,7 +76,8 @@ class EventLog:
         return lambda: self._listeners.remove(listener)
 
     def emit(self, event: str, *, level: str = "info", **fields: Any) -> None:
-        fields = {k: v for k, v in fields.items() if v is not None or k in ("pid", "code")}
+        # pid, code and line are part of their events even when unknown (null)
+        fields = {k: v for k, v in fields.items() if v is not None or k in ("pid", "code", "line")}
         getattr(self._log, level)(event, **fields)
 
     def close(self) -> None:

@@ -28,6 +28,7 @@ A failure waits ``delay`` doubled for each failure in a row, capped at
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -36,6 +37,8 @@ from agentd.convert import signal_name
 from agentd.unit import Limits, RestartSpec
 
 Next = Literal["start", "backoff", "done", "failed", "stopped", "paused", "stalled"]
+
+_CONTEXT_NAME = re.compile(r"compact|context", re.IGNORECASE)
 
 # Triggers agentd itself sets when it ends a session (besides "sentinel:NAME").
 HANDOFF_TRIGGERS = ("timeout", "idle", "context")
@@ -180,7 +183,9 @@ def _outcome(end: SessionEnd) -> str:
     if end.action == "pause":
         return "usage-limited"
     if trigger.startswith("sentinel:"):
-        return "handoff"
+        # A sentinel about compaction or a full context is the `context`
+        # outcome (SPEC 7); any other restart sentinel is a hand-over.
+        return "context" if _CONTEXT_NAME.search(trigger) else "handoff"
     if _is_manual(trigger):
         return "stopped" if end.action == "stop" else "handoff"
     return "handoff"

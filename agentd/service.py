@@ -29,6 +29,7 @@ from agentd.convert import signal_name
 from agentd.errors import SpawnError
 from agentd.events import EventLog
 from agentd.history import History
+from agentd.lockfile import Held, hold, release
 from agentd.paths import Paths
 from agentd.policy import Decision, RestartPolicy, SessionEnd
 from agentd.proctree import (
@@ -93,6 +94,8 @@ class Service:
         self._triggers: Triggers | None = None
         self._stop_requested = False
         self._usage: Usage | None = None  # today's, when the unit has a budget
+        self._resume_at: float | None = None
+        self._lock: int | None = None
         self.briefing = Briefing(self.logs_dir, events.emit)
         self._reclaim_task: asyncio.Task[None] | None = None
         self._next_unit: Unit | None = None  # a changed definition, for the next session
@@ -100,13 +103,20 @@ class Service:
         self.transcript = self._new_transcript()
 
     # -- public --------------------------------------------------------------
-    def start(self, reason: str = "start") -> None:
+    def start(self, reason: str = "start", *, resume_pause: bool = False) -> None:
         """Start now (from stopped, a terminal state, backoff or pause); no-op if active."""
         if self.state in ACTIVE:
+            return
+        refused = self.claim()
+        if refused:
+            self.events.emit(ev.UNIT_ERROR, level="error", unit=self.unit.name, error=refused)
             return
         self._cancel_timer()
         self._stop_requested = False
         self.paused_until = None
+        # autostart honours a pause the previous agentd left; an explicit start does not
+        self._resume_at = self._restored_pause if resume_pause else None
+        self._restored_pause = None
         self._set_state(State.STARTING, reason)  # at once, so waiters see it is under way
         self._task = asyncio.get_running_loop().create_task(self._run(reason))
 
@@ -206,14 +216,18 @@ class Service:
     async def _run(self, reason: str) -> None:
         try:
             await asyncio.shield(self.reclaim())
+            if self._resume_pause():
+                return
             while True:
                 if self._budget_spent():
                     return
                 end = await self._one_session(reason)
                 decision = self._decide(end)
-                self.history_file.append({"kind": "outcome", "session": end.session,
-                                          "outcome": decision.outcome, "next": decision.next,
-                                          "detail": decision.detail or None})
+                self.history_file.append({
+                    "kind": "outcome", "session": end.session, "outcome": decision.outcome,
+                    "next": decision.next, "detail": decision.detail or None,
+                    "reset_at": iso(decision.until) if decision.until is not None else None,
+                })
                 if decision.next != "start" or self._stop_requested:
                     self._settle(decision)
                     return
@@ -224,8 +238,7 @@ class Service:
                              error=f"{type(exc).__name__}: {exc}")
             if self.session is not None:
                 await self._end_session(self.session, Trigger("internal-error", "stop"))
-            self.detail = f"internal error: {exc}"
-            self._force_state(State.FAILED, "internal-error")
+            self._force_state(State.FAILED, "internal-error", f"{type(exc).__name__}: {exc}")
             raise
 
     def _budget_spent(self) -> bool:
@@ -305,6 +318,10 @@ class Service:
         )
 
     async def _reclaim_safely(self) -> None:
+        # Only the agentd holding the unit's lock may end its last session: if
+        # another one holds it, that session is alive and supervised, not lost.
+        if self.claim() is not None:
+            return
         try:
             if await reclaim_lost_session(self.history_file, self.unit, emit=self.events.emit,
                                           at=iso(self._wall())) is not None:
@@ -314,13 +331,31 @@ class Service:
                              error=f"reclaiming the last session: {type(exc).__name__}: {exc}")
 
     def _restore_last(self) -> None:
-        """How the last session ended, from the history (survives a daemon restart)."""
-        end = self.history_file.last_end()
+        """How the last session ended, and a pause it left (survive a daemon restart)."""
+        self._restored_pause: float | None = None
+        records = self.history_file.recent()
+        end = next((r for r in reversed(records) if r.get("kind") == "end"), None)
         if end is None:
             return
         self.last_reason = end.get("reason")
         with contextlib.suppress(TypeError, ValueError):
             self.last_at = datetime.fromisoformat(str(end.get("at"))).timestamp()
+        last = records[-1]
+        if last.get("kind") == "outcome" and last.get("next") == "paused" and last.get("reset_at"):
+            with contextlib.suppress(TypeError, ValueError):
+                until = datetime.fromisoformat(str(last["reset_at"]).replace("Z", "+00:00"))
+                self._restored_pause = until.timestamp()
+
+    def _resume_pause(self) -> bool:
+        """Stay paused until the reset time a previous agentd recorded (a usage limit)."""
+        until, self._resume_at = self._resume_at, None
+        if until is None or until <= self._wall():
+            return False
+        self.paused_until = until
+        self._set_state(State.PAUSED, self.last_reason or "start",
+                        "paused before agentd restarted")
+        self._schedule(until - self._wall(), self.last_reason or "start")
+        return True
 
     def _spawn_failed(self, number: int, exc: SpawnError) -> None:
         self._set_state(State.STOPPING, "spawn-error")
@@ -378,20 +413,19 @@ class Service:
 
     def _settle(self, decision: Decision) -> None:
         """Apply a decision that does not start a session at once."""
-        self.detail = decision.detail
-        reason = decision.reason + (f" ({decision.detail})" if decision.detail else "")
+        reason, detail = decision.reason, decision.detail
         if decision.next == "backoff":
-            self._set_state(State.BACKOFF, reason)
-            self._schedule(decision.delay, decision.reason)
+            self._set_state(State.BACKOFF, reason, detail)
+            self._schedule(decision.delay, reason)
         elif decision.next == "paused":
             until = decision.until if decision.until is not None else self._wall() + 3600
             self.paused_until = until
-            self._set_state(State.PAUSED, reason)
-            self._schedule(max(0.0, until - self._wall()), decision.reason)
+            self._set_state(State.PAUSED, reason, detail)
+            self._schedule(max(0.0, until - self._wall()), reason)
         elif decision.next == "start":  # a stop arrived as the decision was made
             self._set_state(State.STOPPED, "manual")
         else:
-            self._set_state(State(decision.next), reason)
+            self._set_state(State(decision.next), reason, detail)
 
     def _schedule(self, delay: float, reason: str) -> None:
         # Sleep until the deadline: no periodic tick while nothing is due.
@@ -410,18 +444,25 @@ class Service:
             self._timer = None
 
     # -- state -----------------------------------------------------------------
-    def _set_state(self, new: State, reason: str = "") -> None:
+    def _set_state(self, new: State, reason: str = "", detail: str = "") -> None:
         if new == self.state:
             return
         if new not in TRANSITIONS[self.state]:
             raise TransitionError(f"{self.unit.name}: {self.state} -> {new} is not allowed")
-        self._force_state(new, reason)
+        self._force_state(new, reason, detail)
 
-    def _force_state(self, new: State, reason: str) -> None:
+    def _force_state(self, new: State, reason: str, detail: str = "") -> None:
+        """The one place a state changes: records it and emits ``unit.state``.
+
+        ``reason`` stays one of SPEC 5's reasons (``exit:3``, ``sentinel:NAME``...);
+        ``detail`` says more (``4 failures within 600s (burst 3)``).
+        """
         old, self.state = self.state, new
         self.since = self._wall()
         self.state_reason = reason
+        self.detail = detail
         self.events.emit(ev.UNIT_STATE, unit=self.unit.name, session=self.session_no or None,
+                         detail=detail or None,
                          **{"from": str(old), "to": str(new), "reason": reason})
         self._changed.set()
         event = "restart" if (old, new) == (State.STOPPING, State.STARTING) else str(new)
@@ -464,6 +505,22 @@ class Service:
     def close(self) -> None:
         self._cancel_timer()
         self.transcript.close()
+        release(self._lock)
+        self._lock = None
+
+    def claim(self) -> str | None:
+        """Hold ``run/units/UNIT.lock`` while supervising this unit; why not, if another
+        agentd (``serve`` or ``run``) already does: two supervisors of one unit would
+        share session numbers, bootstraps and the state dir."""
+        if self._lock is not None:
+            return None
+        try:
+            self._lock = hold(self.paths.run / "units" / f"{self.unit.name}.lock",
+                              str(self.unit.source or ""))
+        except Held as held:
+            return (f"{self.unit.name} is already supervised by another agentd (pid {held.pid}); "
+                    f"use `agentctl` for that one, or stop it first")
+        return None
 
 
 def _exit_reason(child: Child) -> str:

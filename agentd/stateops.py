@@ -205,9 +205,8 @@ def _apply_json(docs: Docs, t: Target, text: str, now: float, *, verified: str |
     else:
         items = json_list(data, key, t.path)
         if t.form == "step":
-            step: dict[str, object] = {"text": text, "at": stamp(now)}
-            if verified:
-                step["verified"] = verified
+            # SPEC 4: {text, at, verified}; verified is null until someone checked it
+            step: dict[str, object] = {"text": text, "at": stamp(now), "verified": verified or None}
             items.append(step)
             if t.cross_off and _same(data.get(t.cross_off), text):
                 data[t.cross_off] = ""  # the next action is done: the agent sets a new one

@@ -127,8 +127,8 @@ class Supervisor:
         await asyncio.gather(*(self.remove(name) for name in changes.removed))
         return changes
 
-    def start(self, name: str) -> None:
-        self.get(name).start()
+    def start(self, name: str, *, resume_pause: bool = False) -> None:
+        self.get(name).start(resume_pause=resume_pause)
 
     async def stop(self, name: str) -> None:
         await self.get(name).stop()

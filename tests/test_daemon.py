@@ -278,7 +278,8 @@ def test_units_dir_changes_are_picked_up_by_themselves(dhome: Path,
     # deleted: stopped (its tree ended) and forgotten
     path.unlink()
     poll_for(lambda: d.call("status", units=["n"]).get("code") == 4, what="n to be removed")
-    assert _gone(pid)
+    # forgotten at once, its tree ended right after (the removal runs on)
+    poll_for(lambda: _gone(pid), timeout=10, what=f"pid {pid} of the removed unit to end")
     assert [e["unit"] for e in events(dhome, "unit.removed")] == ["n"]
 
 

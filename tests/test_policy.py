@@ -111,3 +111,12 @@ def test_stall_after_unchanged_sessions() -> None:
 def test_manual_restart_with_reason_is_not_a_failure() -> None:
     d = policy(min_uptime=10).decide(end(trigger="manual:deploy", up=0.5), [], now=1)
     assert d.next == "start" and not d.failure
+
+
+@pytest.mark.parametrize(
+    ("trigger", "outcome"),
+    [("sentinel:compaction", "context"), ("sentinel:context-limit", "context"),
+     ("sentinel:handoff", "handoff"), ("context", "context"), ("idle", "idle")],
+)
+def test_outcomes(trigger: str, outcome: str) -> None:
+    assert policy().decide(end(trigger=trigger), [], now=60).outcome == outcome

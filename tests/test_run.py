@@ -110,7 +110,8 @@ def test_crash_loop_backs_off_then_fails(home: Path) -> None:
     states = [(e["to"], e.get("reason", "")) for e in events(home, "unit.state")]
     backoffs = [r for to, r in states if to == "backoff"]
     assert len(backoffs) == 3 and all(r.startswith("exit:3") for r in backoffs)
-    assert states[-1][0] == "failed" and "4 failures" in states[-1][1]
+    assert states[-1] == ("failed", "exit:3")
+    assert "4 failures" in events(home, "unit.state")[-1]["detail"]
     assert "failed after 4 session(s)" in res.stderr
     # the delays doubled: 50ms, 100ms, 200ms between the session starts
     starts = [e["timestamp"] for e in events(home, "session.start")]
@@ -294,7 +295,8 @@ def test_ctrl_c_stops_the_whole_tree(home: Path, tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 128 + signal.SIGINT, err
+    assert proc.returncode == 1, err
+    assert "interrupted by SIGINT" in err
     assert not psutil.pid_exists(child) or psutil.Process(child).status() == "zombie"
     assert "stopped" in err
 
@@ -389,3 +391,24 @@ def test_output_written_just_before_exit_is_not_lost(home: Path) -> None:
     transcript = (home / "logs" / "last" / "transcript.log").read_text()
     assert "tool output line 2999" in transcript and "FINAL LINE of the agent" in transcript
     assert [e["name"] for e in events(home, "session.sentinel")] == ["final"]
+
+
+def test_a_unit_is_supervised_by_one_agentd_only(home: Path, tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    write_unit(home, "one", {"command": fake("child", "wait"), "env": {"FAKE_PIDS": str(pids)},
+                             "stop": {"grace": "2s"}})
+    env = dict(os.environ, AGENTD_HOME=str(home))
+    first = subprocess.Popen([sys.executable, "-m", "agentd.cli", "run", "one"], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        poll_for(lambda: pids.exists() and pids.read_text().strip(), what="the first session")
+        child = int(pids.read_text())
+        second = agentd(home, "run", "one")
+        assert second.returncode == 1
+        assert "already supervised by another agentd" in second.stderr
+        assert psutil.pid_exists(child)  # the second one did not touch the live session
+        assert first.poll() is None
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=20)
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == "zombie"

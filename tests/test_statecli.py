@@ -151,7 +151,7 @@ def test_json_verbs(tmp_path: Path) -> None:
     assert data["blockers"] == ["CI has no redis 7"] and data["updated_at"]
     state(tmp_path, "done", "extract cache_manager")  # the next action, done: cleared
     data = json.loads((tmp_path / ".agent" / "state.json").read_text())
-    assert data["next_action"] == "" and "verified" not in data["completed_steps"][-1]
+    assert data["next_action"] == "" and data["completed_steps"][-1]["verified"] is None
     assert "(pending verification)" in state(tmp_path, "show").stdout
 
 
