@@ -291,3 +291,20 @@ def test_register_adds_every_verb() -> None:
     from agentd.ctl import main as agentctl_main  # agentctl has them all, and `state`
 
     assert set(agentctl_main.commands) == set(group.commands) | {"state"}
+
+
+def test_home_option_and_logs_json(daemon: Served, dhome: Path,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    poll_for(lambda: "alert" in (dhome / "logs" / "a" / "transcript.log").read_text(),
+             what="a's output")
+    monkeypatch.delenv("AGENTD_HOME")
+    from agentd.ctl import main as agentctl_main
+
+    res = CliRunner().invoke(agentctl_main, ["--home", str(dhome), "logs", "a", "--json"],
+                             catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["unit"] == "a" and "red alert" in data["lines"]
+    assert data["path"].endswith("transcript.log")
+    both = CliRunner().invoke(agentctl_main, ["--home", str(dhome), "logs", "a", "-f", "--json"])
+    assert both.exit_code == 2

@@ -478,3 +478,32 @@ def test_reconcile_adds_redefines_and_removes_even_when_cancelled(dhome: Path) -
 
     pid = asyncio.run(main())
     assert _gone(pid)
+
+
+def test_a_usage_limit_pause_survives_a_daemon_restart(dhome: Path,
+                                                         serve: list[Served]) -> None:
+    rec = dhome / "rec.jsonl"
+    until = int(time.time()) + 3600
+    write_unit(dhome, "u", {
+        "command": fake(f"record:{rec}", f"out:usage limit reached, resets at {until}.", "wait"),
+        "sentinels": [{"name": "limit", "action": "pause",
+                       "match": r"usage limit reached, resets at (?P<until>\d+)"}],
+        "stop": {"grace": "300ms"},
+    })
+    d = Served(dhome)
+    serve.append(d.ready())
+    poll_for(lambda: d.status("u")["state"] == "paused", what="the pause")
+    rows = d.result("history", unit="u")
+    assert rows[0]["outcome"] == "usage-limited" and rows[0]["reset_at"]
+    # restart: a paused unit returns at once (nothing to wait for), still paused
+    started = time.monotonic()
+    d.result("restart", units=["u"])
+    assert time.monotonic() - started < 20
+    poll_for(lambda: d.status("u")["state"] == "paused", what="paused again after restart")
+    assert d.stop() == 0
+    # a new daemon keeps the pause instead of hitting the limit again at once
+    again = Served(dhome)
+    serve.append(again.ready())
+    status = again.status("u")
+    assert status["state"] == "paused" and status["paused_until"]
+    assert len(records(rec)) == 2  # session 1 and the manual restart, none since
