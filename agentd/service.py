@@ -29,6 +29,7 @@ from agentd.convert import signal_name
 from agentd.errors import SpawnError
 from agentd.events import EventLog
 from agentd.history import History
+from agentd.hooks import PRECOMPACT_RULE
 from agentd.lockfile import Held, hold, release
 from agentd.paths import Paths
 from agentd.policy import Decision, RestartPolicy, SessionEnd
@@ -492,7 +493,9 @@ class Service:
         self.transcript = self._new_transcript()
 
     def _rules(self) -> list[Rule]:
-        return [Rule(s.name, s.pattern, s.action) for s in self.unit.sentinels]
+        rules = [Rule(s.name, s.pattern, s.action) for s in self.unit.sentinels]
+        # The PreCompact hook (`agentctl hooks`) announces compaction on the terminal.
+        return [*rules, Rule("precompact", PRECOMPACT_RULE, "restart", echo_check=False)]
 
     def _new_transcript(self) -> Transcript:
         env = dict(self._base_env)

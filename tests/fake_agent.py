@@ -22,6 +22,7 @@ decoded with Python escapes, so ``out:\\x1b[31mred`` writes a colour code.
   if-session:N:STEP   run STEP only when AGENTD_SESSION == N
   state:JSON      write JSON to $AGENTD_STATE_DIR/state.json
   replay:PATH     write the raw bytes of PATH (a TUI capture) in 512-byte writes
+  hook:EVENT      run `agentctl hook EVENT` as a CLI's hook would (stdin JSON), print its output
 
 Pids of started helpers are appended to $FAKE_PIDS (one per line) if set.
 """
@@ -203,6 +204,12 @@ def run(step: str, extra: list[str]) -> None:
         for i in range(0, len(data), 512):
             _write(data[i : i + 512])
             time.sleep(0.001)
+    elif verb == "hook":
+        import subprocess
+
+        out = subprocess.run([sys.executable, "-m", "agentd.ctl", "hook", arg],
+                             input=b'{"trigger": "auto"}', capture_output=True, check=False)
+        _write(b"HOOK:" + out.stdout.replace(b"\n", b"\r\n") + b"\r\n")
     elif verb == "state":
         with open(os.path.join(os.environ["AGENTD_STATE_DIR"], "state.json"), "w") as f:
             f.write(arg)

@@ -290,7 +290,7 @@ def test_register_adds_every_verb() -> None:
     assert set(ctlverbs.main.commands) == set(group.commands)
     from agentd.ctl import main as agentctl_main  # agentctl has them all, and `state`
 
-    assert set(agentctl_main.commands) == set(group.commands) | {"state"}
+    assert set(agentctl_main.commands) == set(group.commands) | {"state", "hooks", "hook"}
 
 
 def test_home_option_and_logs_json(daemon: Served, dhome: Path,

@@ -412,3 +412,46 @@ def test_a_unit_is_supervised_by_one_agentd_only(home: Path, tmp_path: Path) -> 
         first.send_signal(signal.SIGTERM)
         first.communicate(timeout=20)
     assert not psutil.pid_exists(child) or psutil.Process(child).status() == "zombie"
+
+
+def test_precompact_hook_restarts_with_fresh_state(home: Path, tmp_path: Path) -> None:
+    """The hook `agentctl hooks claude-code` installs, run from inside a session."""
+    rec = tmp_path / "rec.jsonl"
+    write_unit(home, "hk", {
+        "command": fake(f"record:{rec}", "if-session:2:hook:session-start", "if-session:2:exit:0",
+                        "sleep:0.2", "hook:pre-compact", "wait"),
+        "restart": QUICK,
+    })
+    res = agentd(home, "run", "hk")
+    assert res.returncode == 0, res.stderr
+    assert [r["reason"] for r in records(rec)] == ["start", "sentinel:precompact"]
+    transcript = (home / "logs" / "hk" / "transcript.log").read_text()
+    assert "HOOK:# agentd bootstrap: hk, session 2" in transcript  # SessionStart re-injects
+
+
+def test_hooks_settings_merge_and_replace(tmp_path: Path) -> None:
+    from agentd import hooks
+
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"model": "x", "hooks": {"PreCompact": [
+        {"matcher": "auto", "hooks": [{"type": "command", "command": "backup.sh"}]}]}}))
+    hooks.write_settings("claude-code", tmp_path)
+    hooks.write_settings("claude-code", tmp_path)  # idempotent: ours replaced, not doubled
+    data = json.loads(settings.read_text())
+    assert data["model"] == "x"
+    commands = [h["command"] for e in data["hooks"]["PreCompact"] for h in e["hooks"]]
+    assert commands[0] == "backup.sh" and len(commands) == 2
+    assert commands[1].endswith("-m agentd.ctl hook pre-compact")
+    assert data["hooks"]["SessionStart"][0]["matcher"] == "compact|clear|resume"
+    codex = hooks.write_settings("codex", tmp_path)
+    assert codex == tmp_path / ".codex" / "hooks.json" and "PreCompact" in codex.read_text()
+
+
+def test_precompact_hook_asks_the_cli_not_to_compact(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentd import hooks
+
+    monkeypatch.delenv("AGENTD_UNIT", raising=False)
+    assert hooks.pre_compact() is None  # not under agentd: let the CLI compact
+    monkeypatch.delenv("AGENTD_BOOTSTRAP_FILE", raising=False)
+    assert hooks.session_start() == ""
