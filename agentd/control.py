@@ -16,7 +16,9 @@ socket file left by a dead daemon is replaced only when nobody listens on it.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import json
 import os
 import socket
 import stat
@@ -141,6 +143,10 @@ class ControlServer:
             if isinstance(args, EventsArgs) and args.follow:
                 await self._follow(args, reader, writer)
                 return False
+            if cmd == "attach":
+                assert isinstance(args, UnitArgs)
+                await self._attach(args, reader, writer)
+                return False
             reply = ok(await self._commands[cmd](args))
         except ProtocolError as exc:
             reply = error(str(exc), exc.code)
@@ -192,6 +198,57 @@ class ControlServer:
             self._streams.discard(queue)
             with contextlib.suppress(ValueError):  # already dropped
                 unsubscribe()
+
+    async def _attach(self, args: UnitArgs, reader: asyncio.StreamReader,
+                      writer: asyncio.StreamWriter) -> None:
+        """Relay the unit's terminal both ways until either side closes (see the protocol)."""
+        status = self.sup.status([args.unit])[0]  # UnknownUnit: an error reply
+        queue: asyncio.Queue[Any] = asyncio.Queue(STREAM_BACKLOG)
+        lagged = False
+
+        def listener(data: bytes) -> None:
+            nonlocal lagged
+            try:
+                queue.put_nowait(data)
+            except asyncio.QueueFull:
+                lagged = True
+
+        unwatch = self.sup.watch_terminal(args.unit, listener)
+        self._streams.add(queue)
+        typing = asyncio.ensure_future(self._relay_input(args.unit, reader))
+        try:
+            writer.write(ok({k: status[k] for k in ("unit", "session", "state")}, stream=True))
+            await writer.drain()
+            while True:
+                item = asyncio.ensure_future(queue.get())
+                await asyncio.wait([item, typing], return_when=asyncio.FIRST_COMPLETED)
+                if not item.done():
+                    item.cancel()
+                    return  # the client detached
+                if item.result() is _END or lagged:
+                    why = "client too slow" if lagged else "daemon stopping"
+                    writer.write(encode({"end": why}))
+                    return
+                writer.write(encode({"data": base64.b64encode(item.result()).decode()}))
+                await writer.drain()
+        finally:
+            typing.cancel()
+            self._streams.discard(queue)
+            unwatch()
+
+    async def _relay_input(self, unit: str, reader: asyncio.StreamReader) -> None:
+        """Type what the attached client sends; returns when it closes its side."""
+        while True:
+            try:
+                line = await reader.readuntil(b"\n")
+            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                return
+            try:
+                data = base64.b64decode(json.loads(line)["input"], validate=True)
+            except (ValueError, KeyError, TypeError):
+                continue  # not an input line: ignore it, keep the terminal
+            if data:
+                self.sup.type_input(unit, data)
 
     # -- commands: each gets its validated args and returns the result ----------------------
     async def ping(self, _args: NoArgs) -> dict[str, Any]:

@@ -30,6 +30,12 @@ new event until the client disconnects::
 
 The stream also ends when the client closes its side or sends anything.
 
+``attach`` ({unit}) replies ``{"ok": true, "result": {unit, session, state},
+"stream": true}`` and then relays the unit's terminal both ways, across its
+sessions, until either side closes: the daemon sends ``{"data": BASE64}``
+(raw pty output) and ``{"end": WHY}``; the client sends ``{"input": BASE64}``
+(typed into the live session).
+
 Commands (args with defaults) -> result:
 
 =========  ===================================================  ==========================
@@ -45,6 +51,8 @@ events     {unit: null, lines: 20, follow: false}               [event]
 history    {unit, lines: 20}                                    [session]
 bootstrap  {unit}                                               {session, text, tokens,
                                                                  warnings}
+attach     {unit}                                               {unit, session, state}, then
+                                                                 a two-way stream
 =========  ===================================================  ==========================
 
 ``status`` objects: unit, state, pid (null), session, uptime_s, restarts,
@@ -55,6 +63,7 @@ which ``agentctl logs -f`` follows the file itself.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import socket
@@ -137,7 +146,7 @@ class EventsArgs(Args):
 COMMANDS: dict[str, type[Args]] = {
     "ping": NoArgs, "status": StatusArgs, "start": UnitsArgs, "stop": UnitsArgs,
     "restart": RestartArgs, "reload": NoArgs, "logs": LogsArgs, "events": EventsArgs,
-    "history": TailArgs, "bootstrap": UnitArgs,
+    "history": TailArgs, "bootstrap": UnitArgs, "attach": UnitArgs,
 }
 
 
@@ -256,6 +265,11 @@ class Client:
         value: dict[str, Any] = json.loads(line)
         return value
 
+    def send(self, obj: Any) -> None:
+        """One line to the daemon inside a stream (``attach`` input)."""
+        assert self._sock is not None
+        self._sock.sendall(encode(obj))
+
     def stream(self) -> Iterator[dict[str, Any]]:
         """The lines after a streaming reply, until the daemon ends the stream."""
         if self._sock is not None:
@@ -266,6 +280,11 @@ class Client:
                 return
 
     def close(self) -> None:
+        if self._sock is not None:
+            # Wake a thread blocked reading the stream (attach): closing the
+            # buffered file would wait for that read's lock.
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
         if self._file is not None:
             self._file.close()
             self._file = None

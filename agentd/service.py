@@ -97,6 +97,7 @@ class Service:
         self._usage: Usage | None = None  # today's, when the unit has a budget
         self._resume_at: float | None = None
         self._lock: int | None = None
+        self._watchers: list[Callable[[bytes], None]] = []  # attached terminals
         self.briefing = Briefing(self.logs_dir, events.emit)
         self._reclaim_task: asyncio.Task[None] | None = None
         self._next_unit: Unit | None = None  # a changed definition, for the next session
@@ -294,7 +295,8 @@ class Service:
         )
         session = Session(number=number, child=child, marker=marker,
                           matcher=LineMatcher(self._rules()), transcript=self.transcript,
-                          on_output=self._on_output, clock=self._clock)
+                          on_output=self._on_output, clock=self._clock,
+                          on_raw=self._on_raw)
         self.session = session
         session.start()
         self.history_file.append({"kind": "start", "session": number, "pid": child.pid,
@@ -474,6 +476,22 @@ class Service:
     def _fire(self, trigger: Trigger) -> None:
         if self._triggers is not None:
             self._triggers.fire(trigger)
+
+    def watch(self, listener: Callable[[bytes], None]) -> Callable[[], None]:
+        """Have ``listener`` get the terminal output of this unit's sessions; the undo."""
+        self._watchers.append(listener)
+        return lambda: self._watchers.remove(listener) if listener in self._watchers else None
+
+    def type_input(self, data: bytes) -> bool:
+        """Type ``data`` into the live session (an attached person); False if none runs."""
+        if self.session is None or self.state != State.RUNNING:
+            return False
+        self.session.type(data)
+        return True
+
+    def _on_raw(self, data: bytes) -> None:
+        for listener in list(self._watchers):
+            listener(data)
 
     def _on_output(self, hits: list[Hit]) -> None:
         if self._triggers is not None:

@@ -48,6 +48,7 @@ class Session:
         transcript: Transcript,
         on_output: OutputHandler,
         clock: Callable[[], float] = time.monotonic,
+        on_raw: Callable[[bytes], None] | None = None,
     ) -> None:
         self.number = number
         self.child = child
@@ -56,6 +57,7 @@ class Session:
         self.matcher = matcher
         self.transcript = transcript
         self._on_output = on_output
+        self._on_raw = on_raw  # the raw bytes, for `agentctl attach`
         self.clock = clock
         self.started_at = clock()
         self.last_output_at = self.started_at
@@ -178,6 +180,8 @@ class Session:
         self.last_output_at = self.clock()
         self._track_paste_mode(data)
         self.transcript.write(data)
+        if self._on_raw is not None:
+            self._on_raw(data)
         hits = self.matcher.feed(data)
         self._on_output(hits)
 

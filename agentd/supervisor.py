@@ -133,6 +133,15 @@ class Supervisor:
     async def stop(self, name: str) -> None:
         await self.get(name).stop()
 
+    def watch_terminal(self, name: str,
+                       listener: Callable[[bytes], None]) -> Callable[[], None]:
+        """``listener`` gets the unit's raw terminal output (all its sessions); the undo."""
+        return self.get(name).watch(listener)
+
+    def type_input(self, name: str, data: bytes) -> bool:
+        """Type into the unit's live session; False when none is running."""
+        return self.get(name).type_input(data)
+
     def restart(self, name: str, reason: str = "manual") -> None:
         self.get(name).restart(reason)
 
