@@ -164,38 +164,22 @@ class ControlServer:
     async def _follow(self, args: EventsArgs, reader: asyncio.StreamReader,
                       writer: asyncio.StreamWriter) -> None:
         """Recent events, then each new one as it is emitted (see the protocol)."""
-        queue: asyncio.Queue[Any] = asyncio.Queue(STREAM_BACKLOG)
-        lagged = False
+        feed = _Feed()
 
         def listener(event: dict[str, Any]) -> None:
-            nonlocal lagged
             if args.unit is None or event.get("unit") == args.unit:
-                try:
-                    queue.put_nowait(event)
-                except asyncio.QueueFull:
-                    lagged = True
+                feed.put(event)
 
         unsubscribe = self.sup.events.subscribe(listener)
-        self._streams.add(queue)
+        self._streams.add(feed.queue)
         gone = asyncio.ensure_future(reader.read(1))  # the client closing ends the stream
         try:
             writer.write(ok(await self.events(args), stream=True))
             await writer.drain()
-            while True:
-                item = asyncio.ensure_future(queue.get())
-                await asyncio.wait([item, gone], return_when=asyncio.FIRST_COMPLETED)
-                if not item.done():
-                    item.cancel()
-                    return
-                if item.result() is _END or lagged:
-                    why = "client too slow" if lagged else "daemon stopping"
-                    writer.write(encode({"end": why}))
-                    return
-                writer.write(encode({"event": item.result()}))
-                await writer.drain()
+            await _pump(feed, gone, writer, lambda event: {"event": event})
         finally:
             gone.cancel()
-            self._streams.discard(queue)
+            self._streams.discard(feed.queue)
             with contextlib.suppress(ValueError):  # already dropped
                 unsubscribe()
 
@@ -203,37 +187,18 @@ class ControlServer:
                       writer: asyncio.StreamWriter) -> None:
         """Relay the unit's terminal both ways until either side closes (see the protocol)."""
         status = self.sup.status([args.unit])[0]  # UnknownUnit: an error reply
-        queue: asyncio.Queue[Any] = asyncio.Queue(STREAM_BACKLOG)
-        lagged = False
-
-        def listener(data: bytes) -> None:
-            nonlocal lagged
-            try:
-                queue.put_nowait(data)
-            except asyncio.QueueFull:
-                lagged = True
-
-        unwatch = self.sup.watch_terminal(args.unit, listener)
-        self._streams.add(queue)
+        feed = _Feed()
+        unwatch = self.sup.watch_terminal(args.unit, feed.put)
+        self._streams.add(feed.queue)
         typing = asyncio.ensure_future(self._relay_input(args.unit, reader))
         try:
             writer.write(ok({k: status[k] for k in ("unit", "session", "state")}, stream=True))
             await writer.drain()
-            while True:
-                item = asyncio.ensure_future(queue.get())
-                await asyncio.wait([item, typing], return_when=asyncio.FIRST_COMPLETED)
-                if not item.done():
-                    item.cancel()
-                    return  # the client detached
-                if item.result() is _END or lagged:
-                    why = "client too slow" if lagged else "daemon stopping"
-                    writer.write(encode({"end": why}))
-                    return
-                writer.write(encode({"data": base64.b64encode(item.result()).decode()}))
-                await writer.drain()
+            await _pump(feed, typing, writer,
+                        lambda data: {"data": base64.b64encode(data).decode()})
         finally:
             typing.cancel()
-            self._streams.discard(queue)
+            self._streams.discard(feed.queue)
             unwatch()
 
     async def _relay_input(self, unit: str, reader: asyncio.StreamReader) -> None:
@@ -366,6 +331,37 @@ def sessions(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 if rec.get("reset_at"):  # usage-limited / budget: when it may go on
                     row["reset_at"] = rec["reset_at"]
     return [rows[n] for n in sorted(rows)]
+
+
+class _Feed:
+    """A bounded queue from a listener to one streaming client: a client that
+    falls behind is told so and dropped, never buffered without bound."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[Any] = asyncio.Queue(STREAM_BACKLOG)
+        self.lagged = False
+
+    def put(self, item: Any) -> None:
+        try:
+            self.queue.put_nowait(item)
+        except asyncio.QueueFull:
+            self.lagged = True
+
+
+async def _pump(feed: _Feed, until: asyncio.Future[Any], writer: asyncio.StreamWriter,
+                wrap: Callable[[Any], dict[str, Any]]) -> None:
+    """Send the feed's items until ``until`` completes (the client left) or it ends."""
+    while True:
+        item = asyncio.ensure_future(feed.queue.get())
+        await asyncio.wait([item, until], return_when=asyncio.FIRST_COMPLETED)
+        if not item.done():
+            item.cancel()
+            return
+        if item.result() is _END or feed.lagged:
+            writer.write(encode({"end": "client too slow" if feed.lagged else "daemon stopping"}))
+            return
+        writer.write(encode(wrap(item.result())))
+        await writer.drain()
 
 
 # --- the socket ------------------------------------------------------------------------
