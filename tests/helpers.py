@@ -48,3 +48,21 @@ def records(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def agentd_popen(home: Path, *args: str, stderr: int = subprocess.PIPE,
+                 ) -> subprocess.Popen[str]:
+    """The real CLI in the background (AGENTD_HOME=home); the caller ends and reaps it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "agentd.cli", *args], env=dict(os.environ, AGENTD_HOME=str(home)),
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, text=True,
+    )
+
+
+def noted_pid(path: Path) -> int | None:
+    """The first pid the fake agent noted in ``$FAKE_PIDS`` (None while there is none)."""
+    try:
+        first = path.read_text().split()
+    except FileNotFoundError:
+        return None
+    return int(first[0]) if first else None

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -14,7 +12,7 @@ import psutil
 import pytest
 
 from tests.conftest import FAKE_AGENT, fake, poll_for
-from tests.helpers import agentd, events, records, write_unit
+from tests.helpers import agentd, agentd_popen, events, noted_pid, records, write_unit
 
 QUICK = {"min_uptime": "0s", "delay": "50ms", "max_delay": "200ms"}
 
@@ -155,9 +153,7 @@ def test_20mb_line_keeps_supervisor_memory_bounded(home: Path) -> None:
         "sentinels": [{"name": "c", "match": "Compacting conversation", "action": "stop"}],
         "logs": {"max_bytes": "1MB", "backups": 1},
     })
-    env = dict(os.environ, AGENTD_HOME=str(home))
-    proc = subprocess.Popen([sys.executable, "-m", "agentd.cli", "run", "big"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = agentd_popen(home, "run", "big")
     peak_kib = 0
     try:
         # VmHWM: the peak resident size of agentd's own image. (ru_maxrss of a
@@ -280,12 +276,9 @@ def test_ctrl_c_stops_the_whole_tree(home: Path, tmp_path: Path) -> None:
         "env": {"FAKE_PIDS": str(pids)},
         "stop": {"grace": "5s"},
     })
-    env = dict(os.environ, AGENTD_HOME=str(home))
-    proc = subprocess.Popen([sys.executable, "-m", "agentd.cli", "run", "i"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = agentd_popen(home, "run", "i")
     try:
-        poll_for(lambda: pids.exists() and pids.read_text().strip(), what="the child pid")
-        child = int(pids.read_text())
+        child = poll_for(lambda: noted_pid(pids), what="the child pid")
         proc.send_signal(signal.SIGINT)
         # the child ignores SIGTERM: a second Ctrl-C kills at once instead of waiting 5 s
         poll_for(lambda: events(home, "session.kill"), what="the stop signal")
@@ -397,12 +390,9 @@ def test_a_unit_is_supervised_by_one_agentd_only(home: Path, tmp_path: Path) -> 
     pids = tmp_path / "pids"
     write_unit(home, "one", {"command": fake("child", "wait"), "env": {"FAKE_PIDS": str(pids)},
                              "stop": {"grace": "2s"}})
-    env = dict(os.environ, AGENTD_HOME=str(home))
-    first = subprocess.Popen([sys.executable, "-m", "agentd.cli", "run", "one"], env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    first = agentd_popen(home, "run", "one")
     try:
-        poll_for(lambda: pids.exists() and pids.read_text().strip(), what="the first session")
-        child = int(pids.read_text())
+        child = poll_for(lambda: noted_pid(pids), what="the first session")
         second = agentd(home, "run", "one")
         assert second.returncode == 1
         assert "already supervised by another agentd" in second.stderr

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from agentd.states import State
 from agentd.supervisor import Supervisor
 from agentd.unitfile import load_unit
 from tests.conftest import fake, poll_for
-from tests.helpers import events, records, write_unit
+from tests.helpers import agentd_popen, events, noted_pid, records, write_unit
 
 
 def run_with(home: Path, name: str, unit: dict[str, Any],
@@ -139,12 +138,9 @@ def test_a_session_left_by_a_killed_agentd_is_ended_at_next_start(home: Path,
         "env": {"FAKE_PIDS": str(pids)},
         "stop": {"grace": "300ms"},
     })
-    env = dict(os.environ, AGENTD_HOME=str(home))
-    proc = subprocess.Popen([sys.executable, "-m", "agentd.cli", "run", "k"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = agentd_popen(home, "run", "k", stderr=subprocess.DEVNULL)
     try:
-        poll_for(lambda: pids.exists() and pids.read_text().strip(), what="the orphan's pid")
-        orphan = int(pids.read_text())
+        orphan = poll_for(lambda: noted_pid(pids), what="the orphan's pid")
         leader = records(home / "logs" / "k" / "history.jsonl")[0]["pid"]
     finally:
         proc.send_signal(signal.SIGKILL)
