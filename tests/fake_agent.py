@@ -22,6 +22,7 @@ decoded with Python escapes, so ``out:\\x1b[31mred`` writes a colour code.
   if-session:N:STEP   run STEP only when AGENTD_SESSION == N
   state:JSON      write JSON to $AGENTD_STATE_DIR/state.json
   replay:PATH     write the raw bytes of PATH (a TUI capture) in 512-byte writes
+  binary:N        write N random bytes (invalid UTF-8, NULs, stray escapes), then a newline
   hook:EVENT      run `agentctl hook EVENT` as a CLI's hook would (stdin JSON), print its output
 
 Pids of started helpers are appended to $FAKE_PIDS (one per line) if set.
@@ -204,6 +205,11 @@ def run(step: str, extra: list[str]) -> None:
         for i in range(0, len(data), 512):
             _write(data[i : i + 512])
             time.sleep(0.001)
+    elif verb == "binary":
+        import random
+
+        rng = random.Random(42)
+        _write(bytes(rng.randrange(256) for _ in range(int(arg))) + b"\r\n")
     elif verb == "hook":
         import subprocess
 

@@ -445,3 +445,15 @@ def test_precompact_hook_asks_the_cli_not_to_compact(monkeypatch: pytest.MonkeyP
     assert hooks.pre_compact() is None  # not under agentd: let the CLI compact
     monkeypatch.delenv("AGENTD_BOOTSTRAP_FILE", raising=False)
     assert hooks.session_start() == ""
+
+
+def test_binary_output_is_drained_and_matching_goes_on(home: Path) -> None:
+    write_unit(home, "bin", {
+        "command": fake("binary:300000", "out:\\x1b[0m", "out:Compacting conversation", "wait"),
+        "sentinels": [{"name": "c", "match": "Compacting conversation", "action": "stop"}],
+    })
+    res = agentd(home, "run", "bin")
+    assert res.returncode == 1, res.stderr  # stopped by the sentinel, not crashed
+    assert [e["name"] for e in events(home, "session.sentinel")] == ["c"]
+    assert not events(home, "unit.error")
+    assert (home / "logs" / "bin" / "transcript.log").stat().st_size > 300_000
