@@ -11,7 +11,7 @@ import math
 import re
 import signal
 from collections.abc import Mapping
-from datetime import date, datetime, timedelta, timezone, tzinfo
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from decimal import Decimal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -309,3 +309,9 @@ def fill_placeholders(template: str, values: Mapping[str, str]) -> str:
         return values[name]
 
     return _TOKEN.sub(replace, template)
+
+
+def iso(epoch: float) -> str:
+    """An epoch as ISO 8601 UTC to the second: ``2026-11-30T14:32:00Z``."""
+    stamp = datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
+    return stamp.replace("+00:00", "Z")

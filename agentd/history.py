@@ -52,9 +52,3 @@ class History:
 
     def last_session(self) -> int:
         return max((int(r.get("session", 0)) for r in self.recent()), default=0)
-
-    def last_end(self) -> dict[str, Any] | None:
-        for record in reversed(self.recent()):
-            if record.get("kind") == "end":
-                return record
-        return None

@@ -117,6 +117,12 @@ def order_bottom_up(procs: Iterable[psutil.Process]) -> list[psutil.Process]:
     return sorted(procs, key=lambda p: -_depth(p.pid, parent))
 
 
+def kill_now(*, leader: int | None, marker: str, sid: int | None) -> list[int]:
+    """SIGKILL the session's processes bottom-up at once, no grace; the pids killed."""
+    procs = order_bottom_up(find_session_processes(leader=leader, marker=marker, sid=sid))
+    return [proc.pid for proc in procs if _send(proc, signal.SIGKILL)]
+
+
 async def end_session_tree(
     *,
     leader: int | None,

@@ -14,10 +14,8 @@ import contextlib
 import os
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
-
-import psutil
 
 from agentd import events as ev
 from agentd import inject
@@ -25,7 +23,7 @@ from agentd.bootstrap import Bootstrap, render
 from agentd.briefing import Briefing
 from agentd.budget import Usage, any_set, next_midnight, reached, usage_today
 from agentd.child import Child
-from agentd.convert import signal_name
+from agentd.convert import iso, signal_name
 from agentd.errors import SpawnError
 from agentd.events import EventLog
 from agentd.history import History
@@ -34,7 +32,7 @@ from agentd.lockfile import Held, hold, release
 from agentd.paths import Paths
 from agentd.policy import Decision, RestartPolicy, SessionEnd
 from agentd.proctree import (
-    find_session_processes,
+    kill_now,
     session_env_marker,
 )
 from agentd.reclaim import LOST, reclaim_lost_session
@@ -47,10 +45,6 @@ from agentd.triggers import Trigger, Triggers
 from agentd.unit import Unit
 
 HISTORY_KEEP = 200
-
-
-def iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 class Service:
@@ -85,7 +79,6 @@ class Service:
         self.restarts = 0
         self.ends: list[SessionEnd] = []
         self.last_reason: str | None = None
-        self.last_ended_at: float | None = None
         self.last_at: float | None = None  # wall time of the last session's end
         self._restore_last()
         self.paused_until: float | None = None
@@ -153,13 +146,7 @@ class Service:
         if session is None:
             return []
         leader = None if session.child.reaped else session.pid  # a reaped pid may be reused
-        procs = find_session_processes(leader=leader, marker=session.marker, sid=session.pid)
-        killed = []
-        for proc in procs:
-            with contextlib.suppress(psutil.Error, OSError):
-                proc.kill()
-                killed.append(proc.pid)
-        return killed
+        return kill_now(leader=leader, marker=session.marker, sid=session.pid)
 
     def reclaim(self) -> asyncio.Task[None]:
         """End what a previous agentd left of this unit's last session (once).
@@ -408,7 +395,6 @@ class Service:
         decision = self.policy.decide(end, self.ends, self._clock())
         self.ends = [*self.ends, end][-HISTORY_KEEP:]
         self.last_reason = end.reason
-        self.last_ended_at = self._clock()
         self.last_at = self._wall()
         if self._stop_requested and decision.next != "stopped":
             decision = Decision("stopped", "manual", outcome="stopped")

@@ -11,12 +11,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from agentd import events as ev
 from agentd.budget import Usage, next_midnight
-from agentd.convert import parse_reset_time
+from agentd.convert import iso, parse_reset_time
 from agentd.inject import PROMPT_RULE
 from agentd.sentinel import Hit
 from agentd.session import Session
@@ -87,7 +86,7 @@ class Triggers:
             return
         until = next_midnight(self._wall())
         self._emit(ev.UNIT_BUDGET, budget=name, used=round(used, 1), limit=limit,
-                   until=datetime.fromtimestamp(until, UTC).isoformat(timespec="seconds"))
+                   until=iso(until))
         self.fire(Trigger(f"budget:{name}", "pause", until))
 
     def _on_sentinel(self, hit: Hit) -> None:
