@@ -213,7 +213,7 @@ def run(step: str, extra: list[str]) -> None:
     elif verb == "hook":
         import subprocess
 
-        out = subprocess.run([sys.executable, "-m", "agentd.ctl", "hook", arg],
+        out = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "hook", arg],
                              input=b'{"trigger": "auto"}', capture_output=True, check=False)
         _write(b"HOOK:" + out.stdout.replace(b"\n", b"\r\n") + b"\r\n")
     elif verb == "state":

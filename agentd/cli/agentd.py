@@ -1,0 +1,178 @@
+"""``agentd``: the daemon, and running and checking units (SPEC 8).
+
+``agentd serve`` (also bare ``agentd``) is the daemon (``agentd.daemon.serve``);
+``agentd run`` supervises one unit in the foreground on the same supervisor
+the daemon uses; ``agentd check`` validates unit files like ``nginx -t``;
+``agentd demo`` shows the whole loop on a bundled demo agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from agentd import __version__
+from agentd.config.unit import Unit
+from agentd.config.unitfile import load_unit, resolve_unit_arg, unit_paths
+from agentd.console import Console
+from agentd.errors import AgentdError, UnitError
+from agentd.events import EventLog
+from agentd.paths import Paths
+from agentd.supervisor.api import Supervisor
+from agentd.supervisor.states import State
+
+# `agentd run` ends when the unit reaches one of these.
+FINAL = frozenset({State.DONE, State.FAILED, State.STALLED, State.STOPPED})
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]},
+             invoke_without_command=True)
+@click.option("--home", type=click.Path(file_okay=False, path_type=Path), default=None,
+              envvar="AGENTD_HOME", help="Keep units, logs and run files under DIR.")
+@click.version_option(__version__, prog_name="agentd")
+@click.pass_context
+def main(ctx: click.Context, home: Path | None) -> None:
+    """agentd keeps AI coding-agent CLIs working for hours, unattended.
+
+    Without a command: run the daemon (agentd serve).
+    """
+    ctx.obj = Paths.resolve(home)
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(serve)
+
+
+@main.command()
+@click.option("-q", "--quiet", is_flag=True, help="Print only the daemon's own lines.")
+@click.pass_obj
+def serve(paths: Paths, quiet: bool) -> None:
+    """Run the daemon in the foreground (for systemd Type=notify and launchd).
+
+    Loads every unit in the units dir, starts those with autostart, and serves
+    agentctl on the control socket. SIGHUP reloads the units; SIGTERM or
+    SIGINT stops every session, then exits 0.
+    """
+    from agentd.daemon.serve import serve as serve_daemon
+
+    try:
+        code = serve_daemon(paths, console=Console(quiet=quiet))
+    except AgentdError as exc:
+        raise click.ClickException(str(exc)) from None
+    sys.exit(code)
+
+
+@main.command()
+@click.argument("unit")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the final summary.")
+@click.pass_obj
+def run(paths: Paths, unit: str, quiet: bool) -> None:
+    """Supervise one unit (a name in the units dir, or a FILE) in the foreground.
+
+    Ends when the unit is done (exit 0), failed, stalled or stopped (exit 1).
+    Ctrl-C stops the session gracefully; a second Ctrl-C kills it at once.
+    """
+    try:
+        path = resolve_unit_arg(unit, paths.units)
+        loaded = load_unit(path)
+    except UnitError as exc:
+        raise click.ClickException(str(exc)) from None
+    code = run_unit(loaded, paths, console=Console(quiet=quiet))
+    sys.exit(code)
+
+
+def run_unit(unit: Unit, paths: Paths, *, console: Console | None = None) -> int:
+    """Supervise ``unit`` until it settles; returns the process exit code."""
+    return asyncio.run(_run(unit, paths, console or Console()))
+
+
+async def _run(unit: Unit, paths: Paths, console: Console) -> int:
+    loop = asyncio.get_running_loop()
+    events = EventLog(paths.events_file)
+    events.subscribe(console)
+    sup = Supervisor(paths, events, subreaper=True)
+    sup.attach()
+    service = sup.add(unit)
+    signals: list[int] = []
+    stopping: list[asyncio.Task[None]] = []  # keep a reference: the loop holds tasks weakly
+
+    def on_signal(sig: int) -> None:
+        if signals:  # a second one: no more grace
+            pids = sup.kill_all()
+            print(f"agentd: killed {pids or 'nothing'}", file=console.stream, flush=True)
+            return
+        signals.append(sig)
+        print(f"agentd: {signal.Signals(sig).name}, stopping {unit.name} "
+              "(again to kill at once)", file=console.stream, flush=True)
+        stopping.append(loop.create_task(service.stop()))
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(sig, on_signal, sig)
+    started = time.monotonic()
+    refused = service.claim()
+    if refused:
+        await sup.shutdown()
+        events.close()
+        console.say(f"agentd: {refused}", always=True)
+        return 1
+    try:
+        service.start()
+        await service.wait(lambda s: s in FINAL)
+        await service.join()
+    finally:
+        await sup.shutdown()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.remove_signal_handler(sig)
+        events.close()
+    status = service.status()
+    took = time.monotonic() - started
+    why = service.detail or (service.state_reason if service.state != State.DONE else "")
+    if signals:
+        why = f"interrupted by {signal.Signals(signals[0]).name}"
+    detail = f"; {why}" if why else ""
+    console.say(f"agentd: {unit.name} {service.state} after {service.session_no} session(s) in "
+                f"{took:.1f}s (last: {status['last_reason'] or '-'}{detail})", always=True)
+    # SPEC 8: 0 ok, 1 failure; only `done` is ok (an interrupted run is not).
+    return 0 if service.state == State.DONE and not signals else 1
+
+
+@main.command()
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+@click.pass_obj
+def check(paths: Paths, files: tuple[Path, ...]) -> None:
+    """Validate unit FILEs (default: every unit in the units dir); exit 1 on errors."""
+    targets = list(files) or unit_paths(paths.units)
+    if not targets:
+        raise click.ClickException(f"no unit files to check in {paths.units}")
+    bad = 0
+    for path in targets:
+        try:
+            unit = load_unit(path)
+        except (UnitError, OSError) as exc:
+            bad += 1
+            click.echo(str(exc) if isinstance(exc, UnitError) else f"{path}: {exc}", err=True)
+            continue
+        click.echo(f"{path}: ok ({unit.name}: {' '.join(unit.command)[:60]})")
+    if bad:
+        click.echo(f"{bad} of {len(targets)} unit file(s) invalid", err=True)
+        sys.exit(1)
+
+
+@main.command()
+@click.option("--keep", is_flag=True, help="Keep the demo's temporary directory.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the summary table.")
+def demo(keep: bool, quiet: bool) -> None:
+    """Run the whole loop on a bundled demo agent in a temporary workdir."""
+    from agentd.cli.demo import run_demo
+
+    try:
+        sys.exit(run_demo(keep=keep, quiet=quiet))
+    except AgentdError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,177 @@
+"""``agentctl state [--dir DIR] VERB``: the agent's memory, without the daemon.
+
+The state dir is ``--dir``, else ``$AGENTD_STATE_DIR`` (set for every agent
+session), else ``./.agent``. Exit codes: 0 ok, 1 failure (the message on
+stderr says what was wrong and what to do), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from agentd.errors import AgentdError
+from agentd.memory import archive as archive_mod
+from agentd.memory import bootstrap
+from agentd.memory import check as statecheck
+from agentd.memory import init as stateinit
+from agentd.memory import record as stateverbs
+from agentd.memory.decisions import Decision
+from agentd.memory.layout import preset_names
+from agentd.memory.ops import StateDir, open_dir, stamp
+
+F = TypeVar("F", bound=Callable[..., Any])
+DEFAULT_BUDGET = 3000
+
+
+def _failures(fn: F) -> F:
+    """AgentdError -> exit 1 with its message; ValueError -> usage error (exit 2)."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except AgentdError as e:
+            raise click.ClickException(str(e)) from None
+        except ValueError as e:
+            raise click.UsageError(str(e)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _text(value: str, what: str = "TEXT") -> str:
+    text = value.strip()
+    if not text:
+        raise click.BadParameter("must not be empty", param_hint=what)
+    return text
+
+
+@click.group("state")
+@click.option("--dir", "state_dir", type=click.Path(file_okay=False, path_type=Path),
+              envvar="AGENTD_STATE_DIR", default=Path(".agent"), show_default=True,
+              help="The state dir (default: $AGENTD_STATE_DIR, else ./.agent).")  # fmt: skip
+@click.pass_context
+def state(ctx: click.Context, state_dir: Path) -> None:
+    """Read and record an agent's state files (works without the daemon)."""
+    ctx.obj = state_dir
+
+
+def _open(ctx: click.Context) -> StateDir:
+    return open_dir(ctx.obj)
+
+
+@state.command()
+@click.option("--layout", "layout", type=click.Choice(preset_names()), default=None,
+              help="The layout (default: the one recorded, else $AGENTD_LAYOUT, else the "
+                   "one whose files are there, else agentd).")  # fmt: skip
+@click.pass_context
+@_failures
+def init(ctx: click.Context, layout: str | None) -> None:
+    """Create the layout's state files; never overwrites an existing file."""
+    for line in stateinit.init(ctx.obj, layout):
+        click.echo(line)
+
+
+@state.command()
+@click.option("--budget", type=click.IntRange(min=1), default=DEFAULT_BUDGET, show_default=True,
+              help="Token budget of the bootstrap.")
+@click.option("--unit", default=None, help="Unit name for the header (default: $AGENTD_UNIT).")
+@click.pass_context
+@_failures
+def show(ctx: click.Context, budget: int, unit: str | None) -> None:
+    """Print the bootstrap a fresh session would get from this state dir."""
+    sd = _open(ctx)
+    workdir = sd.workdir.resolve()
+    context = bootstrap.BootstrapContext(
+        unit=unit or os.environ.get("AGENTD_UNIT") or workdir.name or "agent",
+        session=_session(), last_reason=None, state_dir=sd.path.resolve(), workdir=workdir,
+        layout=sd.layout.files, budget_tokens=budget, now=time.time(),
+    )  # fmt: skip
+    click.echo(bootstrap.render(context).text, nl=False)
+
+
+def _session() -> int:
+    value = os.environ.get("AGENTD_SESSION", "")
+    return int(value) + 1 if value.isdigit() else 1
+
+
+@state.command()
+@click.pass_context
+@_failures
+def check(ctx: click.Context) -> None:
+    """Validate the state files; exit 1 listing every problem with file and line."""
+    sd = _open(ctx)
+    problems, notes = statecheck.check(sd)
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
+    for problem in problems:
+        click.echo(str(problem))
+    if problems:
+        click.echo(f"{len(problems)} problem(s) in {sd.path} (layout {sd.layout.name}): fix "
+                   "the lines named above, then run `agentctl state check` again", err=True)
+        sys.exit(1)
+    click.echo(f"ok: {sd.path} (layout {sd.layout.name})")
+
+
+@state.command()
+@click.argument("text")
+@click.option("--why", required=True, help='The reason: "because ... so ...".')
+@click.option("--files", "files", multiple=True, metavar="PATH",
+              help="A file the decision affects (repeat for more).")
+@click.option("--alt", default="", help="Alternatives considered and why they lost.")
+@click.option("--tag", default="", help="A tag: arch, naming, deps, gotcha ...")
+@click.pass_context
+@_failures
+def decide(ctx: click.Context, text: str, why: str, files: tuple[str, ...], alt: str,
+           tag: str) -> None:  # fmt: skip
+    """Record a decision (one decisions.log line) and a snapshot of the files it affects."""
+    now = time.time()
+    d = Decision(at=stamp(now), decision=_text(text), why=_text(why, "--why"),
+                 files=", ".join(files) or "-", tag=tag, alternatives=alt)  # fmt: skip
+    stateverbs.check_decision(d)  # a usage error before anything is locked or written
+    name = stateverbs.decide(_open(ctx), d, list(files), now, Path.cwd())
+    click.echo(f"decision recorded with {name}")
+
+
+def _verb(name: str, help_text: str) -> None:
+    @state.command(name, help=help_text)
+    @click.argument("text")
+    @click.pass_context
+    @_failures
+    def command(ctx: click.Context, text: str) -> None:
+        click.echo(stateverbs.write(_open(ctx), name, _text(text), time.time(), cwd=Path.cwd()))
+
+
+_verb("task", "Set the current task.")
+_verb("next", "Set the next action.")
+_verb("block", "Record a blocker.")
+_verb("handoff", "Leave a note for the next session.")
+
+
+@state.command()
+@click.argument("text")
+@click.option("--verified", default=None, metavar="HOW",
+              help="How it was verified (a command and its result); without it the step "
+                   "is shown as pending.")  # fmt: skip
+@click.pass_context
+@_failures
+def done(ctx: click.Context, text: str, verified: str | None) -> None:
+    """Record a completed step."""
+    how = verified.strip() if verified else None
+    click.echo(stateverbs.write(_open(ctx), "done", _text(text), time.time(), verified=how))
+
+
+@state.command("archive")
+@click.pass_context
+@_failures
+def archive_cmd(ctx: click.Context) -> None:
+    """Move old decisions (epochs of 50), snapshots and done steps out of the state."""
+    for line in archive_mod.archive(_open(ctx), time.time()):
+        click.echo(line)

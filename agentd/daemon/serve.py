@@ -1,0 +1,310 @@
+"""``agentd serve``: the daemon (SPEC 8, 9, 10).
+
+One asyncio loop, one thread that acts. Signals are queued by the loop's
+signal handlers and dispatched to ``handle_<sig>`` by ``run``; the units-dir
+watcher's thread only calls ``loop.call_soon_threadsafe``; control requests
+are tasks on the same loop. Nothing wakes up periodically except the systemd
+watchdog ping, and only when systemd asks for one.
+
+Life::
+
+    lock run/agentd.lock -> bind the control socket -> load units
+    (unit.loaded / unit.invalid) -> reclaim sessions a killed agentd left ->
+    autostart -> watch units/ -> READY=1 -> serve signals until TERM/INT
+    -> stop every session (whole trees) -> daemon.stop -> exit 0
+
+Reload (SIGHUP, ``agentctl reload``, or the watcher): new unit files are
+loaded (and started if ``autostart``), deleted ones stopped and forgotten,
+changed ones apply from their next session; an invalid file is reported with
+its file and line and the unit keeps its last good definition. The watcher
+re-parses only files whose stat changed; SIGHUP and ``agentctl reload``
+re-parse all (e.g. after a missing workdir was created).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentd import __version__
+from agentd import events as ev
+from agentd.config.unit import Unit
+from agentd.config.unitfile import load_unit, unit_paths
+from agentd.console import Console
+from agentd.daemon.control import ControlServer
+from agentd.daemon.notify import SystemdNotify
+from agentd.daemon.watch import UnitsWatcher
+from agentd.errors import AgentdError, UnitError
+from agentd.events import EventLog
+from agentd.lockfile import Held, hold
+from agentd.paths import Paths, ensure_private_dir
+from agentd.supervisor.api import Changes, Supervisor
+
+UNIT_REMOVED = "unit.removed"
+DAEMON_WARNING = "daemon.warning"
+SIGNALS = {signal.SIGTERM: "term", signal.SIGINT: "int", signal.SIGHUP: "hup"}
+
+
+class AlreadyRunning(AgentdError):
+    pass
+
+
+def acquire_lock(paths: Paths) -> int:
+    """Hold an flock on ``run/agentd.lock`` (the fd) or raise AlreadyRunning."""
+    ensure_private_dir(paths.run)
+    path = paths.run / "agentd.lock"
+    try:
+        return hold(path, str(paths.socket))
+    except Held as held:
+        raise AlreadyRunning(
+            f"agentd is already running (pid {held.pid}, socket {held.note or paths.socket}, "
+            f"lock {path}); stop it first (systemctl --user stop agentd, or kill -TERM "
+            f"{held.pid}), or give this one another AGENTD_HOME") from None
+
+
+@dataclass
+class Scan:
+    units: dict[str, Unit] = field(default_factory=dict)
+    errors: dict[Path, UnitError] = field(default_factory=dict)  # every invalid file now
+    fresh: list[Path] = field(default_factory=list)  # the invalid ones parsed this time
+
+
+class UnitDir:
+    """The unit files of a directory as values; a scan re-parses only changed files."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._cache: dict[Path, tuple[tuple[int, ...], Unit | UnitError]] = {}
+
+    def scan(self, *, force: bool = False) -> Scan:
+        out, cache = Scan(), {}
+        for path in unit_paths(self.directory):
+            try:
+                st = path.stat()
+            except OSError:
+                continue  # deleted meanwhile
+            sig = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode, st.st_uid)
+            cached = self._cache.get(path)
+            fresh = force or cached is None or cached[0] != sig
+            result = _load(path) if fresh or cached is None else cached[1]
+            cache[path] = (sig, result)
+            if isinstance(result, Unit) and result.name in out.units:
+                first = out.units[result.name].source
+                result = UnitError(f"unit {result.name} is already defined by {first}; "
+                                   "keep only one of the two files", file=path, line=1)
+            if isinstance(result, UnitError):
+                out.errors[path] = result
+                if fresh:
+                    out.fresh.append(path)
+            else:
+                out.units[result.name] = result
+        self._cache = cache
+        return out
+
+
+def _load(path: Path) -> Unit | UnitError:
+    try:
+        return load_unit(path)
+    except UnitError as exc:
+        return exc
+    except Exception as exc:  # one bad unit never stops the others
+        return UnitError(f"cannot load: {type(exc).__name__}: {exc}", file=path)
+
+
+def describe_error(exc: UnitError) -> str:
+    """The problem(s) without the file name (the event has it): ``restart.dealy: unknown key``."""
+    problems: list[UnitError] = getattr(exc, "problems", None) or [exc]
+    said = [f"{p.key}: {p.message}" if p.key else p.message for p in problems]
+    if len(problems) == 1:
+        return said[0]
+    return "; ".join(f"line {p.line}: {text}" for p, text in zip(problems, said, strict=True))
+
+
+class Daemon:
+    def __init__(self, paths: Paths, *, console: Console | None = None) -> None:
+        self.paths = paths
+        self.console = console or Console()
+        self.systemd = SystemdNotify()  # first: sessions must not see NOTIFY_SOCKET
+        self.units = UnitDir(paths.units)
+        self._signals: asyncio.Queue[int] = asyncio.Queue()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._reload_lock = asyncio.Lock()
+        self._stopping = False
+        self._watchdog: asyncio.TimerHandle | None = None
+        self.watcher: UnitsWatcher | None = None
+        self.control: ControlServer | None = None
+
+    async def run(self) -> int:
+        """Serve until SIGTERM/SIGINT; 0 after a clean stop. AgentdError if it cannot start."""
+        self.paths.check_socket()
+        lock = acquire_lock(self.paths)
+        loop = asyncio.get_running_loop()
+        self.events = EventLog(self.paths.events_file)
+        self.events.subscribe(self.console)
+        self.events.subscribe(self._on_event)
+        self.sup = Supervisor(self.paths, self.events, subreaper=True)
+        self.sup.attach()
+        for sig in SIGNALS:
+            loop.add_signal_handler(sig, self._signals.put_nowait, sig)
+        try:
+            self.control = ControlServer(self.sup, reload=self.reload)
+            await self.control.listen()
+            ensure_private_dir(self.paths.units)
+            self.events.emit(ev.DAEMON_START, pid=os.getpid(), version=__version__,
+                             socket=str(self.paths.socket), units_dir=str(self.paths.units),
+                             subreaper=self.sup.subreaper)
+            await self._apply(self.units.scan(force=True))
+            self._watch()
+            self.systemd.send("READY=1", f"STATUS={self.summary()}")
+            self._ping_watchdog()
+            self.console.say(f"agentd {__version__}: pid {os.getpid()}, socket "
+                             f"{self.paths.socket}; {self.summary()}", always=True)
+            while await self._dispatch(await self._signals.get()):
+                pass
+        finally:
+            await self._shutdown()
+            for sig in SIGNALS:
+                loop.remove_signal_handler(sig)
+                signal.signal(sig, signal.SIG_IGN)  # everything is stopped: exit 0 regardless
+            self.events.close()
+            os.close(lock)
+        return 0
+
+    # -- signals: queued by the loop, handled here ------------------------------------------
+    async def _dispatch(self, sig: int) -> bool:
+        """Run ``handle_<sig>``; False when the daemon is to stop."""
+        handler = getattr(self, f"handle_{SIGNALS[signal.Signals(sig)]}")
+        return bool(await handler())
+
+    async def handle_hup(self) -> bool:
+        await self.reload("SIGHUP")
+        return True
+
+    async def handle_term(self) -> bool:
+        self.console.say("agentd: SIGTERM, stopping every unit (again to kill at once)",
+                         always=True)
+        return False
+
+    async def handle_int(self) -> bool:
+        self.console.say("agentd: SIGINT, stopping every unit (again to kill at once)",
+                         always=True)
+        return False
+
+    async def _kill_on_second_signal(self) -> None:
+        while True:
+            if await self._signals.get() != signal.SIGHUP:
+                pids = self.sup.kill_all()
+                self.console.say(f"agentd: killed {pids or 'nothing'}", always=True)
+
+    async def _shutdown(self) -> None:
+        self._stopping = True  # a rescan still waiting for the lock will do nothing
+        self.systemd.send("STOPPING=1", "STATUS=stopping every unit")
+        killer = asyncio.get_running_loop().create_task(self._kill_on_second_signal())
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        if self.watcher is not None:
+            self.watcher.stop()
+        if self.control is not None:
+            await self.control.close()
+        async with self._reload_lock:
+            await self.sup.shutdown()
+        killer.cancel()
+        self.events.emit(ev.DAEMON_STOP, pid=os.getpid())
+
+    # -- units -----------------------------------------------------------------------------
+    async def reload(self, why: str) -> dict[str, Any]:
+        """Read every unit file again and apply the result (SIGHUP, agentctl reload)."""
+        async with self._reload_lock:
+            result = await self._apply(self.units.scan(force=True))
+        self.events.emit(ev.DAEMON_RELOAD, why=why, loaded=len(result["loaded"]),
+                         changed=len(result["changed"]), removed=len(result["removed"]),
+                         invalid=len(result["invalid"]))
+        return result
+
+    async def _rescan(self) -> None:
+        """The watcher saw a change: apply the files whose stat changed."""
+        async with self._reload_lock:
+            if not self._stopping:
+                await self._apply(self.units.scan())
+
+    async def _apply(self, scan: Scan) -> dict[str, Any]:
+        if self._stopping:
+            raise AgentdError("agentd is stopping")
+        units = dict(scan.units)
+        for path, exc in scan.errors.items():
+            name = path.stem
+            kept = name in self.sup.services and name not in units
+            if kept:  # the last good definition stays
+                units[name] = self.sup.definition(name)
+            if path in scan.fresh:
+                self.events.emit(ev.UNIT_INVALID, level="error", unit=name, file=str(path),
+                                 line=exc.line, key=exc.key, error=describe_error(exc),
+                                 kept="the previous definition" if kept else None)
+        changes = await self.sup.reconcile(units)
+        self._report(changes, units)
+        for name in changes.added:
+            self.sup.reclaim(name)
+            if units[name].autostart:  # a usage-limit pause survives a daemon restart
+                self.sup.start(name, resume_pause=True)
+        return {"loaded": changes.added, "changed": changes.changed, "removed": changes.removed,
+                "invalid": [{"file": str(p), "line": e.line, "error": describe_error(e)}
+                            for p, e in scan.errors.items()]}
+
+    def _report(self, changes: Changes, units: dict[str, Unit]) -> None:
+        for name in changes.added + changes.changed:
+            unit = units[name]
+            self.events.emit(ev.UNIT_LOADED, unit=name, file=str(unit.source),
+                             change="new" if name in changes.added else "changed",
+                             autostart=unit.autostart)
+        for name in changes.removed:
+            self.events.emit(UNIT_REMOVED, unit=name)
+
+    def _watch(self) -> None:
+        self.watcher = UnitsWatcher(self.paths.units, self._units_changed)
+        try:
+            self.watcher.start()
+        except OSError as exc:  # e.g. the inotify watch limit: SIGHUP still works
+            self.watcher = None
+            self.events.emit(DAEMON_WARNING, level="warning",
+                             error=f"cannot watch {self.paths.units}: {exc}; "
+                                   "use agentctl reload (or SIGHUP) after changes")
+
+    def _units_changed(self) -> None:
+        task = asyncio.get_running_loop().create_task(self._rescan())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- systemd -----------------------------------------------------------------------------
+    def summary(self) -> str:
+        counts = Counter(s["state"] for s in self.sup.status())
+        parts = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+        return f"{sum(counts.values())} units" + (f": {parts}" if parts else "")
+
+    def _ping_watchdog(self) -> None:
+        if self.systemd.watchdog is not None:
+            self.systemd.send("WATCHDOG=1")
+            loop = asyncio.get_running_loop()
+            self._watchdog = loop.call_later(self.systemd.watchdog, self._ping_watchdog)
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        name = event.get("event")
+        if name == ev.UNIT_STATE and self.systemd.enabled:
+            self.systemd.send(f"STATUS={self.summary()}")
+        elif name == ev.UNIT_INVALID:
+            self.console.say(f"agentd: {event.get('file')}:{event.get('line') or '?'}: "
+                             f"{event.get('error')}" + (f" (kept {event['kept']})"
+                                                        if event.get("kept") else ""),
+                             always=True)
+        elif name in (ev.UNIT_LOADED, UNIT_REMOVED, ev.DAEMON_RELOAD, DAEMON_WARNING):
+            what = [event.get(k) for k in ("unit", "change", "why", "error")]
+            self.console.say(" ".join(["agentd:", str(name), *(str(w) for w in what if w)]))
+
+
+def serve(paths: Paths, *, console: Console | None = None) -> int:
+    """Run the daemon in the foreground; its exit code."""
+    return asyncio.run(Daemon(paths, console=console).run())

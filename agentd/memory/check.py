@@ -1,0 +1,114 @@
+"""``agentctl state check``: every problem of a state dir, with file and line.
+
+Unlike the bootstrap, which reads only the tail of decisions.log, ``check``
+reads every file whole (streaming): it is the place to find the one mangled
+line among 300,000. Problems make ``check`` exit 1; notes (a template not
+filled in yet, a layout not recorded) are printed but do not fail it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentd.memory import decisions, markdown, readonly, snapshots, taskstate
+from agentd.memory.init import template_text
+from agentd.memory.layout import LayoutFile
+from agentd.memory.ops import LAYOUT_RECORD, StateDir
+from agentd.memory.record import LOG
+
+MAX_SNAPSHOTS_CHECKED = 1000
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: Path
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else str(self.path)
+        return f"{where}: {self.message}"
+
+
+def check(sd: StateDir) -> tuple[list[Problem], list[str]]:
+    """(problems, notes) of the state dir ``sd``."""
+    problems: list[Problem] = []
+    notes: list[str] = []
+    if not sd.recorded:
+        notes.append(f"{sd.path / LAYOUT_RECORD} is missing: using layout {sd.layout.name!r} "
+                     f"({sd.source}); `agentctl state init --layout {sd.layout.name}` "
+                     "records it")  # fmt: skip
+    seen: set[str] = set()
+    for entry in sd.layout.files:
+        if entry.path in seen:
+            continue
+        seen.add(entry.path)
+        path = sd.path / entry.path
+        if not path.exists():
+            if not entry.optional:
+                problems.append(Problem(path, "missing: the layout lists it as required; "
+                                              "`agentctl state init` creates it"))  # fmt: skip
+            continue
+        problems += _check_file(sd, entry, path, notes)
+    if LOG not in seen and (sd.path / LOG).is_file():
+        problems += _check_log(sd.path / LOG)
+    if "snapshots" not in seen:
+        problems += _check_snapshots(sd.path / snapshots.DIR)
+    recorded = {k: v for k, v in readonly.load_record(sd.path).items() if v}
+    _, changed = readonly.check(sd.path, sd.layout.files, recorded, str)
+    problems += [Problem(sd.path / readonly.RECORD, msg) for msg in changed]
+    return problems, notes
+
+
+def _check_file(sd: StateDir, entry: LayoutFile, path: Path, notes: list[str]) -> list[Problem]:
+    if entry.kind in ("task-state", "handoff"):
+        return _check_json(path, notes)
+    if entry.kind == "decision-log":
+        return _check_log(path)
+    if entry.kind == "latest" or path.is_dir():
+        return _check_snapshots(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeError) as e:
+        return [Problem(path, f"cannot be read: {e}")]
+    template = template_text(sd.layout, entry.path)
+    if template is not None and text.encode("utf-8") == template and entry.kind == "text":
+        notes.append(f"{path} still holds the template `agentctl state init` wrote: fill it in")
+    lines = text.splitlines()
+    return [Problem(path, f"has no `## {name}` section (the layout shows it)")
+            for name in entry.sections if markdown.find_section(lines, [name]) is None]
+
+
+def _check_json(path: Path, notes: list[str]) -> list[Problem]:
+    loaded = taskstate.load(path)
+    if loaded.problem:
+        return [Problem(path, loaded.problem, loaded.line)]
+    if not isinstance(loaded.data, dict):
+        return [Problem(path, "should hold a JSON object", 1)]
+    found: list[Problem] = []
+    taskstate.to_markdown(
+        loaded.data,
+        lambda msg, key: found.append(Problem(path, msg, _line(loaded.raw, key))),
+        lambda msg, key: notes.append(str(Problem(path, msg, _line(loaded.raw, key)))),
+    )
+    return found
+
+
+def _line(raw: str, key: str | None) -> int | None:
+    return taskstate.key_line(raw, key) if key else None
+
+
+def _check_log(path: Path) -> list[Problem]:
+    form = f"not in the six-field form `{decisions.DECISION_FORM}`"
+    return [Problem(path, f"{form}: {line[:80]!r}", n) for n, line in decisions.scan_file(path)]
+
+
+def _check_snapshots(directory: Path) -> list[Problem]:
+    found = []
+    for _, name in snapshots.listing(directory)[-MAX_SNAPSHOTS_CHECKED:]:
+        loaded = taskstate.load(directory / name)
+        if loaded.problem or not isinstance(loaded.data, dict):
+            message = loaded.problem or "should hold a JSON object"
+            found.append(Problem(directory / name, message, loaded.line))
+    return found

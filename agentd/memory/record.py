@@ -1,0 +1,80 @@
+"""``agentctl state task|next|done|block|handoff|decide``: record, locked.
+
+Every layout keeps ``decisions.log`` (the six-field lines, ``agentd.memory.decisions``)
+and ``snapshots/`` in the state dir root; a layout with a decision file of its
+own (``decisions.md``, ``key_decisions`` in state.json) gets the decision
+there too. The snapshot is written before the log line that names it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+
+from agentd.memory import snapshots, statedir
+from agentd.memory.decisions import Decision, format_entry, format_line
+from agentd.memory.markdown import next_entry_number, strip_trailing_blank
+from agentd.memory.ops import Docs, StateDir, StateError, apply, read, stamp
+
+LOG = "decisions.log"
+VERBS = ("task", "next", "done", "block", "handoff")
+TASK_SWITCH_WHY = "the task changed: the decisions after this line serve the new task"
+
+
+def write(sd: StateDir, verb: str, text: str, now: float, *, verified: str | None = None,
+          cwd: Path | None = None) -> str:  # fmt: skip
+    """Record ``text`` with ``verb``; returns what was done, for the user."""
+    target = getattr(sd.layout.state, verb)
+    if target is None:
+        raise StateError(f"layout {sd.layout.name!r} has no place for `{verb}`")
+    with statedir.locked(sd.path):
+        docs = Docs(sd)
+        apply(docs, target, text, now, verified=verified)
+        docs.save()
+        if verb == "task" and sd.layout.state.task_switch_decision:
+            d = Decision(at=stamp(now), decision=f"switch to task: {text}", why=TASK_SWITCH_WHY,
+                         tag="task")  # fmt: skip
+            _record(sd, d, [], now, cwd or Path.cwd())
+    part = target.field or target.section
+    return f"{verb}: recorded in {sd.path / target.path}" + (f" ({part})" if part else "")
+
+
+def check_decision(d: Decision) -> None:
+    """ValueError (a usage error) when ``d`` cannot be written as one log line."""
+    format_line(replace(d, snapshot="snapshot-000"))
+
+
+def decide(sd: StateDir, d: Decision, files: list[str], now: float, cwd: Path) -> str:
+    """Record decision ``d`` with a snapshot; returns the snapshot's name."""
+    check_decision(d)
+    with statedir.locked(sd.path):
+        return _record(sd, d, files, now, cwd)
+
+
+def _record(sd: StateDir, d: Decision, files: list[str], now: float, cwd: Path) -> str:
+    """Under the lock: snapshot, log line, the layout's own decision record."""
+    name = snapshots.next_name(sd.path)
+    d = replace(d, snapshot=name)
+    line = format_line(d)
+    docs = Docs(sd)
+    try:
+        task = " ".join(read(docs, sd.layout.state.task))
+    except StateError:
+        task = ""  # an unreadable task file must not lose the decision
+    record = {
+        "time": datetime.fromtimestamp(now).astimezone().isoformat(timespec="seconds"),
+        "decision": d.decision, "why": d.why, "tag": d.tag or None,
+        "alternatives": d.alternatives or None, "task": task or None,
+    }  # fmt: skip
+    snapshots.take(sd.path, name, record, files, cwd, sd.workdir)
+    statedir.append_line(sd.path / LOG, line)
+    for t in sd.layout.state.decide:
+        if t.form == "entry":
+            lines = strip_trailing_blank(docs.lines(t.path))
+            entry = format_entry(next_entry_number(lines), d)
+            docs.set_lines(t.path, [*lines, *([""] if lines else []), *entry])
+        else:
+            apply(docs, t, d.decision, now, why=d.why)
+    docs.save()
+    return name

@@ -1,0 +1,218 @@
+"""One session: the agent's pty read and written on the event loop.
+
+A ``Session`` drains the pty continuously (so the agent never blocks on a
+full terminal), feeds the transcript and the line matcher, types injected
+text when the pty has room, and detects the leader's exit from a pidfd (or
+SIGCHLD where there is none) — never from pty EOF, which a grandchild holding
+the slave can postpone forever. Ending the session ends its whole process
+tree (``proctree``). What the hits *mean* is decided by the service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Callable
+
+from agentd.process.tree import EndResult, end_session_tree
+from agentd.session.child import Child
+from agentd.session.transcript import Transcript
+from agentd.terminal.matcher import Hit, LineMatcher
+
+# Per readable callback at most this many reads, so one chatty session cannot
+# starve the others on the loop.
+READS_PER_WAKEUP = 16
+# After the leader exits, read what is still buffered (bounded: a grandchild
+# may keep writing).
+FINAL_DRAIN_BYTES = 4 * 1024 * 1024
+# Once the tree is gone, the pty reports EOF after the kernel has handed over
+# the last output (it flushes the slave->master buffer asynchronously, so a
+# read right after the exit can say EAGAIN with output still on the way).
+EOF_WAIT = 2.0
+BRACKETED_ON = b"\x1b[?2004h"
+BRACKETED_OFF = b"\x1b[?2004l"
+
+OutputHandler = Callable[[list[Hit]], None]
+
+
+class Session:
+    def __init__(
+        self,
+        *,
+        number: int,
+        child: Child,
+        marker: str,
+        matcher: LineMatcher,
+        transcript: Transcript,
+        on_output: OutputHandler,
+        clock: Callable[[], float] = time.monotonic,
+        on_raw: Callable[[bytes], None] | None = None,
+    ) -> None:
+        self.number = number
+        self.child = child
+        self.pid = child.pid
+        self.marker = marker
+        self.matcher = matcher
+        self.transcript = transcript
+        self._on_output = on_output
+        self._on_raw = on_raw  # the raw bytes, for `agentctl attach`
+        self.clock = clock
+        self.started_at = clock()
+        self.last_output_at = self.started_at
+        self.bytes_out = 0
+        self.bracketed_paste = False
+        self._tail = b""  # last bytes of output, to see a mode switch split across reads
+        self._pending_write = bytearray()
+        self._writing = False
+        self._reading = False
+        self._pidfd: int | None = None
+        self._loop = asyncio.get_running_loop()
+        self.exited: asyncio.Future[None] = self._loop.create_future()
+        self._eof = asyncio.Event()
+
+    # -- lifecycle ---------------------------------------------------------
+    def start(self) -> None:
+        self._loop.add_reader(self.child.fd, self._on_readable)
+        self._reading = True
+        try:
+            self._pidfd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            self._pidfd = None  # no pidfd here: the supervisor's SIGCHLD calls check_exit()
+        if self._pidfd is not None:
+            self._loop.add_reader(self._pidfd, self.check_exit)
+        self.check_exit()  # it may have exited before we watched
+
+    def check_exit(self) -> None:
+        """Reap the leader if it exited; resolves ``exited`` once."""
+        if self.exited.done() or not self.child.poll_exit():
+            return
+        self._close_pidfd()
+        self._drain(FINAL_DRAIN_BYTES)
+        self.exited.set_result(None)
+
+    async def end(
+        self, sig: int, grace: float, on_signal: Callable[[int, list[int]], None] | None = None
+    ) -> EndResult:
+        """Stop every process of the session (``sig``, then SIGKILL after ``grace``)."""
+        leader = None if self.child.reaped else self.pid
+        result = await end_session_tree(
+            leader=leader, marker=self.marker, sid=self.pid, sig=sig, grace=grace,
+            on_signal=on_signal,
+        )
+        # The leader is dead now; its pidfd callback may not have run yet.
+        deadline = self.clock() + 2.0
+        while not self.exited.done() and self.clock() < deadline:
+            self.check_exit()
+            if not self.exited.done():
+                await asyncio.sleep(0.01)
+        # Read the output still in flight: nothing holds the slave any more.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._eof.wait(), EOF_WAIT)
+        return result
+
+    @property
+    def eof(self) -> bool:
+        return self._eof.is_set()
+
+    def close(self) -> None:
+        """Release the pty and watchers; call after ``end``."""
+        self._close_pidfd()
+        if self._reading:
+            self._drain(FINAL_DRAIN_BYTES)
+            self._loop.remove_reader(self.child.fd)
+            self._reading = False
+        if self._writing:
+            self._loop.remove_writer(self.child.fd)
+            self._writing = False
+        if self.child.reaped:
+            self.child.close()
+        hits = self.matcher.flush()
+        if hits:
+            self._on_output(hits)
+
+    def _close_pidfd(self) -> None:
+        if self._pidfd is not None:
+            self._loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+
+    # -- output --------------------------------------------------------------
+    def _on_readable(self) -> None:
+        for _ in range(READS_PER_WAKEUP):
+            if not self._read_once():
+                break
+        hits = self.matcher.check_partial()
+        if hits:
+            self._on_output(hits)
+
+    def _read_once(self) -> bool:
+        data = self.child.read()
+        if data is None:
+            return False
+        if not data:
+            self._on_eof()
+            return False
+        self._handle(data)
+        return True
+
+    def _drain(self, limit: int) -> None:
+        got = 0
+        while self._reading and got < limit:
+            data = self.child.read()
+            if not data:
+                if data == b"":
+                    self._on_eof()
+                break
+            got += len(data)
+            self._handle(data)
+
+    def _on_eof(self) -> None:
+        # Every slave fd is closed. Not an exit: the pidfd tells that.
+        self._eof.set()
+        if self._reading:
+            self._loop.remove_reader(self.child.fd)
+            self._reading = False
+
+    def _handle(self, data: bytes) -> None:
+        self.bytes_out += len(data)
+        self.last_output_at = self.clock()
+        self._track_paste_mode(data)
+        self.transcript.write(data)
+        if self._on_raw is not None:
+            self._on_raw(data)
+        hits = self.matcher.feed(data)
+        self._on_output(hits)
+
+    def _track_paste_mode(self, data: bytes) -> None:
+        if b"\x1b" not in data and b"\x1b" not in self._tail:
+            return
+        window = self._tail + data
+        on, off = window.rfind(BRACKETED_ON), window.rfind(BRACKETED_OFF)
+        if on != off:  # both -1 means neither appears
+            self.bracketed_paste = on > off
+        self._tail = window[-(len(BRACKETED_ON) - 1) :]
+
+    # -- input ---------------------------------------------------------------
+    def type(self, data: bytes) -> None:
+        """Queue ``data`` for the agent's terminal; written as the pty takes it."""
+        self._pending_write += data
+        if not self._writing:
+            self._loop.add_writer(self.child.fd, self._on_writable)
+            self._writing = True
+
+    def _on_writable(self) -> None:
+        n = self.child.write(bytes(self._pending_write[:65536]))
+        if n < 0:  # the terminal is gone
+            self._pending_write.clear()
+        elif n:
+            del self._pending_write[:n]
+        if not self._pending_write:
+            with contextlib.suppress(ValueError, OSError):
+                self._loop.remove_writer(self.child.fd)
+            self._writing = False
+
+    @property
+    def uptime(self) -> float:
+        return self.clock() - self.started_at

@@ -1,0 +1,223 @@
+"""The supervisor: the public API over all services (SPEC 8).
+
+``agentd run`` uses it with one unit and no control socket; the daemon uses
+the same object with many units and a control server in front. Callers
+(CLIs, control server) use only the methods here, never a ``Service``'s
+internals.
+
+``reconcile`` applies a new set of unit definitions (the daemon's reload):
+new units are added, deleted ones stopped and removed, changed ones take
+effect from their next session. A removed service is "retiring" until its
+processes are gone: its pids still count as owned, so nothing else reaps them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentd.config.unit import Unit
+from agentd.events import EventLog
+from agentd.memory.bootstrap import Bootstrap
+from agentd.paths import Paths
+from agentd.process.reaper import Reaper, enable_subreaper
+from agentd.supervisor.history import History
+from agentd.supervisor.notifier import Notifier
+from agentd.supervisor.service import Service
+
+
+class UnknownUnit(KeyError):
+    pass
+
+
+@dataclass
+class Changes:
+    """What ``reconcile`` did, by unit name."""
+
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+
+class Supervisor:
+    def __init__(self, paths: Paths, events: EventLog, *, subreaper: bool = False) -> None:
+        self.paths = paths
+        self.events = events
+        self.services: dict[str, Service] = {}
+        self._retiring: set[Service] = set()
+        self._retirements: set[asyncio.Task[None]] = set()
+        # As a child subreaper, double-forked grandchildren of sessions are
+        # re-parented to us: we can find them and must reap them.
+        self.subreaper = enable_subreaper() if subreaper else False
+        self.reaper = Reaper(owned=self._owned)
+        self.notifier = Notifier(self.events.emit)
+        self.events.set_redact(self._redact)
+        self._sigchld = False
+
+    def attach(self) -> None:
+        """Watch SIGCHLD on the running loop (exit fallback + reaping adopted orphans)."""
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGCHLD, self._on_sigchld)
+        self._sigchld = True
+
+    def detach(self) -> None:
+        if self._sigchld:
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGCHLD)
+            self._sigchld = False
+
+    # -- units -----------------------------------------------------------------------
+    def add(self, unit: Unit) -> Service:
+        service = Service(unit, paths=self.paths, events=self.events, notify=self.notifier.send)
+        self.services[unit.name] = service
+        return service
+
+    def get(self, name: str) -> Service:
+        try:
+            return self.services[name]
+        except KeyError:
+            raise UnknownUnit(name) from None
+
+    def names(self) -> list[str]:
+        return sorted(self.services)
+
+    def definition(self, name: str) -> Unit:
+        """The unit's newest definition (what its next session will use)."""
+        return self.get(name).definition
+
+    def reclaim(self, name: str) -> None:
+        """End what a killed agentd left running of the unit's last session (SPEC 10)."""
+        self.get(name).reclaim()
+
+    async def remove(self, name: str) -> None:
+        """Stop the unit (its whole tree) and forget it."""
+        service = self.services.pop(name, None)
+        if service is None:
+            raise UnknownUnit(name)
+        self._retiring.add(service)
+        # shielded: a cancelled caller must not leave a session nobody owns
+        task = asyncio.get_running_loop().create_task(self._retire(service))
+        self._retirements.add(task)
+        task.add_done_callback(self._retirements.discard)
+        await asyncio.shield(task)
+
+    async def _retire(self, service: Service) -> None:
+        try:
+            await service.stop()
+            await service.join()
+            service.close()
+        finally:
+            self._retiring.discard(service)
+
+    async def reconcile(self, units: dict[str, Unit]) -> Changes:
+        """Make the loaded units ``units``: add, redefine and remove; starts nothing."""
+        changes = Changes()
+        for name, unit in sorted(units.items()):
+            if name not in self.services:
+                self.add(unit)
+                changes.added.append(name)
+            elif self.services[name].definition != unit:
+                self.services[name].redefine(unit)
+                changes.changed.append(name)
+        changes.removed = sorted(set(self.services) - set(units))
+        await asyncio.gather(*(self.remove(name) for name in changes.removed))
+        return changes
+
+    def start(self, name: str, *, resume_pause: bool = False) -> None:
+        self.get(name).start(resume_pause=resume_pause)
+
+    async def stop(self, name: str) -> None:
+        await self.get(name).stop()
+
+    def watch_terminal(self, name: str,
+                       listener: Callable[[bytes], None]) -> Callable[[], None]:
+        """``listener`` gets the unit's raw terminal output (all its sessions); the undo."""
+        return self.get(name).watch(listener)
+
+    def type_input(self, name: str, data: bytes) -> bool:
+        """Type into the unit's live session; False when none is running."""
+        return self.get(name).type_input(data)
+
+    def restart(self, name: str, reason: str = "manual") -> None:
+        self.get(name).restart(reason)
+
+    async def wait(self, name: str, done: Callable[[dict[str, Any]], bool],
+                   timeout: float) -> dict[str, Any]:
+        """Wait (at most ``timeout`` s) until ``done(status)``; the status then."""
+        service = self.get(name)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(service.wait(lambda _state: done(service.status())), timeout)
+        return service.status()
+
+    def status(self, names: list[str] | None = None) -> list[dict[str, Any]]:
+        chosen = names if names else sorted(self.services)
+        return [self.get(n).status() for n in chosen]
+
+    def history(self, name: str, limit: int = 1000) -> list[dict[str, Any]]:
+        """The unit's history records (``logs/UNIT/history.jsonl``), oldest first.
+
+        A unit no longer loaded is still known while its history exists.
+        """
+        path = self.paths.unit_logs(name) / "history.jsonl"
+        if name not in self.services and not path.exists():
+            raise UnknownUnit(name)
+        return History(path).recent(limit)
+
+    def transcript(self, name: str) -> Path:
+        """The path of the unit's transcript (it may not exist yet)."""
+        if name in self.services:
+            return self.services[name].transcript.path
+        path = self.paths.unit_logs(name) / "transcript.log"
+        if not path.exists():
+            raise UnknownUnit(name)
+        return path
+
+    def preview_bootstrap(self, name: str) -> tuple[int, Bootstrap]:
+        """The session number and bootstrap the unit's next session would get now."""
+        return self.get(name).preview_bootstrap()
+
+    async def shutdown(self) -> None:
+        """Stop every unit (their whole trees) and release their files."""
+        await asyncio.gather(*(s.stop() for s in self._all()))
+        for service in list(self.services.values()):
+            await service.join()
+            service.close()
+        await asyncio.gather(*self._retirements, return_exceptions=True)  # removals under way
+        await self.notifier.close()
+        self.reaper.reap()
+        self.detach()
+
+    def kill_all(self) -> list[int]:
+        pids: list[int] = []
+        for service in self._all():
+            pids += service.kill_now()
+        return pids
+
+    def _all(self) -> list[Service]:
+        return [*self.services.values(), *self._retiring]
+
+    # -- processes ---------------------------------------------------------------------
+    def _owned(self, pid: int) -> bool:
+        if self.notifier.owns(pid):
+            return True
+        for service in self._all():
+            session = service.session
+            if session is not None and session.pid == pid and not session.child.reaped:
+                return True
+        return False
+
+    def _on_sigchld(self) -> None:
+        for service in self._all():
+            if service.session is not None:
+                service.session.check_exit()
+        self.notifier.check()
+        self.reaper.reap()
+
+    def _redact(self, text: str) -> str:
+        for service in self._all():
+            text = service.redactor.redact_text(text)
+        return text

@@ -1,0 +1,71 @@
+"""A unit's bootstraps: rendering, remembering between sessions, writing.
+
+Between sessions agentd remembers two things for the next bootstrap: the
+hashes of the layout's readonly files as the first session saw them (to warn
+when one changed) and the git HEAD (for "changes since the last session").
+Each rendered bootstrap is kept as ``logs/UNIT/bootstrap-N.md`` and, in file
+mode, also written where the agent reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from agentd import events as ev
+from agentd.config.unit import Unit
+from agentd.memory.bootstrap import Bootstrap, BootstrapContext, render
+from agentd.memory.layout import resolve
+from agentd.memory.statedir import write_atomic
+from agentd.supervisor.policy import SessionEnd
+
+
+class Briefing:
+    def __init__(self, logs_dir: Path, emit: Callable[..., None]) -> None:
+        self.logs_dir = logs_dir
+        self._emit = emit
+        self.readonly_hashes: dict[str, str] = {}
+        self.head: str | None = None
+
+    def context(self, unit: Unit, number: int, reason: str, ends: Sequence[SessionEnd],
+                now: float) -> BootstrapContext:
+        unchanged = 0
+        for end in reversed(ends):
+            if end.state_changed:
+                break
+            unchanged += 1
+        return BootstrapContext(
+            unit=unit.name, session=number,
+            last_reason=None if reason == "start" and not ends else reason,
+            state_dir=unit.state_dir, workdir=unit.workdir,
+            layout=resolve(unit.state.layout), budget_tokens=unit.state.budget_tokens,
+            now=now, readonly_hashes=self.readonly_hashes,
+            since_commit=self.head, unchanged_sessions=unchanged,
+        )
+
+    def render(self, unit: Unit, number: int, reason: str, ends: Sequence[SessionEnd],
+               now: float) -> Bootstrap:
+        """The bootstrap of session ``number``; remembers what the next one needs."""
+        boot = render(self.context(unit, number, reason, ends, now))
+        if not self.readonly_hashes:
+            self.readonly_hashes = dict(boot.readonly_hashes)
+        self.head = boot.head
+        return boot
+
+    def forget_readonly(self) -> None:
+        """Other state files (a changed unit): record their hashes afresh."""
+        self.readonly_hashes = {}
+
+    def write(self, unit: Unit, number: int, boot: Bootstrap) -> Path:
+        """Keep ``boot`` in the logs (and at ``inject.path`` in file mode); the file to give."""
+        self.logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        log_copy = self.logs_dir / f"bootstrap-{number}.md"
+        write_atomic(log_copy, boot.text, mode=0o600)
+        target = log_copy
+        if unit.inject.mode == "file":
+            target = unit.inject_path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(target, boot.text, mode=0o600)
+        self._emit(ev.SESSION_BOOTSTRAP, unit=unit.name, session=number, file=str(log_copy),
+                   tokens=boot.tokens, warnings=boot.warnings or None, cut=boot.cut or None)
+        return target

@@ -1,0 +1,196 @@
+"""The restart policy: a pure decision about what follows a session's end.
+
+``RestartPolicy.decide(end, history, now)`` takes how the session ended and
+the ends before it and returns a ``Decision``; it reads no clock and touches
+no process, so it is tested from tables (like jupyter_client's restarter and
+tenacity's wait strategies).
+
+How an end is classified, first match wins:
+
+=========================================  ==========  =================
+end                                         next        counts as failure
+=========================================  ==========  =================
+agentd stopped it (manual / sentinel stop)  stopped     no
+sentinel ``pause``                          paused      no
+manual restart                              start now   no
+exit code in ``success_codes``              done        no
+exit code in ``exit_codes``; sentinel       start now   only if shorter
+``restart``; timeout / idle / context                   than min_uptime
+anything else (other exit, signal, spawn)   backoff     yes
+=========================================  ==========  =================
+
+A failure waits ``delay`` doubled for each failure in a row, capped at
+``max_delay``; more than ``burst`` failures within ``window`` -> ``failed``;
+``on_failure: false`` -> ``failed`` at the first one. A restart is refused
+(``failed``) once ``max_sessions`` sessions ran, and (``stalled``) when
+``stall_sessions`` sessions in a row left the state dir unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from agentd.config.convert import signal_name
+from agentd.config.unit import Limits, RestartSpec
+
+Next = Literal["start", "backoff", "done", "failed", "stopped", "paused", "stalled"]
+
+_CONTEXT_NAME = re.compile(r"compact|context", re.IGNORECASE)
+
+# Triggers agentd itself sets when it ends a session (besides "sentinel:NAME").
+HANDOFF_TRIGGERS = ("timeout", "idle", "context")
+
+
+@dataclass(frozen=True)
+class SessionEnd:
+    """How one session ended. Times are from one monotonic clock."""
+
+    session: int
+    started_at: float
+    ended_at: float
+    exit_code: int | None = None
+    signal: int | None = None
+    # Why agentd ended it, if it did: "sentinel:NAME", "timeout", "idle",
+    # "context", "manual"; None when the agent ended by itself.
+    trigger: str | None = None
+    # What the trigger asked for: "restart", "stop" or "pause".
+    action: str = "restart"
+    pause_until: float | None = None
+    spawn_error: str | None = None
+    state_changed: bool = True
+
+    @property
+    def uptime(self) -> float:
+        return max(0.0, self.ended_at - self.started_at)
+
+    @property
+    def reason(self) -> str:
+        """The restart reason SPEC 5 names: exit:N, signal:NAME, sentinel:NAME, ..."""
+        if self.trigger:
+            return self.trigger
+        if self.spawn_error is not None:
+            return "spawn-error"
+        if self.exit_code is not None:
+            return f"exit:{self.exit_code}"
+        if self.signal is not None:
+            return f"signal:{signal_name(self.signal)}"
+        return "exit:unknown"
+
+
+@dataclass(frozen=True)
+class Decision:
+    next: Next
+    reason: str
+    delay: float = 0.0
+    until: float | None = None
+    failure: bool = False
+    # The session's outcome (SPEC 7): done, handoff, context, usage-limited,
+    # timeout, idle, crashed, stalled, stopped.
+    outcome: str = "crashed"
+    detail: str = ""
+
+
+class RestartPolicy:
+    def __init__(self, restart: RestartSpec, limits: Limits) -> None:
+        self.restart = restart
+        self.limits = limits
+
+    def is_failure(self, end: SessionEnd) -> bool:
+        if end.action in ("stop", "pause") or _is_manual(end.trigger):
+            return False
+        if end.trigger is None and end.exit_code in self.restart.success_codes:
+            return False
+        if self._is_handoff(end):
+            return end.uptime < self.restart.min_uptime
+        return True
+
+    def _is_handoff(self, end: SessionEnd) -> bool:
+        if end.trigger is not None:
+            return end.trigger.startswith("sentinel:") or end.trigger in HANDOFF_TRIGGERS
+        return end.spawn_error is None and end.exit_code in self.restart.exit_codes
+
+    def decide(self, end: SessionEnd, history: Sequence[SessionEnd], now: float) -> Decision:
+        """What follows ``end``; ``history`` holds the earlier ends, oldest first."""
+        reason = end.reason
+        outcome = _outcome(end)
+        if end.action == "stop":
+            return Decision("stopped", reason, outcome="stopped")
+        if end.action == "pause":
+            return Decision("paused", reason, until=end.pause_until, outcome=outcome)
+        if end.trigger is None and end.exit_code in self.restart.success_codes:
+            return Decision("done", reason, outcome="done")
+        failure = self.is_failure(end)
+        if failure:
+            outcome = "crashed"
+            verdict = self._failure(end, history, now, reason)
+            if verdict.next == "failed":
+                return verdict
+        stalled = self._stalled(end, history)
+        if stalled:
+            return Decision("stalled", reason, failure=failure, outcome="stalled", detail=stalled)
+        cap = self.restart.max_sessions
+        if cap and end.session >= cap:
+            detail = f"max_sessions reached ({cap})"
+            return Decision("failed", reason, failure=failure, outcome=outcome, detail=detail)
+        if failure:
+            return verdict
+        return Decision("start", reason, outcome=outcome)
+
+    def _failure(
+        self, end: SessionEnd, history: Sequence[SessionEnd], now: float, reason: str
+    ) -> Decision:
+        short = end.uptime < self.restart.min_uptime and self._is_handoff(end)
+        detail = f"ran {end.uptime:.1f}s, less than min_uptime" if short else ""
+        if not self.restart.on_failure:
+            return Decision("failed", reason, failure=True, detail=detail or "on_failure is off")
+        recent = [e for e in history if now - e.ended_at <= self.restart.window]
+        failures = 1 + sum(1 for e in recent if self.is_failure(e))
+        if failures > self.restart.burst:
+            detail = (
+                f"{failures} failures within {self.restart.window:g}s "
+                f"(burst {self.restart.burst})"
+            )
+            return Decision("failed", reason, failure=True, detail=detail)
+        in_a_row = 1
+        for e in reversed(history):
+            if not self.is_failure(e):
+                break
+            in_a_row += 1
+        delay = min(self.restart.delay * 2 ** (in_a_row - 1), self.restart.max_delay)
+        return Decision("backoff", reason, delay=delay, failure=True, detail=detail)
+
+    def _stalled(self, end: SessionEnd, history: Sequence[SessionEnd]) -> str:
+        need = self.limits.stall_sessions
+        if not need or end.state_changed:
+            return ""
+        unchanged = 1
+        for e in reversed(history):
+            if e.state_changed:
+                break
+            unchanged += 1
+        if unchanged >= need:
+            return f"{unchanged} sessions in a row left the state dir unchanged"
+        return ""
+
+
+def _outcome(end: SessionEnd) -> str:
+    trigger = end.trigger or ""
+    if trigger in ("timeout", "idle", "context"):
+        return trigger
+    if end.action == "pause":
+        return "usage-limited"
+    if trigger.startswith("sentinel:"):
+        # A sentinel about compaction or a full context is the `context`
+        # outcome (SPEC 7); any other restart sentinel is a hand-over.
+        return "context" if _CONTEXT_NAME.search(trigger) else "handoff"
+    if _is_manual(trigger):
+        return "stopped" if end.action == "stop" else "handoff"
+    return "handoff"
+
+
+def _is_manual(trigger: str | None) -> bool:
+    """``manual`` or ``manual:TEXT`` (agentctl restart --reason TEXT)."""
+    return trigger is not None and (trigger == "manual" or trigger.startswith("manual:"))

@@ -1,0 +1,145 @@
+"""Why agentd ends a running session: sentinels, time limits, context, manual.
+
+One ``Triggers`` value per session collects the *first* reason to end it in
+``fired`` (later ones are ignored: the session is already ending) and owns the
+session's timers. Timers sleep until their deadline; the idle timer re-arms
+from the last output time, so output costs no timer churn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agentd import events as ev
+from agentd.config.convert import iso, parse_reset_time
+from agentd.config.unit import Unit
+from agentd.session.inject import PROMPT_RULE
+from agentd.session.session import Session
+from agentd.supervisor.budget import Usage, next_midnight
+from agentd.terminal.matcher import Hit
+
+Emit = Callable[..., None]
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """Why agentd ends a running session, and what it wants next."""
+
+    reason: str  # sentinel:NAME, timeout, idle, context, manual[:TEXT]
+    action: str = "restart"  # restart | stop | pause
+    pause_until: float | None = None  # wall-clock epoch
+
+
+class Triggers:
+    def __init__(
+        self,
+        unit: Unit,
+        *,
+        emit: Emit,
+        wall: Callable[[], float],
+        on_prompt: Callable[[], None],
+        notify: Callable[[str], None] | None = None,
+        usage: Usage | None = None,
+    ) -> None:
+        self.unit = unit
+        self._emit = emit
+        self._wall = wall
+        self._on_prompt = on_prompt
+        self._notify = notify
+        self._usage = usage  # today's usage before this session, when a budget is set
+        self._loop = asyncio.get_running_loop()
+        self.fired: asyncio.Future[Trigger] = self._loop.create_future()
+        self._timers: list[asyncio.TimerHandle] = []
+        self._session: Session | None = None
+
+    def fire(self, trigger: Trigger) -> None:
+        if not self.fired.done():
+            self.fired.set_result(trigger)
+
+    @property
+    def trigger(self) -> Trigger | None:
+        return self.fired.result() if self.fired.done() else None
+
+    # -- output ----------------------------------------------------------------------
+    def on_hits(self, hits: list[Hit]) -> None:
+        for hit in hits:
+            if hit.rule.name == PROMPT_RULE:
+                self._on_prompt()
+            else:
+                self._on_sentinel(hit)
+        if self._session is None:
+            return
+        tokens = self._session.matcher.tokens
+        limit = self.unit.limits.context_tokens
+        if limit and tokens >= limit:
+            self.fire(Trigger("context"))
+        cap = self.unit.budget.max_output_tokens_per_day
+        if cap and self._usage is not None and self._usage.tokens + tokens >= cap:
+            self._budget("max_output_tokens_per_day", self._usage.tokens + tokens, cap)
+
+    def _budget(self, name: str, used: float, limit: float) -> None:
+        """A daily budget ran out mid-session: pause until midnight (SPEC 7)."""
+        if self.fired.done():
+            return
+        until = next_midnight(self._wall())
+        self._emit(ev.UNIT_BUDGET, budget=name, used=round(used, 1), limit=limit,
+                   until=iso(until))
+        self.fire(Trigger(f"budget:{name}", "pause", until))
+
+    def _on_sentinel(self, hit: Hit) -> None:
+        rule = hit.rule
+        fields: dict[str, Any] = {"name": rule.name, "action": rule.action, "line": hit.line[:500]}
+        self._emit(ev.SESSION_SENTINEL, **fields)
+        reason = f"sentinel:{rule.name}"
+        if rule.action in ("restart", "stop"):
+            self.fire(Trigger(reason, rule.action))
+        elif rule.action == "pause":
+            self.fire(Trigger(reason, "pause", self._pause_until(rule.name, hit.groups)))
+        elif rule.action == "notify" and self._notify is not None:
+            self._notify(reason)
+
+    def _pause_until(self, name: str, groups: dict[str, str]) -> float:
+        now = self._wall()
+        text = groups.get("until")
+        if text:
+            try:
+                return parse_reset_time(text, now)
+            except ValueError:
+                self._emit(ev.SESSION_SENTINEL, level="warning", name=name,
+                           error=f"cannot read the reset time {text!r}; pausing for pause_for")
+        spec = next((s for s in self.unit.sentinels if s.name == name), None)
+        return now + (spec.pause_for if spec else 3600.0)
+
+    # -- timers ----------------------------------------------------------------------
+    def arm(self, session: Session) -> None:
+        self._session = session
+        limits = self.unit.limits
+        if limits.session_timeout:
+            self._timers.append(
+                self._loop.call_later(limits.session_timeout, self.fire, Trigger("timeout")))
+        if limits.idle_timeout:
+            self._timers.append(self._loop.call_later(limits.idle_timeout, self._check_idle))
+        cap = self.unit.budget.max_runtime_per_day
+        if cap and self._usage is not None:
+            left = max(0.0, cap - self._usage.runtime_s)
+            self._timers.append(self._loop.call_later(
+                left, self._budget, "max_runtime_per_day", cap, cap))
+
+    def _check_idle(self) -> None:
+        session = self._session
+        if session is None:
+            return
+        remaining = self.unit.limits.idle_timeout - (session.clock() - session.last_output_at)
+        if remaining <= 0:
+            self.fire(Trigger("idle"))
+        else:
+            self._timers.append(self._loop.call_later(remaining, self._check_idle))
+
+    def cancel(self) -> None:
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
+        self._session = None

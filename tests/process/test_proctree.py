@@ -1,0 +1,388 @@
+"""Ending a session's process tree, with real processes (SPEC section 5)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+import psutil
+import pytest
+
+from agentd.process import table as proctable
+from agentd.process.tree import (
+    MARKER_VAR,
+    EndResult,
+    OnSignal,
+    end_session_tree,
+    find_session_processes,
+    order_bottom_up,
+    session_env_marker,
+)
+from tests.conftest import FAKE_AGENT, fake, poll_for
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Started(NamedTuple):
+    proc: subprocess.Popen[bytes]
+    marker: str
+    pids_file: Path  # helpers (fake_agent child/orphan) append their pids here
+
+
+Spawn = Callable[..., Started]
+
+
+@pytest.fixture
+def spawn(tmp_path: Path) -> Iterator[Spawn]:
+    """Start ``argv`` as a session leader carrying a fresh marker; kill all of it afterwards."""
+    started: list[Started] = []
+
+    def start(argv: list[str], unit: str = "u") -> Started:
+        marker = session_env_marker(unit, len(started) + 1)
+        pids_file = tmp_path / f"pids-{len(started)}"
+        env = {**os.environ, MARKER_VAR: marker, "FAKE_PIDS": str(pids_file)}
+        proc = subprocess.Popen(
+            argv,
+            env=env,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+        )
+        started.append(Started(proc, marker, pids_file))
+        return started[-1]
+
+    yield start
+    # Independent of the code under test: kill every pid we know of, reap our own.
+    for s in started:
+        for pid in [s.proc.pid, *_read_pids(s.pids_file)]:
+            _kill_marked(pid, s.marker)
+        s.proc.wait(timeout=10)
+
+
+def _kill_marked(pid: int, marker: str) -> None:
+    """SIGKILL ``pid`` if it still carries ``marker`` (so never a reused pid)."""
+    try:
+        if psutil.Process(pid).environ().get(MARKER_VAR) == marker:
+            os.kill(pid, signal.SIGKILL)
+    except (psutil.Error, ProcessLookupError):
+        pass  # gone already (or a zombie)
+
+
+def _read_pids(path: Path) -> list[int]:
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+def _wait_pids(path: Path, n: int) -> list[int]:
+    def probe() -> list[int] | None:
+        pids = _read_pids(path)
+        return pids if len(pids) >= n else None
+
+    return poll_for(probe, what=f"{n} pids in {path.name}")
+
+
+def _gone(pid: int) -> bool:
+    """Not running; a zombie is gone too (whoever adopted it reaps it)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _end(
+    marker: str,
+    *,
+    leader: int | None,
+    sid: int | None,
+    grace: float,
+    on_signal: OnSignal | None = None,
+) -> EndResult:
+    """end_session_tree with SIGTERM, run to completion on a fresh loop."""
+    coro = end_session_tree(
+        leader=leader, marker=marker, sid=sid, sig=signal.SIGTERM, grace=grace, on_signal=on_signal
+    )
+    return asyncio.run(coro)
+
+
+def test_child_ignoring_sigterm_is_killed_after_grace(spawn: Spawn) -> None:
+    leader, marker, pids_file = spawn(fake("child", "wait"))
+    [child] = _wait_pids(pids_file, 1)  # written after the child ignores SIGTERM
+    batches: list[tuple[int, list[int]]] = []
+
+    result = _end(
+        marker,
+        leader=leader.pid,
+        sid=leader.pid,
+        grace=0.5,
+        on_signal=lambda sig, pids: batches.append((sig, pids)),
+    )
+
+    assert leader.wait(timeout=10) == -signal.SIGTERM
+    assert {leader.pid, child} <= set(result.signalled)
+    assert child in result.killed and leader.pid not in result.killed
+    assert result.survivors == []
+    assert _gone(child)
+    assert batches[0][0] == signal.SIGTERM and set(batches[0][1]) == {leader.pid, child}
+    assert any(sig == signal.SIGKILL and child in pids for sig, pids in batches)
+
+
+def test_order_bottom_up_puts_children_before_parents(spawn: Spawn) -> None:
+    leader, marker, pids_file = spawn(fake("child", "wait"))
+    [child] = _wait_pids(pids_file, 1)
+
+    found = find_session_processes(leader=leader.pid, marker=marker, sid=leader.pid)
+    order = [p.pid for p in order_bottom_up(found)]
+
+    assert set(order) == {leader.pid, child}
+    assert order.index(child) < order.index(leader.pid)
+
+
+def test_double_forked_setsid_orphan_is_found_by_marker_and_ended(spawn: Spawn) -> None:
+    leader, marker, pids_file = spawn(fake("orphan"))  # the leader exits after the double fork
+    assert leader.wait(timeout=10) == 0
+    [orphan] = _wait_pids(pids_file, 1)
+    assert os.getsid(orphan) not in (leader.pid, os.getsid(0))  # left the session...
+    assert psutil.Process(orphan).ppid() != leader.pid  # ...and the tree
+
+    # Neither the (reaped) leader nor its session can lead there: only the marker.
+    found = find_session_processes(leader=None, marker=marker, sid=None)
+    assert [p.pid for p in found] == [orphan]
+
+    result = _end(marker, leader=None, sid=None, grace=0.3)
+
+    assert result.killed == [orphan] and result.survivors == []
+    assert _gone(orphan)
+
+
+def test_process_exiting_on_sigterm_is_not_sigkilled(spawn: Spawn) -> None:
+    leader, marker, _ = spawn(fake("wait"))
+    poll_for(lambda: find_session_processes(leader=None, marker=marker, sid=None), what="marker")
+
+    result = _end(marker, leader=leader.pid, sid=leader.pid, grace=20.0)
+
+    assert result.signalled == [leader.pid]
+    assert result.killed == [] and result.survivors == []
+    assert leader.wait(timeout=10) == -signal.SIGTERM
+
+
+def test_stopped_process_gets_sigcont_and_acts_on_sigterm(spawn: Spawn) -> None:
+    leader, marker, _ = spawn(fake("wait"))
+    os.kill(leader.pid, signal.SIGSTOP)  # as ^Z in the pty would
+    poll_for(lambda: psutil.Process(leader.pid).status() == psutil.STATUS_STOPPED, what="stop")
+
+    result = _end(marker, leader=leader.pid, sid=leader.pid, grace=20.0)
+
+    assert result.killed == [] and result.survivors == []
+    assert leader.wait(timeout=10) == -signal.SIGTERM
+
+
+def test_cancelled_ending_still_kills_what_it_found(spawn: Spawn) -> None:
+    leader, marker, pids_file = spawn(fake("ignore-term", "child", "wait"))
+    [child] = _wait_pids(pids_file, 1)
+
+    async def cancel_midway() -> None:
+        task = asyncio.create_task(
+            end_session_tree(
+                leader=leader.pid, marker=marker, sid=leader.pid, sig=signal.SIGTERM, grace=30.0
+            )
+        )
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_midway())
+
+    assert leader.wait(timeout=10) == -signal.SIGKILL
+    poll_for(lambda: _gone(child), what=f"child {child} gone")
+
+
+# On SIGTERM the leader forks a child that leaves the session (setsid) and only
+# then dies. The child holds SIGTERM blocked until it has noted its pid, and
+# drops one that reached it through the old group before setsid (SIG_IGN
+# discards a pending signal): only a re-scan can find it.
+FORK_WHILE_DYING = r"""
+import os, signal, time
+
+def note(pid):
+    with open(os.environ["FAKE_PIDS"], "a") as f:
+        f.write(f"{pid}\n")
+
+def on_term(*_):
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    r, w = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        note(os.getpid())
+        os.write(w, b"x")
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        time.sleep(60)
+        os._exit(0)
+    os.read(r, 1)
+    os._exit(0)
+
+signal.signal(signal.SIGTERM, on_term)
+note(os.getpid())
+time.sleep(60)
+"""
+
+
+def test_child_forked_while_dying_is_found_and_signalled(spawn: Spawn) -> None:
+    leader, marker, pids_file = spawn([sys.executable, "-c", FORK_WHILE_DYING])
+    _wait_pids(pids_file, 1)  # the SIGTERM handler is installed
+
+    result = _end(marker, leader=leader.pid, sid=leader.pid, grace=20.0)
+
+    assert leader.wait(timeout=10) == 0
+    [_, late_child] = _read_pids(pids_file)
+    assert late_child in result.signalled  # found by a re-scan, not in the first snapshot
+    assert result.killed == [] and result.survivors == []
+    assert _gone(late_child)
+
+
+def test_processes_of_another_marker_are_not_touched(spawn: Spawn) -> None:
+    mine, my_marker, _ = spawn(fake("wait"), unit="a")
+    other, other_marker, _ = spawn(fake("wait"), unit="b")
+
+    found = find_session_processes(leader=mine.pid, marker=my_marker, sid=mine.pid)
+    result = _end(my_marker, leader=mine.pid, sid=mine.pid, grace=5.0)
+
+    assert [p.pid for p in found] == [mine.pid]
+    assert other.pid not in result.signalled + result.killed
+    assert mine.wait(timeout=10) == -signal.SIGTERM
+    assert other.poll() is None and psutil.Process(other.pid).is_running()
+    assert [p.pid for p in find_session_processes(leader=None, marker=other_marker, sid=None)] == [
+        other.pid
+    ]
+
+
+@pytest.mark.skipif(not proctable.LINUX_PROC, reason="the /proc fast path is Linux-only")
+def test_proc_scan_agrees_with_psutil(spawn: Spawn) -> None:
+    leader, _, pids_file = spawn(fake("child", "wait"))
+    [child] = _wait_pids(pids_file, 1)
+    fast, slow = proctable._scan_proc(), proctable._scan_psutil()
+    for pid in (os.getpid(), leader.pid, child):
+        assert fast[pid][:3] == slow[pid][:3]  # ppid, pgid, sid
+        assert fast[pid].zombie == slow[pid].zombie
+    assert fast[child].ppid == leader.pid and fast[child].sid == leader.pid
+    assert fast[child].born >= fast[leader.pid].born  # type: ignore[operator]
+
+
+@pytest.fixture
+def marked() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """A process carrying a marker that session_env_marker did not make."""
+    marker = f"{os.environ['AGENTD_MARKER_PREFIX']}old:7:{os.getpid()}"
+    proc = subprocess.Popen(fake("wait"), env={**os.environ, MARKER_VAR: marker},
+                            start_new_session=True, stdout=subprocess.DEVNULL)
+    yield proc, marker
+    proc.kill()
+    proc.wait(timeout=10)
+
+
+def test_a_marker_made_elsewhere_is_found_by_reading_every_environ(
+    marked: tuple[subprocess.Popen[bytes], str],
+) -> None:
+    # After a daemon restart the marker comes from history: its time is unknown.
+    proc, marker = marked
+    assert proctable.carriers_since(marker) is None
+    found = poll_for(lambda: find_session_processes(leader=None, marker=marker, sid=None),
+                     what="the marked process")
+    assert [p.pid for p in found] == [proc.pid]
+
+
+@pytest.mark.skipif(not proctable.LINUX_PROC, reason="start times come from /proc")
+def test_processes_started_before_a_marker_was_made_are_not_read(
+    marked: tuple[subprocess.Popen[bytes], str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, marker = marked
+    poll_for(lambda: find_session_processes(leader=None, marker=marker, sid=None), what="marked")
+    # Pretend the marker was made a second after now: nothing older can carry it.
+    later = proctable.boot_ticks() + proctable.CLK_TCK  # type: ignore[operator]
+    monkeypatch.setitem(proctable._BORN, marker, later)
+    monkeypatch.setattr(proctable, "BORN_SLACK_S", 0.0)
+    assert find_session_processes(leader=None, marker=marker, sid=None) == []
+
+
+def test_nothing_to_end_returns_an_empty_result() -> None:
+    result = _end(session_env_marker("none", 1), leader=None, sid=None, grace=5.0)
+    assert (result.signalled, result.killed, result.survivors) == ([], [], [])
+
+
+def test_never_finds_itself_or_its_own_session() -> None:
+    me = os.getpid()
+    assert find_session_processes(leader=me, marker="", sid=None) == []
+    with pytest.raises(ValueError, match="agentd's own"):
+        find_session_processes(leader=None, marker="", sid=os.getsid(0))
+
+
+def test_session_env_marker_is_unique_and_carries_the_prefix() -> None:
+    a, b = session_env_marker("unit", 3), session_env_marker("unit", 3)
+    assert a != b
+    assert a.startswith(f"{os.environ['AGENTD_MARKER_PREFIX']}unit:3:")
+
+
+# Run in a child interpreter so the pytest process itself never becomes a subreaper.
+REAP_ORPHAN = r"""
+import json, os, signal, subprocess, sys, time
+import psutil
+from agentd.process.reaper import Reaper, enable_subreaper, is_subreaper
+
+fake_agent, pids_file = sys.argv[1], sys.argv[2]
+
+def zombie(pid):
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+out = {"me": os.getpid(), "enabled": enable_subreaper(), "is_subreaper": is_subreaper()}
+env = {**os.environ, "FAKE_PIDS": pids_file}
+leader = subprocess.Popen([sys.executable, fake_agent, "orphan"], env=env)
+leader.wait(timeout=20)
+orphan = int(open(pids_file).read().split()[0])
+try:
+    out["orphan"], out["orphan_ppid"] = orphan, psutil.Process(orphan).ppid()
+    owned = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    os.kill(orphan, signal.SIGKILL)
+    deadline = time.monotonic() + 20
+    while not (zombie(orphan) and zombie(owned.pid)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    out["reaped"] = Reaper(owned=lambda pid: pid == owned.pid).reap()
+    out["owned_rc"] = owned.wait(timeout=10)  # 0, not 3, if the reaper had stolen it
+    out["again"] = Reaper(owned=lambda pid: False).reap()
+finally:
+    try:
+        os.kill(orphan, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="child subreaper is Linux-only")
+def test_subreaper_reaps_an_adopted_orphan_and_leaves_owned_children(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-c", REAP_ORPHAN, FAKE_AGENT, str(tmp_path / "pids")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+
+    assert out["enabled"] and out["is_subreaper"]
+    assert out["orphan_ppid"] == out["me"]  # adopted by the subreaper, not init
+    [[pid, status]] = out["reaped"]
+    assert pid == out["orphan"] and os.waitstatus_to_exitcode(status) == -signal.SIGKILL
+    assert out["owned_rc"] == 3
+    assert out["again"] == []

@@ -1,0 +1,122 @@
+"""RestartPolicy.decide from tables: pure, no clock, no processes."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from agentd.config.unit import Limits, RestartSpec
+from agentd.supervisor.policy import RestartPolicy, SessionEnd
+
+
+def policy(**restart: object) -> RestartPolicy:
+    limits = {k: restart.pop(k) for k in list(restart) if k in Limits.model_fields}
+    return RestartPolicy(RestartSpec(**restart), Limits(**limits))
+
+
+def end(n: int = 1, *, t0: float = 0.0, up: float = 60.0, **kw: object) -> SessionEnd:
+    return SessionEnd(session=n, started_at=t0, ended_at=t0 + up, **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kw", "next_", "reason", "failure"),
+    [
+        ({"exit_code": 42}, "start", "exit:42", False),
+        ({"exit_code": 0}, "done", "exit:0", False),
+        ({"exit_code": 1}, "backoff", "exit:1", True),
+        ({"signal": signal.SIGKILL}, "backoff", "signal:KILL", True),
+        ({"trigger": "sentinel:compaction", "signal": 15}, "start", "sentinel:compaction", False),
+        ({"trigger": "timeout", "signal": 15}, "start", "timeout", False),
+        ({"trigger": "idle"}, "start", "idle", False),
+        ({"trigger": "context"}, "start", "context", False),
+        ({"trigger": "manual"}, "start", "manual", False),
+        ({"trigger": "manual", "action": "stop"}, "stopped", "manual", False),
+        ({"trigger": "sentinel:done", "action": "stop"}, "stopped", "sentinel:done", False),
+        ({"trigger": "sentinel:limit", "action": "pause", "pause_until": 99.0}, "paused",
+         "sentinel:limit", False),
+        ({"spawn_error": "no such file"}, "backoff", "spawn-error", True),
+        # exit 0 after a sentinel asked for a restart is a hand-over, not "done"
+        ({"trigger": "sentinel:compaction", "exit_code": 0}, "start", "sentinel:compaction", False),
+    ],
+)
+def test_classification(kw: dict[str, object], next_: str, reason: str, failure: bool) -> None:
+    d = policy().decide(end(**kw), [], now=60.0)
+    assert (d.next, d.reason, d.failure) == (next_, reason, failure)
+
+
+def test_short_handoff_counts_as_failure_and_backs_off() -> None:
+    d = policy(min_uptime=10).decide(end(exit_code=42, up=2.0), [], now=2.0)
+    assert d.next == "backoff" and d.failure and d.delay == 1.0
+    assert "min_uptime" in d.detail
+
+
+def test_short_success_is_still_done() -> None:
+    assert policy(min_uptime=10).decide(end(exit_code=0, up=0.1), [], now=1).next == "done"
+
+
+def test_backoff_doubles_and_caps() -> None:
+    p = policy(delay=1, max_delay=5, burst=100)
+    history: list[SessionEnd] = []
+    delays = []
+    for i in range(6):
+        e = end(i + 1, t0=i * 10.0, up=1.0, exit_code=1)
+        d = p.decide(e, history, now=e.ended_at)
+        delays.append(d.delay)
+        history.append(e)
+    assert delays == [1, 2, 4, 5, 5, 5]
+
+
+def test_success_resets_the_backoff() -> None:
+    p = policy(delay=1, burst=100)
+    history = [end(1, exit_code=1), end(2, exit_code=42, t0=100), end(3, exit_code=1, t0=200)]
+    d = p.decide(end(4, exit_code=1, t0=300), history, now=360)
+    assert d.delay == 2  # one failure before this one in a row, not three
+
+
+def test_burst_within_window_fails() -> None:
+    p = policy(burst=3, window=600)
+    history = [end(i, t0=i * 10.0, up=1, exit_code=1) for i in range(1, 4)]
+    d = p.decide(end(4, t0=40, up=1, exit_code=1), history, now=41)
+    assert d.next == "failed" and "4 failures" in d.detail
+
+
+def test_failures_outside_window_do_not_count() -> None:
+    p = policy(burst=3, window=60)
+    history = [end(i, t0=i * 10.0, up=1, exit_code=1) for i in range(1, 4)]
+    d = p.decide(end(4, t0=1000, up=1, exit_code=1), history, now=1001)
+    assert d.next == "backoff"
+
+
+def test_on_failure_off_fails_at_once() -> None:
+    d = policy(on_failure=False).decide(end(exit_code=3), [], now=60)
+    assert d.next == "failed"
+
+
+def test_max_sessions_stops_restarting() -> None:
+    p = policy(max_sessions=2)
+    assert p.decide(end(1, exit_code=42), [], now=60).next == "start"
+    d = p.decide(end(2, exit_code=42), [end(1, exit_code=42)], now=120)
+    assert d.next == "failed" and "max_sessions" in d.detail
+
+
+def test_stall_after_unchanged_sessions() -> None:
+    p = policy(stall_sessions=3)
+    hist = [end(1, exit_code=42, state_changed=False), end(2, exit_code=42, state_changed=False)]
+    d = p.decide(end(3, exit_code=42, state_changed=False), hist, now=200)
+    assert d.next == "stalled"
+    assert p.decide(end(3, exit_code=42, state_changed=True), hist, now=200).next == "start"
+
+
+def test_manual_restart_with_reason_is_not_a_failure() -> None:
+    d = policy(min_uptime=10).decide(end(trigger="manual:deploy", up=0.5), [], now=1)
+    assert d.next == "start" and not d.failure
+
+
+@pytest.mark.parametrize(
+    ("trigger", "outcome"),
+    [("sentinel:compaction", "context"), ("sentinel:context-limit", "context"),
+     ("sentinel:handoff", "handoff"), ("context", "context"), ("idle", "idle")],
+)
+def test_outcomes(trigger: str, outcome: str) -> None:
+    assert policy().decide(end(trigger=trigger), [], now=60).outcome == outcome

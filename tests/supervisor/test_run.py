@@ -1,0 +1,459 @@
+"""`agentd run` end to end: the real CLI, real ptys, the scriptable fake agent."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import FAKE_AGENT, fake, poll_for
+from tests.helpers import agentd, agentd_popen, events, noted_pid, records, write_unit
+
+QUICK = {"min_uptime": "0s", "delay": "50ms", "max_delay": "200ms"}
+
+
+def test_exit_42_restarts_and_session_2_gets_the_state(home: Path, tmp_path: Path) -> None:
+    rec = tmp_path / "rec.jsonl"
+    work = home / "work"
+    (work / ".agent").mkdir(parents=True)
+    (work / ".agent" / "state.json").write_text(json.dumps(
+        {"schema_version": 1, "mission": "Port the billing module",
+         "next_action": "Rewrite invoice totals in src/billing.py", "completed_steps": []}))
+    write_unit(home, "a", {
+        "command": fake(f"record:{rec}", "if-session:1:exit:42", "exit:0", "--", "{bootstrap}"),
+        "restart": QUICK,
+    })
+    res = agentd(home, "run", "a")
+    assert res.returncode == 0, res.stderr
+    got = records(rec)
+    assert [r["session"] for r in got] == ["1", "2"]
+    second = got[1]
+    assert second["reason"] == "exit:42"
+    assert "Rewrite invoice totals in src/billing.py" in second["args"][0]
+    assert "session 2" in second["args"][0] and "exit:42" in second["args"][0]
+    # the env contract (SPEC 5)
+    assert second["unit"] == "a"
+    assert second["state_dir"] == str(work / ".agent")
+    assert second["cwd"] == str(work)
+    assert second["bootstrap_file"] == str(home / "logs" / "a" / "bootstrap-2.md")
+    assert Path(second["bootstrap_file"]).read_text() == second["args"][0]
+    assert "done after 2 session(s)" in res.stderr
+
+
+def test_sentinel_split_by_ansi_gets_sigterm_and_restarts(home: Path, tmp_path: Path) -> None:
+    rec = tmp_path / "rec.jsonl"
+    write_unit(home, "s", {
+        "command": fake(
+            f"record:{rec}", "if-session:2:exit:0", "out:working...",
+            "split:\\x1b[97m*\\x1b[3GCompact\\x1b[1mi\\x1b[0mng\\x1b[5Cconversation\\u2026\\r",
+            "wait",
+        ),
+        "sentinels": [{"name": "compaction", "match": "Compacting conversation"}],
+        "restart": QUICK,
+    })
+    res = agentd(home, "run", "s")
+    assert res.returncode == 0, res.stderr
+    got = records(rec)
+    assert [r["reason"] for r in got] == ["start", "sentinel:compaction"]
+    [hit] = events(home, "session.sentinel")
+    assert hit["name"] == "compaction" and "Compacting" in hit["line"]
+    kill = events(home, "session.kill")[0]
+    assert kill["signal"] == "TERM" and got[0]["pid"] in kill["pids"]
+    first_exit = events(home, "session.exit")[0]
+    assert first_exit["signal"] == "TERM" and first_exit["reason"] == "sentinel:compaction"
+
+
+def test_stdin_injection_after_a_prompt(home: Path) -> None:
+    write_unit(home, "p", {
+        "command": fake("out:booting", "sleep:0.2", "prompt:ready> ", "exit:0"),
+        "inject": {"mode": "stdin", "after": "ready> $"},
+        "state": {"budget_tokens": 400},
+    })
+    res = agentd(home, "run", "p")
+    assert res.returncode == 0, res.stderr
+    transcript = (home / "logs" / "p" / "transcript.log").read_text()
+    assert "GOT:# agentd bootstrap: p, session 1" in transcript
+    [inj] = events(home, "session.inject")
+    assert inj["mode"] == "stdin" and inj["bytes"] > 100
+
+
+def test_stdin_bracketed_paste_sends_one_paste(home: Path, tmp_path: Path) -> None:
+    pasted = tmp_path / "paste.bin"
+    write_unit(home, "bp", {
+        "command": fake("paste", "exit:0"),
+        "env": {"FAKE_PASTE_FILE": str(pasted)},
+        "inject": {"mode": "stdin", "after": "> $"},
+    })
+    res = agentd(home, "run", "bp")
+    assert res.returncode == 0, res.stderr
+    text = pasted.read_text()
+    boot = (home / "logs" / "bp" / "bootstrap-1.md").read_text()
+    assert text == boot and text.count("\n") > 3  # the newlines arrived inside one paste
+    [inj] = events(home, "session.inject")
+    assert inj["bracketed_paste"] is True
+
+
+def test_crash_loop_backs_off_then_fails(home: Path) -> None:
+    write_unit(home, "c", {
+        "command": fake("exit:3"),
+        "restart": {"delay": "50ms", "max_delay": "1s", "burst": 3, "window": "1m"},
+    })
+    res = agentd(home, "run", "c")
+    assert res.returncode == 1
+    states = [(e["to"], e.get("reason", "")) for e in events(home, "unit.state")]
+    backoffs = [r for to, r in states if to == "backoff"]
+    assert len(backoffs) == 3 and all(r.startswith("exit:3") for r in backoffs)
+    assert states[-1] == ("failed", "exit:3")
+    assert "4 failures" in events(home, "unit.state")[-1]["detail"]
+    assert "failed after 4 session(s)" in res.stderr
+    # the delays doubled: 50ms, 100ms, 200ms between the session starts
+    starts = [e["timestamp"] for e in events(home, "session.start")]
+    assert len(starts) == 4
+
+
+def test_setsid_grandchild_ignoring_sigterm_is_gone(home: Path, tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    write_unit(home, "o", {
+        "command": fake("orphan", "child", "exit:0"),
+        "env": {"FAKE_PIDS": str(pids)},
+        "stop": {"grace": "300ms"},
+    })
+    res = agentd(home, "run", "o")
+    assert res.returncode == 0, res.stderr
+    left = [int(p) for p in pids.read_text().split()]
+    assert len(left) == 2
+    for pid in left:
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+    killed = events(home, "session.orphan_killed")
+    assert {p for e in killed for p in e["pids"]} >= set(left)
+
+
+def test_stop_signal_then_sigkill_after_grace(home: Path, tmp_path: Path) -> None:
+    write_unit(home, "k", {
+        "command": fake("ignore-term", "out:Compacting conversation", "wait"),
+        "sentinels": [{"name": "c", "match": "Compacting conversation", "action": "stop"}],
+        "stop": {"grace": "200ms"},
+    })
+    res = agentd(home, "run", "k")
+    assert res.returncode == 1  # stopped by a sentinel is not "done"
+    sigs = [e["signal"] for e in events(home, "session.kill")]
+    assert sigs[0] == "TERM" and "KILL" in sigs
+    assert events(home, "session.exit")[0]["signal"] == "KILL"
+    assert events(home, "unit.state")[-1]["to"] == "stopped"
+
+
+def test_20mb_line_keeps_supervisor_memory_bounded(home: Path) -> None:
+    write_unit(home, "big", {
+        "command": fake("bigline:20000000", "out:Compacting conversation", "wait"),
+        "sentinels": [{"name": "c", "match": "Compacting conversation", "action": "stop"}],
+        "logs": {"max_bytes": "1MB", "backups": 1},
+    })
+    proc = agentd_popen(home, "run", "big")
+    peak_kib = 0
+    try:
+        # VmHWM: the peak resident size of agentd's own image. (ru_maxrss of a
+        # child would also count the test process it was forked from.)
+        while proc.poll() is None:
+            peak_kib = max(peak_kib, _vm_hwm_kib(proc.pid))
+            time.sleep(0.01)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, err  # stopped by the sentinel
+    assert 0 < peak_kib < 200 * 1024, f"agentd peaked at {peak_kib} KiB"
+    assert [e["name"] for e in events(home, "session.sentinel")] == ["c"], events(home)
+    logs = home / "logs" / "big"
+    sizes = {p.name: p.stat().st_size for p in logs.glob("transcript.log*")}
+    assert len(sizes) <= 2 and max(sizes.values()) <= 1_000_000 + 70_000, sizes
+
+
+def _vm_hwm_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def test_secret_env_value_never_reaches_the_transcript(home: Path) -> None:
+    secret = "sk-test-5f1c0ffee5ecret"
+    write_unit(home, "sec", {
+        "command": fake("env:MY_API_KEY", f"split:{secret}\\n", "exit:0"),
+        "env": {"MY_API_KEY": secret},
+    })
+    res = agentd(home, "run", "sec")
+    assert res.returncode == 0, res.stderr
+    transcript = (home / "logs" / "sec" / "transcript.log").read_text()
+    assert "MY_API_KEY=***" in transcript and transcript.count("***") >= 2
+    assert secret not in transcript
+    assert secret not in (home / "logs" / "agentd.jsonl").read_text()
+
+
+def test_malformed_state_json_still_restarts_with_a_warning(home: Path, tmp_path: Path) -> None:
+    rec = tmp_path / "rec.jsonl"
+    work = home / "work"
+    (work / ".agent").mkdir(parents=True)
+    (work / ".agent" / "state.json").write_text('{"mission": "x", "next_action": ')
+    write_unit(home, "m", {
+        "command": fake(f"record:{rec}", "if-session:1:exit:42", "exit:0"),
+        "restart": QUICK,
+        "inject": {"mode": "file"},
+    })
+    res = agentd(home, "run", "m")
+    assert res.returncode == 0, res.stderr
+    got = records(rec)
+    assert len(got) == 2
+    assert got[1]["bootstrap_file"] == str(work / ".agent" / "BOOTSTRAP.md")
+    boot = got[1]["bootstrap"]
+    assert "## Warnings" in boot and "state.json is not valid JSON" in boot
+    warns = events(home, "session.bootstrap")[1]["warnings"]
+    assert any("not valid JSON" in w for w in warns)
+
+
+def test_echoed_bootstrap_never_triggers_a_sentinel(home: Path, tmp_path: Path) -> None:
+    """A mission about compaction, echoed back, must not restart the unit forever."""
+    rec = tmp_path / "rec.jsonl"
+    work = home / "work"
+    (work / ".agent").mkdir(parents=True)
+    (work / ".agent" / "state.json").write_text(json.dumps({
+        "schema_version": 1, "mission": "Make the Compacting conversation banner blue",
+        "next_action": "Find where Compacting conversation is printed"}))
+    write_unit(home, "e", {
+        # session 1 echoes its bootstrap, then (later) really compacts; session 2 ends
+        "command": fake(f"record:{rec}", "if-session:2:exit:0", "bootstrap", "sleep:0.1",
+                        "out:\\u273b Compacting conversation\\u2026", "wait"),
+        "sentinels": [{"name": "compaction", "match": "Compacting conversation"}],
+        "restart": QUICK,
+    })
+    res = agentd(home, "run", "e")
+    assert res.returncode == 0, res.stderr
+    assert [r["reason"] for r in records(rec)] == ["start", "sentinel:compaction"]
+    hits = events(home, "session.sentinel")
+    assert len(hits) == 1 and hits[0]["line"].startswith("\u273b")
+
+
+def test_session_timeout_and_idle_restart(home: Path, tmp_path: Path) -> None:
+    rec = tmp_path / "rec.jsonl"
+    write_unit(home, "t", {
+        "command": fake(f"record:{rec}", "if-session:3:exit:0", "if-session:1:wait",
+                        "out:hi", "wait"),
+        "limits": {"session_timeout": "300ms", "idle_timeout": "150ms"},
+        "restart": QUICK,
+    })
+    res = agentd(home, "run", "t")
+    assert res.returncode == 0, res.stderr
+    reasons = [r["reason"] for r in records(rec)]
+    assert reasons[0] == "start" and set(reasons[1:]) <= {"idle", "timeout"}
+    assert "idle" in reasons
+
+
+def test_context_limit_restarts(home: Path, tmp_path: Path) -> None:
+    rec = tmp_path / "rec.jsonl"
+    write_unit(home, "ctx", {
+        "command": fake(f"record:{rec}", "if-session:2:exit:0", "spam:200", "wait"),
+        "limits": {"context_tokens": 1000},
+        "restart": QUICK,
+    })
+    res = agentd(home, "run", "ctx")
+    assert res.returncode == 0, res.stderr
+    assert [r["reason"] for r in records(rec)] == ["start", "context"]
+
+
+def test_ctrl_c_stops_the_whole_tree(home: Path, tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    write_unit(home, "i", {
+        "command": fake("child", "out:started", "wait"),
+        "env": {"FAKE_PIDS": str(pids)},
+        "stop": {"grace": "5s"},
+    })
+    proc = agentd_popen(home, "run", "i")
+    try:
+        child = poll_for(lambda: noted_pid(pids), what="the child pid")
+        proc.send_signal(signal.SIGINT)
+        # the child ignores SIGTERM: a second Ctrl-C kills at once instead of waiting 5 s
+        poll_for(lambda: events(home, "session.kill"), what="the stop signal")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, err
+    assert "interrupted by SIGINT" in err
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == "zombie"
+    assert "stopped" in err
+
+
+def test_spawn_error_is_reported_and_backs_off(home: Path) -> None:
+    write_unit(home, "x", {
+        "command": ["/nonexistent/agent-cli", "--flag"],
+        "restart": {"delay": "10ms", "burst": 1},
+    })
+    res = agentd(home, "run", "x")
+    assert res.returncode == 1
+    exits = events(home, "session.exit")
+    assert exits[0]["reason"] == "spawn-error" and "/nonexistent/agent-cli" in exits[0]["error"]
+
+
+def test_check_names_file_line_and_key(home: Path) -> None:
+    good = write_unit(home, "good", {"command": fake("exit:0")})
+    bad = home / "units" / "bad.yaml"
+    bad.write_text(f"command: [{sys.executable}, {FAKE_AGENT}]\nworkdir: {home}\n"
+                   "restart:\n  delay: 1s\n  dealy: 2s\n")
+    bad.chmod(0o600)
+    res = agentd(home, "check")
+    assert res.returncode == 1
+    assert f"{bad}:5: restart.dealy: unknown key" in res.stderr
+    assert f"{good}: ok" in res.stdout
+    assert agentd(home, "check", str(good)).returncode == 0
+
+
+def test_check_refuses_a_world_writable_unit(home: Path) -> None:
+    path = write_unit(home, "ww", {"command": fake("exit:0")})
+    path.chmod(0o666)
+    res = agentd(home, "check", str(path))
+    assert res.returncode == 1 and "writable" in res.stderr and str(path) in res.stderr
+    assert agentd(home, "run", "ww").returncode == 1
+
+
+def test_run_unknown_unit_is_a_clear_error(home: Path) -> None:
+    res = agentd(home, "run", "nope")
+    assert res.returncode != 0 and "nope" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_first_session_env(home: Path) -> None:
+    write_unit(home, "f", {
+        "command": fake("env:AGENTD_RESTART_REASON", "env:AGENTD_LAYOUT", "env:NOTIFY_SOCKET",
+                        "exit:0"),
+        "state": {"layout": "memento"},
+    })
+    res = agentd(home, "run", "f", env={"NOTIFY_SOCKET": "/run/systemd/notify"})
+    assert res.returncode == 0
+    transcript = (home / "logs" / "f" / "transcript.log").read_text()
+    assert "AGENTD_RESTART_REASON=start" in transcript
+    assert "AGENTD_LAYOUT=memento" in transcript
+    assert "NOTIFY_SOCKET=" in transcript and "/run/systemd/notify" not in transcript
+
+
+@pytest.mark.parametrize(
+    ("capture", "sentinel"),
+    [
+        ("claude-code-2.1.197-autocompact.raw", "compacting"),
+        ("claude-code-2.1.332-autocompact.raw", "compacting"),
+        ("claude-code-2.1.197-context-limit.raw", "context-limit"),
+    ],
+)
+def test_real_claude_code_output_restarts_with_the_preset(
+    home: Path, tmp_path: Path, capture: str, sentinel: str
+) -> None:
+    """Raw bytes a real Claude Code wrote while compacting, through a real pty."""
+    from tests.conftest import FIXTURES
+
+    rec = tmp_path / "rec.jsonl"
+    write_unit(home, "cc", {
+        "preset": "claude-code",
+        "command": fake(f"record:{rec}", "if-session:2:exit:0", f"replay:{FIXTURES / capture}",
+                        "wait", "--", "{bootstrap}"),
+        "restart": QUICK,
+    })
+    res = agentd(home, "run", "cc")
+    assert res.returncode == 0, res.stderr
+    assert [r["reason"] for r in records(rec)] == ["start", f"sentinel:{sentinel}"]
+    assert events(home, "session.sentinel")[0]["name"] == sentinel
+
+
+def test_output_written_just_before_exit_is_not_lost(home: Path) -> None:
+    """The kernel hands the last pty output over after the exit is visible."""
+    write_unit(home, "last", {
+        "command": fake("spam:3000", "out:FINAL LINE of the agent", "exit:0"),
+        "sentinels": [{"name": "final", "match": "FINAL LINE", "action": "notify"}],
+    })
+    res = agentd(home, "run", "last")
+    assert res.returncode == 0, res.stderr
+    transcript = (home / "logs" / "last" / "transcript.log").read_text()
+    assert "tool output line 2999" in transcript and "FINAL LINE of the agent" in transcript
+    assert [e["name"] for e in events(home, "session.sentinel")] == ["final"]
+
+
+def test_a_unit_is_supervised_by_one_agentd_only(home: Path, tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    write_unit(home, "one", {"command": fake("child", "wait"), "env": {"FAKE_PIDS": str(pids)},
+                             "stop": {"grace": "2s"}})
+    first = agentd_popen(home, "run", "one")
+    try:
+        child = poll_for(lambda: noted_pid(pids), what="the first session")
+        second = agentd(home, "run", "one")
+        assert second.returncode == 1
+        assert "already supervised by another agentd" in second.stderr
+        assert psutil.pid_exists(child)  # the second one did not touch the live session
+        assert first.poll() is None
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=20)
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == "zombie"
+
+
+def test_precompact_hook_restarts_with_fresh_state(home: Path, tmp_path: Path) -> None:
+    """The hook `agentctl hooks claude-code` installs, run from inside a session."""
+    rec = tmp_path / "rec.jsonl"
+    write_unit(home, "hk", {
+        "command": fake(f"record:{rec}", "if-session:2:hook:session-start", "if-session:2:exit:0",
+                        "sleep:0.2", "hook:pre-compact", "wait"),
+        "restart": QUICK,
+    })
+    res = agentd(home, "run", "hk")
+    assert res.returncode == 0, res.stderr
+    assert [r["reason"] for r in records(rec)] == ["start", "sentinel:precompact"]
+    transcript = (home / "logs" / "hk" / "transcript.log").read_text()
+    assert "HOOK:# agentd bootstrap: hk, session 2" in transcript  # SessionStart re-injects
+
+
+def test_hooks_settings_merge_and_replace(tmp_path: Path) -> None:
+    from agentd.cli import hooks
+
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"model": "x", "hooks": {"PreCompact": [
+        {"matcher": "auto", "hooks": [{"type": "command", "command": "backup.sh"}]}]}}))
+    hooks.write_settings("claude-code", tmp_path)
+    hooks.write_settings("claude-code", tmp_path)  # idempotent: ours replaced, not doubled
+    data = json.loads(settings.read_text())
+    assert data["model"] == "x"
+    commands = [h["command"] for e in data["hooks"]["PreCompact"] for h in e["hooks"]]
+    assert commands[0] == "backup.sh" and len(commands) == 2
+    assert commands[1].endswith("-m agentd.cli.agentctl hook pre-compact")
+    assert data["hooks"]["SessionStart"][0]["matcher"] == "compact|clear|resume"
+    codex = hooks.write_settings("codex", tmp_path)
+    assert codex == tmp_path / ".codex" / "hooks.json" and "PreCompact" in codex.read_text()
+
+
+def test_precompact_hook_asks_the_cli_not_to_compact(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentd.cli import hooks
+
+    monkeypatch.delenv("AGENTD_UNIT", raising=False)
+    assert hooks.pre_compact() is None  # not under agentd: let the CLI compact
+    monkeypatch.delenv("AGENTD_BOOTSTRAP_FILE", raising=False)
+    assert hooks.session_start() == ""
+
+
+def test_binary_output_is_drained_and_matching_goes_on(home: Path) -> None:
+    write_unit(home, "bin", {
+        "command": fake("binary:300000", "out:\\x1b[0m", "out:Compacting conversation", "wait"),
+        "sentinels": [{"name": "c", "match": "Compacting conversation", "action": "stop"}],
+    })
+    res = agentd(home, "run", "bin")
+    assert res.returncode == 1, res.stderr  # stopped by the sentinel, not crashed
+    assert [e["name"] for e in events(home, "session.sentinel")] == ["c"]
+    assert not events(home, "unit.error")
+    assert (home / "logs" / "bin" / "transcript.log").stat().st_size > 300_000

@@ -1,0 +1,200 @@
+"""The supervisor in-process: state machine arcs that need a live loop."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from agentd.config.unitfile import load_unit
+from agentd.events import EventLog
+from agentd.paths import Paths
+from agentd.supervisor.api import Supervisor
+from agentd.supervisor.states import State
+from tests.conftest import fake, poll_for
+from tests.helpers import agentd_popen, events, noted_pid, records, write_unit
+
+
+def run_with(home: Path, name: str, unit: dict[str, Any],
+             body: Callable[[Supervisor], Awaitable[None]]) -> list[dict[str, Any]]:
+    """Load ``unit``, run ``body`` against a live supervisor, shut it down; return events."""
+    path = write_unit(home, name, unit)
+    paths = Paths.resolve(home)
+    seen: list[dict[str, Any]] = []
+
+    async def main() -> None:
+        log = EventLog(paths.events_file)
+        log.subscribe(seen.append)
+        sup = Supervisor(paths, log)
+        sup.attach()
+        sup.add(load_unit(path))
+        try:
+            await asyncio.wait_for(body(sup), timeout=20)
+        finally:
+            await sup.shutdown()
+            log.close()
+
+    asyncio.run(main())
+    return seen
+
+
+def states(seen: list[dict[str, Any]]) -> list[str]:
+    return [e["to"] for e in seen if e["event"] == "unit.state"]
+
+
+def test_stop_during_backoff_cancels_the_restart(home: Path) -> None:
+    async def body(sup: Supervisor) -> None:
+        svc = sup.get("b")
+        svc.start()
+        await svc.wait(lambda s: s == State.BACKOFF)
+        await sup.stop("b")
+        assert svc.state == State.STOPPED
+        await asyncio.sleep(0.3)  # past the 100 ms backoff: nothing may start
+        assert svc.state == State.STOPPED
+
+    seen = run_with(home, "b", {"command": fake("exit:1"), "restart": {"delay": "100ms"}}, body)
+    assert states(seen) == ["starting", "running", "stopping", "backoff", "stopped"]
+
+
+def test_manual_restart_is_immediate_and_not_a_failure(home: Path, tmp_path: Path) -> None:
+    rec = tmp_path / "rec.jsonl"
+
+    async def body(sup: Supervisor) -> None:
+        svc = sup.get("r")
+        svc.start()
+        await svc.wait(lambda s: s == State.RUNNING)
+        poll_until = time.monotonic() + 5
+        while not rec.exists() and time.monotonic() < poll_until:
+            await asyncio.sleep(0.02)
+        sup.restart("r", "deploy")
+        await svc.wait(lambda s: s == State.DONE)
+
+    seen = run_with(home, "r", {
+        "command": fake(f"record:{rec}", "if-session:2:exit:0", "wait"),
+        "restart": {"min_uptime": "1h"},  # a short session would be a failure, but not manual
+    }, body)
+    assert [r["reason"] for r in records(rec)] == ["start", "manual:deploy"]
+    assert "backoff" not in states(seen)
+
+
+def test_pause_sentinel_waits_until_the_reset_time(home: Path, tmp_path: Path) -> None:
+    rec = tmp_path / "rec.jsonl"
+    until = int(time.time()) + 1
+
+    async def body(sup: Supervisor) -> None:
+        svc = sup.get("p")
+        svc.start()
+        await svc.wait(lambda s: s == State.PAUSED)
+        status = sup.status(["p"])[0]
+        assert status["state"] == "paused" and status["paused_until"]
+        await svc.wait(lambda s: s == State.DONE)
+
+    seen = run_with(home, "p", {
+        "command": fake(f"record:{rec}", "if-session:2:exit:0",
+                        f"out:usage limit reached, resets at {until}.", "wait"),
+        "sentinels": [{"name": "limit", "action": "pause",
+                       "match": r"usage limit reached, resets at (?P<until>\d+)"}],
+    }, body)
+    got = records(rec)
+    assert [r["reason"] for r in got] == ["start", "sentinel:limit"]
+    assert states(seen)[:5] == ["starting", "running", "stopping", "paused", "starting"]
+
+
+def test_notify_command_runs_on_done(home: Path, tmp_path: Path) -> None:
+    out = tmp_path / "notified"
+
+    async def body(sup: Supervisor) -> None:
+        svc = sup.get("n")
+        svc.start()
+        await svc.wait(lambda s: s == State.DONE)
+        for _ in range(200):
+            if out.exists():
+                break
+            await asyncio.sleep(0.02)
+
+    run_with(home, "n", {
+        "command": fake("exit:0"),
+        "notify": {"command": [sys.executable, "-c",
+                               f"open({str(out)!r}, 'w').write('{{unit}} {{event}} {{session}}')"],
+                   "on": ["done"]},
+    }, body)
+    assert out.read_text() == "n done 1"
+    assert any(e.get("notify_event") == "done" and e.get("code") == 0
+               for e in events(home, "unit.notify"))
+
+
+def test_a_session_left_by_a_killed_agentd_is_ended_at_next_start(home: Path,
+                                                                   tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    write_unit(home, "k", {
+        "command": fake("orphan", "if-session:2:exit:0", "wait"),
+        "env": {"FAKE_PIDS": str(pids)},
+        "stop": {"grace": "300ms"},
+    })
+    proc = agentd_popen(home, "run", "k", stderr=subprocess.DEVNULL)
+    try:
+        orphan = poll_for(lambda: noted_pid(pids), what="the orphan's pid")
+        leader = records(home / "logs" / "k" / "history.jsonl")[0]["pid"]
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert psutil.pid_exists(orphan)  # agentd died hard: its session lives on
+    pids.unlink()
+    from tests.helpers import agentd
+
+    res = agentd(home, "run", "k")
+    assert res.returncode == 0, res.stderr
+    poll_for(lambda: not psutil.pid_exists(leader) or psutil.Process(leader).status() == "zombie",
+             what="the old leader to be gone")
+    assert not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == "zombie"
+    killed = events(home, "session.orphan_killed")
+    assert killed and orphan in killed[0]["pids"] and killed[0]["session"] == 1
+    hist = records(home / "logs" / "k" / "history.jsonl")
+    assert {"kind": "end", "session": 1, "reason": "agentd-lost"}.items() <= hist[1].items()
+    assert hist[2]["session"] == 2  # numbering carries on
+
+
+def test_daily_session_budget_pauses_until_midnight(home: Path) -> None:
+    async def body(sup: Supervisor) -> None:
+        svc = sup.get("bud")
+        svc.start()
+        await svc.wait(lambda s: s == State.PAUSED)
+        status = sup.status(["bud"])[0]
+        assert status["last_reason"] == "exit:42" and status["paused_until"]
+        assert svc.state_reason == "budget:max_sessions_per_day"
+        await sup.stop("bud")
+        assert svc.state == State.STOPPED
+
+    seen = run_with(home, "bud", {
+        "command": fake("exit:42"),
+        "restart": {"min_uptime": "0s"},
+        "budget": {"max_sessions_per_day": 2},
+    }, body)
+    assert sum(1 for e in seen if e["event"] == "session.start") == 2
+    [spent] = [e for e in seen if e["event"] == "unit.budget"]
+    assert spent["budget"] == "max_sessions_per_day" and spent["used"] == 2
+    assert spent["limit"] == 2 and spent["until"]
+
+
+def test_daily_output_budget_pauses_mid_session(home: Path) -> None:
+    async def body(sup: Supervisor) -> None:
+        svc = sup.get("out")
+        svc.start()
+        await svc.wait(lambda s: s == State.PAUSED)
+        assert svc.state_reason.startswith("budget:max_output_tokens_per_day")
+
+    seen = run_with(home, "out", {
+        "command": fake("spam:500", "wait"),
+        "budget": {"max_output_tokens_per_day": 2000},
+    }, body)
+    [spent] = [e for e in seen if e["event"] == "unit.budget"]
+    assert spent["budget"] == "max_output_tokens_per_day" and spent["used"] >= 2000
+    exits = [e for e in seen if e["event"] == "session.exit"]
+    assert exits[0]["reason"] == "budget:max_output_tokens_per_day"
