@@ -8,26 +8,17 @@ the daemon uses; ``agentd check`` validates unit files like ``nginx -t``;
 
 from __future__ import annotations
 
-import asyncio
-import signal
 import sys
-import time
 from pathlib import Path
 
 import click
 
 from agentd import __version__
-from agentd.config.unit import Unit
+from agentd.cli.run import run_unit
 from agentd.config.unitfile import load_unit, resolve_unit_arg, unit_paths
 from agentd.console import Console
 from agentd.errors import AgentdError, UnitError
-from agentd.events import EventLog
 from agentd.paths import Paths
-from agentd.supervisor.api import Supervisor
-from agentd.supervisor.states import State
-
-# `agentd run` ends when the unit reaches one of these.
-FINAL = frozenset({State.DONE, State.FAILED, State.STALLED, State.STOPPED})
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]},
@@ -82,61 +73,6 @@ def run(paths: Paths, unit: str, quiet: bool) -> None:
         raise click.ClickException(str(exc)) from None
     code = run_unit(loaded, paths, console=Console(quiet=quiet))
     sys.exit(code)
-
-
-def run_unit(unit: Unit, paths: Paths, *, console: Console | None = None) -> int:
-    """Supervise ``unit`` until it settles; returns the process exit code."""
-    return asyncio.run(_run(unit, paths, console or Console()))
-
-
-async def _run(unit: Unit, paths: Paths, console: Console) -> int:
-    loop = asyncio.get_running_loop()
-    events = EventLog(paths.events_file)
-    events.subscribe(console)
-    sup = Supervisor(paths, events, subreaper=True)
-    sup.attach()
-    service = sup.add(unit)
-    signals: list[int] = []
-    stopping: list[asyncio.Task[None]] = []  # keep a reference: the loop holds tasks weakly
-
-    def on_signal(sig: int) -> None:
-        if signals:  # a second one: no more grace
-            pids = sup.kill_all()
-            print(f"agentd: killed {pids or 'nothing'}", file=console.stream, flush=True)
-            return
-        signals.append(sig)
-        print(f"agentd: {signal.Signals(sig).name}, stopping {unit.name} "
-              "(again to kill at once)", file=console.stream, flush=True)
-        stopping.append(loop.create_task(service.stop()))
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        loop.add_signal_handler(sig, on_signal, sig)
-    started = time.monotonic()
-    refused = service.claim()
-    if refused:
-        await sup.shutdown()
-        events.close()
-        console.say(f"agentd: {refused}", always=True)
-        return 1
-    try:
-        service.start()
-        await service.wait(lambda s: s in FINAL)
-        await service.join()
-    finally:
-        await sup.shutdown()
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            loop.remove_signal_handler(sig)
-        events.close()
-    status = service.status()
-    took = time.monotonic() - started
-    why = service.detail or (service.state_reason if service.state != State.DONE else "")
-    if signals:
-        why = f"interrupted by {signal.Signals(signals[0]).name}"
-    detail = f"; {why}" if why else ""
-    console.say(f"agentd: {unit.name} {service.state} after {service.session_no} session(s) in "
-                f"{took:.1f}s (last: {status['last_reason'] or '-'}{detail})", always=True)
-    # SPEC 8: 0 ok, 1 failure; only `done` is ok (an interrupted run is not).
-    return 0 if service.state == State.DONE and not signals else 1
 
 
 @main.command()

@@ -25,9 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-# The line the PreCompact hook writes to the session's terminal.
-PRECOMPACT_LINE = "agentd-hook: pre-compact"
-PRECOMPACT_RULE = re.compile(r"agentd-hook: pre-compact\b")
+from agentd.terminal.hookline import PRECOMPACT_LINE
+
 SETTINGS = {"claude-code": Path(".claude") / "settings.json",
             "codex": Path(".codex") / "hooks.json"}
 _OURS = re.compile(r"-m agentd(\.cli\.agentctl|\.ctl) hook |agentctl hook ")

@@ -25,36 +25,18 @@ How each kind of file is shown: ``agentd.memory.filekinds``.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 
-from agentd.memory import gitinfo as bootgit
-from agentd.memory import readonly, statedir
+from agentd.memory import gitinfo, readonly, statedir
+from agentd.memory.context import BootstrapContext
 from agentd.memory.decisions import DECISION_LINE
 from agentd.memory.filekinds import file_block, shown
 from agentd.memory.fit import fit
-from agentd.memory.layout import LayoutFile
 from agentd.memory.statedir import read_tail_lines
 from agentd.tokens import estimate_tokens
 
 __all__ = ["DECISION_LINE", "Bootstrap", "BootstrapContext", "read_tail_lines", "render"]
-
-@dataclass(frozen=True)
-class BootstrapContext:
-    unit: str
-    session: int  # the session about to start (1-based)
-    last_reason: str | None  # why the previous session ended; None for the first
-    state_dir: Path  # absolute
-    workdir: Path
-    layout: Sequence[LayoutFile]
-    budget_tokens: int
-    now: float  # epoch seconds
-    readonly_hashes: Mapping[str, str] = field(default_factory=dict)  # layout path -> sha256
-    since_commit: str | None = None  # git HEAD at the previous session's start
-    unchanged_sessions: int = 0  # sessions in a row that left the state dir unchanged
-
 
 @dataclass(frozen=True)
 class Bootstrap:
@@ -75,7 +57,7 @@ def render(ctx: BootstrapContext) -> Bootstrap:
     hashes, changed = readonly.check(ctx.state_dir, ctx.layout, recorded, show)
     warnings += changed
     head = statedir.git_head(ctx.workdir)
-    if stale := bootgit.stale(ctx.workdir, ctx.state_dir, head, _dir_shown(ctx)):
+    if stale := gitinfo.stale(ctx.workdir, ctx.state_dir, head, _dir_shown(ctx)):
         warnings.append(stale)
     if ctx.unchanged_sessions >= 2:
         warnings.append(
@@ -84,7 +66,7 @@ def render(ctx: BootstrapContext) -> Bootstrap:
         )
     warnings = list(dict.fromkeys(warnings))  # two layout entries may share a file
     fixed_before = [_header(ctx)]
-    changes = bootgit.changes(ctx.workdir, ctx.since_commit, head)
+    changes = gitinfo.changes(ctx.workdir, ctx.since_commit, head)
     fixed_after = [s for s in (_warnings_section(warnings), changes) if s]
     fixed_after.append(_rules(ctx))
     reserved = sum(estimate_tokens(s) + 1 for s in fixed_before + fixed_after)

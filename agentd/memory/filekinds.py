@@ -24,7 +24,7 @@ from agentd.memory.fit import Block
 from agentd.memory.layout import LayoutFile
 
 if TYPE_CHECKING:
-    from agentd.memory.bootstrap import BootstrapContext
+    from agentd.memory.context import BootstrapContext
 
 DEFAULT_LOG_TAIL = 10
 DEFAULT_ENTRIES = 10

@@ -18,7 +18,6 @@ from datetime import datetime
 from typing import Any
 
 from agentd import events as ev
-from agentd.cli.hooks import PRECOMPACT_RULE
 from agentd.config.convert import iso, signal_name
 from agentd.config.unit import Unit
 from agentd.errors import SpawnError
@@ -42,6 +41,7 @@ from agentd.supervisor.policy import Decision, RestartPolicy, SessionEnd
 from agentd.supervisor.reclaim import LOST, reclaim_lost_session
 from agentd.supervisor.states import ACTIVE, TRANSITIONS, State, TransitionError
 from agentd.supervisor.triggers import Trigger, Triggers
+from agentd.terminal.hookline import PRECOMPACT_RULE
 from agentd.terminal.matcher import Hit, LineMatcher, Rule
 
 HISTORY_KEEP = 200

@@ -21,7 +21,7 @@ NEXT = {"sentinel:compaction": "restart, state injected", "exit:42": "restart, s
 
 
 def run_demo(*, keep: bool = False, quiet: bool = False) -> int:
-    from agentd.cli.agentd import run_unit
+    from agentd.cli.run import run_unit
 
     root = Path(tempfile.mkdtemp(prefix="agentd-demo-"))
     work, home = root / "work", root / "home"
