@@ -1,0 +1,118 @@
+"""The fake Anthropic model of ``fake_anthropic.py``, run in a thread of the test
+process, plus a *brain*: replies derived only from what the model is sent.
+
+``fake_anthropic.py`` is a copy of the workplace's ``shared/realcli`` server
+(checked against it by ``test_copies.py``); it stays unmodified. A brain is a
+function from a request body to the next scripted step (``{"tool": {...}}``,
+``{"reply": "..."}``, each with an optional ``input_tokens``): the model then
+knows nothing but its prompt and the conversation, like a real one.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from tests.realcli import fake_anthropic as fa
+
+Brain = Callable[[dict[str, Any]], dict[str, Any] | None]
+_BASE = json.loads(json.dumps(fa.CONFIG))  # the defaults, before any test changed them
+
+
+class _Handler(fa.Handler):
+    brain: Brain | None = None
+
+    def do_POST(self) -> None:
+        raw, body = self._read_body()
+        # Only main-loop requests (they carry tools) that are not summaries get a thought.
+        if (self.brain is not None and isinstance(body, dict) and body.get("tools")
+                and self.path.split("?")[0] == "/v1/messages" and not fa.is_summary_request(body)):
+            step = self.brain(body)
+            if step is not None:
+                with fa.LOCK:
+                    fa.CONFIG["script"] = [step]
+        self.rfile = io.BytesIO(raw)  # hand the body on to the unmodified server
+        super().do_POST()
+
+
+class FakeModel:
+    """One fake model server on 127.0.0.1 (a thread of this process)."""
+
+    def __init__(self, log: Path, brain: Brain | None = None) -> None:
+        with fa.LOCK:
+            fa.CONFIG.clear()
+            fa.CONFIG.update(json.loads(json.dumps(_BASE)))
+        handler = type("Handler", (_Handler,), {"brain": staticmethod(brain) if brain else None})
+        self.server = fa.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        self.server.log_path = str(log)  # type: ignore[attr-defined]
+        log.touch()
+        self.log = log
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def control(self, **config: Any) -> None:
+        with fa.LOCK:
+            fa.CONFIG.update(json.loads(json.dumps(config)))
+
+    def requests(self) -> list[dict[str, Any]]:
+        lines = self.log.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def main_requests(self) -> list[dict[str, Any]]:
+        """Requests of the agent loop (they carry tools), summaries included."""
+        return [r for r in self.requests()
+                if isinstance(r.get("body"), dict) and r["body"].get("tools")]
+
+    def summaries(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests() if r.get("note") == "summary"]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join(timeout=5)
+
+
+@contextmanager
+def fake_model(log: Path, brain: Brain | None = None) -> Iterator[FakeModel]:
+    model = FakeModel(log, brain)
+    try:
+        yield model
+    finally:
+        model.close()
+
+
+def first_user_text(body: dict[str, Any]) -> str:
+    """The text of the first user message: the prompt a session was started with."""
+    for message in body.get("messages") or []:
+        if message.get("role") == "user":
+            return fa.all_text(message.get("content"))
+    return ""
+
+
+def tool_results(body: dict[str, Any]) -> list[str]:
+    """The text of every tool result in the conversation, oldest first."""
+    out: list[str] = []
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        if message.get("role") != "user" or not isinstance(content, list):
+            continue
+        out += [fa.all_text(c.get("content")) for c in content
+                if isinstance(c, dict) and c.get("type") == "tool_result"]
+    return out
+
+
+def bash(command: str, tokens: int | None = None) -> dict[str, Any]:
+    step: dict[str, Any] = {"tool": {"name": "Bash",
+                                     "input": {"command": command, "description": command[:40]}}}
+    if tokens is not None:
+        step["input_tokens"] = tokens
+    return step
+
