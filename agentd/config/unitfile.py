@@ -20,7 +20,9 @@ from pydantic import ValidationError
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from agentd.config.unit import UNIT_NAME, KeyProblem, Unit, apply_preset
+from agentd.config.fields import KeyProblem
+from agentd.config.presets import apply_preset
+from agentd.config.unit import UNIT_NAME, Unit
 from agentd.errors import UnitError
 
 Lines = dict[tuple[Any, ...], int]

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from agentd.config.convert import parse_reset_time
-from agentd.config.unit import (
+from agentd.config.presets import cli_preset_examples, cli_preset_names, load_cli_preset
+from agentd.config.sections import (
     Budget,
     Inject,
     Limits,
@@ -22,11 +23,8 @@ from agentd.config.unit import (
     RestartSpec,
     StateSpec,
     StopSpec,
-    Unit,
-    cli_preset_examples,
-    cli_preset_names,
-    load_cli_preset,
 )
+from agentd.config.unit import Unit
 from agentd.config.unitfile import (
     UnitInvalid,
     check_permissions,
