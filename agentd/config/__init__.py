@@ -2,8 +2,9 @@
 
 The unit schema: the ``Unit`` (``unit``), its sections (``sections``) and
 the field types they share (``fields``); the agent-CLI presets (``presets``,
-data in ``cli_presets/*.yaml``); unit files with line numbers and permission
-checks (``unitfile``); and the small converters from what people write to
+data in ``cli_presets/*.yaml``); unit files and their permission checks
+(``unitfile``), read as YAML with line numbers (``yamllines``), their errors
+as ``file:line: key: message`` (``problems``); and the small converters from what people write to
 values (``convert``).
 
 Pure: imports only ``agentd.memory.layout`` (a unit names its layout) and the
