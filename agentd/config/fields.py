@@ -20,7 +20,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from agentd.config.convert import check_placeholders, parse_duration, parse_signal, parse_size
+from agentd.config.convert import parse_duration, parse_signal, parse_size
+from agentd.config.placeholders import check_placeholders
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 Size = Annotated[int, BeforeValidator(parse_size)]

@@ -23,7 +23,6 @@ from pydantic import (
     model_validator,
 )
 
-from agentd.config.convert import check_placeholders, placeholders_in
 from agentd.config.fields import (
     KeyProblem,
     _argv,
@@ -32,6 +31,7 @@ from agentd.config.fields import (
     _scalar_text,
     expand,
 )
+from agentd.config.placeholders import check_placeholders, placeholders_in
 from agentd.config.presets import apply_preset
 from agentd.config.sections import (
     Budget,

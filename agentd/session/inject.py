@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentd import events as ev
-from agentd.config.convert import fill_placeholders
+from agentd.config.placeholders import fill_placeholders
 from agentd.config.unit import Unit
 from agentd.process.tree import MARKER_VAR
 from agentd.terminal.matcher import Rule

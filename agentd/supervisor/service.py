@@ -18,7 +18,8 @@ from datetime import datetime
 from typing import Any
 
 from agentd import events as ev
-from agentd.config.convert import iso, signal_name
+from agentd.config.convert import signal_name
+from agentd.config.times import iso
 from agentd.config.unit import Unit
 from agentd.errors import SpawnError
 from agentd.events import EventLog

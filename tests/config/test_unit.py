@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from agentd.config.convert import parse_reset_time
 from agentd.config.presets import cli_preset_examples, cli_preset_names, load_cli_preset
 from agentd.config.sections import (
     Budget,
@@ -24,6 +23,7 @@ from agentd.config.sections import (
     StateSpec,
     StopSpec,
 )
+from agentd.config.times import parse_reset_time
 from agentd.config.unit import Unit
 from agentd.config.unitfile import (
     UnitInvalid,
