@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import Callable
 
-from agentd.process.tree import EndResult, end_session_tree
+from agentd.process.ending import EndResult, end_session_tree
 from agentd.session.child import Child
 from agentd.session.transcript import Transcript
 from agentd.terminal.matcher import Hit, LineMatcher

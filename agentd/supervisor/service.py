@@ -27,10 +27,8 @@ from agentd.lockfile import Held, hold, release
 from agentd.memory.bootstrap import Bootstrap, render
 from agentd.memory.statedir import fingerprint
 from agentd.paths import Paths
-from agentd.process.tree import (
-    kill_now,
-    session_env_marker,
-)
+from agentd.process.ending import kill_now
+from agentd.process.tree import session_env_marker
 from agentd.session import inject
 from agentd.session.child import Child
 from agentd.session.session import Session
