@@ -2,8 +2,9 @@
 
 Layouts are data (``layout``, ``layouts/*.yaml`` with their init templates);
 ``statedir`` reads cheaply and writes atomically; the formats the seeds use
-(``markdown``, ``decisions``, ``taskstate``, ``snapshots``); the renderer
-(``bootstrap``, ``filekinds``, ``fit``, ``readonly``, ``gitinfo``); and the
+(``markdown`` sections, ``mdlists`` list items, ``decisions``, ``taskstate``,
+``snapshots``); the renderer (``bootstrap``, ``filekinds``, ``fit``,
+``readonly``, ``gitinfo``); and the
 state verbs behind ``agentctl state`` (``ops``, ``record``, ``init``,
 ``check``, ``archive``).
 
