@@ -17,7 +17,7 @@ from agentd import events as ev
 from agentd.config.placeholders import fill_placeholders
 from agentd.config.unit import Unit
 from agentd.process.tree import MARKER_VAR
-from agentd.terminal.matcher import Rule
+from agentd.terminal.rules import Rule
 
 if TYPE_CHECKING:
     from agentd.session.session import Session

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from agentd.process.ending import EndResult, end_session_tree
 from agentd.session.child import Child
 from agentd.session.transcript import Transcript
-from agentd.terminal.matcher import Hit, LineMatcher
+from agentd.terminal.matcher import LineMatcher
+from agentd.terminal.rules import Hit
 
 # Per readable callback at most this many reads, so one chatty session cannot
 # starve the others on the loop.

@@ -41,7 +41,8 @@ from agentd.supervisor.reclaim import LOST, reclaim_lost_session
 from agentd.supervisor.states import ACTIVE, TRANSITIONS, State, TransitionError
 from agentd.supervisor.triggers import Trigger, Triggers
 from agentd.terminal.hookline import PRECOMPACT_RULE
-from agentd.terminal.matcher import Hit, LineMatcher, Rule
+from agentd.terminal.matcher import LineMatcher
+from agentd.terminal.rules import Hit, Rule
 
 HISTORY_KEEP = 200
 

@@ -19,7 +19,7 @@ from agentd.config.unit import Unit
 from agentd.session.inject import PROMPT_RULE
 from agentd.session.session import Session
 from agentd.supervisor.budget import Usage, next_midnight
-from agentd.terminal.matcher import Hit
+from agentd.terminal.rules import Hit
 
 Emit = Callable[..., None]
 

@@ -34,51 +34,14 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from agentd.terminal.ansi import INCOMPLETE, OPEN_STRING, STRING_REST, rewrite_cjk
 from agentd.terminal.echo import EchoFilter
 from agentd.terminal.regexlit import required_literal
+from agentd.terminal.rules import Hit, Rule, _block_pattern, _groups
 from agentd.tokens import count_cjk
 
-
-@dataclass(frozen=True)
-class Rule:
-    name: str
-    pattern: re.Pattern[str]
-    action: str = "restart"
-    echo_check: bool = True
-    # Also match the unterminated line (check_partial): for prompts that wait
-    # without a newline. Off for sentinels: a half-drawn line could match early
-    # with a truncated group (`reset at 3` of `reset at 3pm`).
-    partial: bool = False
-
-
-@dataclass(frozen=True)
-class Hit:
-    rule: Rule
-    line: str
-    groups: dict[str, str]
-
-
-# --- the matcher --------------------------------------------------------------
-# A rule's pattern may search all complete lines of a chunk at once (joined by
-# LF, with re.MULTILINE so ^ and $ still mean line ends) as a pre-filter: a
-# match in one line is then a match in the block. Constructs that see past a
-# line end differently in the block than in a lone line could hide a match, so
-# such rules are searched line by line only.
-_NO_BLOCK = re.compile(r"\\[AZz]|\(\?<?!|\(\?[a-zA-Z]*-")
-
-
-def _block_pattern(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
-    if _NO_BLOCK.search(pattern.pattern):
-        return None
-    return re.compile(pattern.pattern, pattern.flags | re.MULTILINE)
-
-
 PARTIAL_MAX = 4096  # longest unterminated line check_partial looks at
-def _groups(m: re.Match[str]) -> dict[str, str]:
-    return {k: v for k, v in m.groupdict().items() if v is not None}
 
 
 class LineMatcher:

@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from agentd.terminal import matcher as sentinel
 from agentd.terminal.ansi import rewrite, strip_ansi
-from agentd.terminal.matcher import LineMatcher, Rule, required_literal
+from agentd.terminal.matcher import LineMatcher
+from agentd.terminal.regexlit import required_literal
+from agentd.terminal.rules import Rule
 
 RULES = (
     Rule("compacting", re.compile("Compacting conversation")),
