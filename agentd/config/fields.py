@@ -39,7 +39,9 @@ class KeyProblem(ValueError):
         super().__init__(".".join(map(str, path)) + ": " + message if path else message)
 
 
-class _Model(BaseModel):
+class StrictModel(BaseModel):
+    """A model whose unknown keys are errors: a typo must not become a default."""
+
     model_config = ConfigDict(extra="forbid")
 
 
@@ -59,7 +61,7 @@ def expand(text: str) -> str:
     return os.path.expandvars(os.path.expanduser(text))
 
 
-def _argv(value: Any) -> Any:
+def command_argv(value: Any) -> Any:
     """A command given as a string is split like a shell; scalars become strings."""
     if isinstance(value, str):
         try:
@@ -67,11 +69,11 @@ def _argv(value: Any) -> Any:
         except ValueError as exc:  # "No closing quotation"
             raise ValueError(f"cannot split command: {exc}") from None
     if isinstance(value, list):
-        return [_scalar_text(item) for item in value]
+        return [scalar_text(item) for item in value]
     return value
 
 
-def _scalar_text(value: Any) -> Any:
+def scalar_text(value: Any) -> Any:
     """YAML ``true``/``3``/``1.5`` as the text a command line or env would carry."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -80,7 +82,7 @@ def _scalar_text(value: Any) -> Any:
     return value
 
 
-def _expanded_argv(argv: list[str]) -> list[str]:
+def expanded_argv(argv: list[str]) -> list[str]:
     """Each element expanded and its placeholders checked (KeyProblem names the index)."""
     if not argv:
         raise ValueError("must not be empty")

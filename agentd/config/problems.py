@@ -15,11 +15,11 @@ from pydantic import ValidationError
 
 from agentd.config.fields import KeyProblem
 from agentd.config.presets import apply_preset
-from agentd.config.yamllines import Lines, _format_key, _Index
+from agentd.config.yamllines import Index, Lines, format_key
 from agentd.errors import UnitError
 
 
-def _problems(
+def validation_problems(
     exc: ValidationError, data: dict[str, Any], lines: Lines, file: str
 ) -> list[UnitError]:
     """One UnitError per key (its messages joined), in line order."""
@@ -51,7 +51,7 @@ def _from_pydantic(error: Any, data: Any, lines: Lines, file: str) -> UnitError:
 def _keyed(
     problem: KeyProblem, loc: tuple[Any, ...], data: Any, lines: Lines, file: str
 ) -> UnitError:
-    below = tuple(_Index(p) if isinstance(p, int) else p for p in problem.path)
+    below = tuple(Index(p) if isinstance(p, int) else p for p in problem.path)
     return _at(_data_path(loc, data, missing=False) + below, problem.message, lines, file)
 
 
@@ -63,7 +63,7 @@ def _at(path: tuple[Any, ...], message: str, lines: Lines, file: str) -> UnitErr
             break
     else:
         line = 1
-    return UnitError(message, file=file, line=line, key=_format_key(path) or None)
+    return UnitError(message, file=file, line=line, key=format_key(path) or None)
 
 
 def _data_path(loc: tuple[Any, ...], data: Any, *, missing: bool) -> tuple[Any, ...]:
@@ -74,7 +74,7 @@ def _data_path(loc: tuple[Any, ...], data: Any, *, missing: bool) -> tuple[Any, 
     path: list[Any] = []
     for index, part in enumerate(loc):
         if isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
-            data, part = data[part], _Index(part)
+            data, part = data[part], Index(part)
         elif isinstance(data, dict) and part in data:
             data = data[part]
         elif missing and index == len(loc) - 1:

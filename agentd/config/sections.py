@@ -28,18 +28,18 @@ from agentd.config.fields import (
     NonNegative,
     SignalNum,
     Size,
-    _argv,
-    _expanded_argv,
-    _Model,
+    StrictModel,
+    command_argv,
     compile_regex,
     expand,
+    expanded_argv,
 )
 from agentd.memory.layout import LayoutFile, preset_names
 
 SENTINEL_NAME = r"^[A-Za-z0-9_.:-]{1,64}$"
 
 
-class Sentinel(_Model):
+class Sentinel(StrictModel):
     name: Annotated[str, Field(pattern=SENTINEL_NAME)]
     match: str
     action: Literal["restart", "stop", "pause", "notify", "ignore"] = "restart"
@@ -65,7 +65,7 @@ class Sentinel(_Model):
         return self._pattern
 
 
-class Inject(_Model):
+class Inject(StrictModel):
     mode: Literal["argv", "stdin", "file", "none"] | None = None
     after: str | None = None
     submit: str = "\r"
@@ -101,7 +101,7 @@ Layout = Annotated[
 ]
 
 
-class StateSpec(_Model):
+class StateSpec(StrictModel):
     dir: Annotated[str, Field(min_length=1)] = ".agent"
     layout: Layout = "agentd"
     budget_tokens: Annotated[int, Field(gt=0)] = 3000
@@ -120,7 +120,7 @@ class StateSpec(_Model):
         return value
 
 
-class RestartSpec(_Model):
+class RestartSpec(StrictModel):
     exit_codes: list[ExitCode] = [42]  # noqa: RUF012 (pydantic copies it)
     success_codes: list[ExitCode] = [0]  # noqa: RUF012 (pydantic copies it)
     on_failure: bool = True
@@ -142,25 +142,25 @@ class RestartSpec(_Model):
         return self
 
 
-class StopSpec(_Model):
+class StopSpec(StrictModel):
     signal: SignalNum = SIGTERM
     grace: Duration = 10
 
 
-class Limits(_Model):
+class Limits(StrictModel):
     session_timeout: Duration = 0
     idle_timeout: Duration = 0
     context_tokens: NonNegative = 0
     stall_sessions: NonNegative = 0
 
 
-class Budget(_Model):
+class Budget(StrictModel):
     max_sessions_per_day: NonNegative = 0
     max_runtime_per_day: Duration = 0
     max_output_tokens_per_day: NonNegative = 0
 
 
-class LogSpec(_Model):
+class LogSpec(StrictModel):
     max_bytes: Size = 10_000_000
     backups: NonNegative = 5
 
@@ -168,17 +168,17 @@ class LogSpec(_Model):
 NotifyEvent = Literal["done", "failed", "stalled", "paused", "stopped", "restart"]
 
 
-class NotifySpec(_Model):
-    command: Annotated[list[str] | None, BeforeValidator(_argv)] = None
+class NotifySpec(StrictModel):
+    command: Annotated[list[str] | None, BeforeValidator(command_argv)] = None
     # pydantic copies a mutable default for each instance (RUF012 cannot see that)
     on: list[NotifyEvent] = ["done", "failed", "stalled", "paused"]  # noqa: RUF012
 
     @field_validator("command")
     @classmethod
     def _expand(cls, value: list[str] | None) -> list[str] | None:
-        return None if value is None else _expanded_argv(value)
+        return None if value is None else expanded_argv(value)
 
 
-class PtySpec(_Model):
+class PtySpec(StrictModel):
     cols: Annotated[int, Field(ge=10, le=1000)] = 120
     rows: Annotated[int, Field(ge=10, le=1000)] = 40

@@ -25,11 +25,11 @@ from pydantic import (
 
 from agentd.config.fields import (
     KeyProblem,
-    _argv,
-    _expanded_argv,
-    _Model,
-    _scalar_text,
+    StrictModel,
+    command_argv,
     expand,
+    expanded_argv,
+    scalar_text,
 )
 from agentd.config.placeholders import check_placeholders, placeholders_in
 from agentd.config.presets import apply_preset
@@ -51,12 +51,12 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BOOTSTRAP_ARGS = frozenset({"bootstrap", "bootstrap_file"})
 
 
-class Unit(_Model):
+class Unit(StrictModel):
     name: Annotated[str, Field(pattern=UNIT_NAME)]
     source: Path | None = None
     description: str = ""
     preset: str | None = None
-    command: Annotated[list[str], BeforeValidator(_argv)]
+    command: Annotated[list[str], BeforeValidator(command_argv)]
     workdir: Path
     env: dict[str, str] = {}  # noqa: RUF012 (pydantic copies it)
     autostart: bool = True
@@ -79,7 +79,7 @@ class Unit(_Model):
     @field_validator("command")
     @classmethod
     def _command(cls, value: list[str]) -> list[str]:
-        return _expanded_argv(value)
+        return expanded_argv(value)
 
     @field_validator("workdir", mode="before")
     @classmethod
@@ -110,7 +110,7 @@ class Unit(_Model):
     @classmethod
     def _env_text(cls, value: Any) -> Any:
         if isinstance(value, dict):
-            return {key: _scalar_text(item) for key, item in value.items()}
+            return {key: scalar_text(item) for key, item in value.items()}
         return value
 
     @field_validator("env")

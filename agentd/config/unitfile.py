@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agentd.config.problems import _problems
+from agentd.config.problems import validation_problems
 from agentd.config.unit import UNIT_NAME, Unit
 from agentd.config.yamllines import read_yaml
 from agentd.errors import UnitError
@@ -157,5 +157,5 @@ def _validate(text: str, file: str, name: str, source: Path) -> Unit:
     try:
         return Unit.model_validate({**data, "name": name, "source": source})
     except ValidationError as exc:
-        problems = _problems(exc, data, lines, file)
+        problems = validation_problems(exc, data, lines, file)
     raise problems[0] if len(problems) == 1 else UnitInvalid(problems)

@@ -20,7 +20,7 @@ from agentd.errors import UnitError
 Lines = dict[tuple[Any, ...], int]
 
 
-class _Index(int):
+class Index(int):
     """A list position in a key path (``[1]``), equal to the int, so lookups match."""
 
 
@@ -108,7 +108,7 @@ class _Builder:
         self.active.add(id(node))
         try:
             if isinstance(node, SequenceNode):
-                return [self.build(item, (*path, _Index(i))) for i, item in enumerate(node.value)]
+                return [self.build(item, (*path, Index(i))) for i, item in enumerate(node.value)]
             assert isinstance(node, MappingNode)
             return self.pairs(node, path)
         finally:
@@ -129,7 +129,7 @@ class _Builder:
                     f"duplicate key {key!r} (first on line {seen[key]})",
                     file=self.file,
                     line=_line(key_node),
-                    key=_format_key((*path, key)),
+                    key=format_key((*path, key)),
                 )
             seen[key] = self.lines[(*path, key)] = _line(key_node)
             own[key] = self.build(value_node, (*path, key))
@@ -174,9 +174,9 @@ class _Builder:
             self.constructor.constructed_objects.clear()
 
 
-def _format_key(path: tuple[Any, ...]) -> str:
+def format_key(path: tuple[Any, ...]) -> str:
     """``("sentinels", 1, "match")`` -> ``sentinels[1].match``."""
     out = ""
     for part in path:
-        out += f"[{part}]" if isinstance(part, _Index) else f".{part}"
+        out += f"[{part}]" if isinstance(part, Index) else f".{part}"
     return out.lstrip(".")

@@ -78,16 +78,17 @@ def without_comments(lines: Sequence[str]) -> list[str]:
     return [line for i, line in enumerate(lines) if i not in hidden]
 
 
-def _norm(name: str) -> str:
+def normalized(name: str) -> str:
+    """``name`` as headings and items compare: whitespace runs as one space, casefolded."""
     return " ".join(name.split()).casefold()
 
 
 def find_section(lines: Sequence[str], names: Iterable[str]) -> Section | None:
     """The first section whose heading is one of ``names``."""
-    wanted = {_norm(n) for n in names}
+    wanted = {normalized(n) for n in names}
     heads = headings(lines)
     for k, (i, level, name) in enumerate(heads):
-        if _norm(name) in wanted:
+        if normalized(name) in wanted:
             end = next((j for j, lv, _ in heads[k + 1 :] if lv <= level), len(lines))
             return Section(i, i + 1, end, level)
     return None
@@ -116,7 +117,7 @@ def is_placeholder(line: str) -> bool:
         return True
     m = ITEM.match(line)
     text = m["text"] if m else line.strip()
-    return _norm(text) in NONE_MARKERS
+    return normalized(text) in NONE_MARKERS
 
 
 def set_body(lines: list[str], names: Sequence[str], body: Sequence[str]) -> list[str]:
@@ -130,7 +131,7 @@ def set_body(lines: list[str], names: Sequence[str], body: Sequence[str]) -> lis
     old = lines[sec.start : sec.end]
     hidden = comment_lines(old)
     kept = [ln for i, ln in enumerate(old) if i in hidden]
-    return [*lines[: sec.start], *_padded([*kept, *body]), *lines[sec.end :]]
+    return [*lines[: sec.start], *padded_body([*kept, *body]), *lines[sec.end :]]
 
 
 def strip_trailing_blank(lines: Sequence[str]) -> list[str]:
@@ -140,7 +141,7 @@ def strip_trailing_blank(lines: Sequence[str]) -> list[str]:
     return out
 
 
-def _padded(body: Sequence[str]) -> list[str]:
+def padded_body(body: Sequence[str]) -> list[str]:
     """A section body with exactly one blank line before and after its content."""
     content = strip_blank(body)
     return ["", *content, ""] if content else [""]
@@ -152,7 +153,7 @@ def nest(lines: Sequence[str], title: str, top: int = 3) -> list[str]:
     the highest becomes level ``top`` (``# Role`` -> ``### Role``)."""
     heads = headings(lines)
     out = list(lines)
-    if heads and heads[0][1] == 1 and _norm(heads[0][2]) == _norm(title) and not any(
+    if heads and heads[0][1] == 1 and normalized(heads[0][2]) == normalized(title) and not any(
         ln.strip() for ln in lines[: heads[0][0]]
     ):
         del out[heads[0][0]]

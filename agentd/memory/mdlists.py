@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 from agentd.memory.markdown import (
     ITEM,
-    _norm,
-    _padded,
     find_section,
     is_placeholder,
+    normalized,
+    padded_body,
     section_body,
     set_body,
     strip_blank,
@@ -65,13 +65,13 @@ def edit_items(
     if remove is not None:
         for i, line in enumerate(body):
             m = ITEM.match(line)
-            if m and not m["indent"] and _norm(m["text"]) == _norm(remove):
+            if m and not m["indent"] and normalized(m["text"]) == normalized(remove):
                 removed_at = i
                 del body[i]
                 break
     if add is not None:
         body = _insert_item(body, add, first=first, at=removed_at if replace_removed else None)
-    return [*lines[: sec.start], *_padded(body), *lines[sec.end :]], removed_at is not None
+    return [*lines[: sec.start], *padded_body(body), *lines[sec.end :]], removed_at is not None
 
 
 def _insert_item(body: list[str], line: str, *, first: bool, at: int | None) -> list[str]:
@@ -111,7 +111,7 @@ def set_key(lines: list[str], names: Sequence[str], key: str, value: str) -> lis
         if want.match(lines[i]):
             return [*lines[:i], new, *lines[i + 1 :]]
     body = [ln for ln in lines[sec.start : sec.end] if not (ITEM.match(ln) and is_placeholder(ln))]
-    return [*lines[: sec.start], *_padded([new, *strip_blank(body)]), *lines[sec.end :]]
+    return [*lines[: sec.start], *padded_body([new, *strip_blank(body)]), *lines[sec.end :]]
 
 
 def get_key(lines: Sequence[str], names: Sequence[str], key: str) -> str | None:

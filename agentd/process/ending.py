@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import psutil
 
 from agentd.process import table as proctable
-from agentd.process.tree import _refuse_own_session, find_session_processes, order_bottom_up
+from agentd.process.tree import find_session_processes, order_bottom_up, refuse_own_session
 
 RESCAN_EVERY = 0.5  # s between re-scans while waiting: catch children forked while dying
 KILL_ROUND = 1.0  # s to wait for SIGKILLed processes before scanning and killing again
@@ -68,7 +68,7 @@ async def end_session_tree(
     so far is SIGKILLed before the exception propagates: a session's processes
     must never outlive it.
     """
-    _refuse_own_session(sid)
+    refuse_own_session(sid)
     started = time.monotonic()
     ending = _Ending(leader=leader, marker=marker, sid=sid, exclude=exclude, on_signal=on_signal)
     try:

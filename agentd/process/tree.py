@@ -58,7 +58,7 @@ def find_session_processes(
     ValueError if ``sid`` is our own session or group: ending it would take
     down the daemon's siblings.
     """
-    _refuse_own_session(sid)
+    refuse_own_session(sid)
     table = proctable.scan()
     roots = _roots(table, leader=leader, marker=marker, sid=sid)
     members = _with_descendants(roots, _children_map(table))
@@ -85,7 +85,8 @@ def order_bottom_up(procs: Iterable[psutil.Process]) -> list[psutil.Process]:
     return sorted(procs, key=lambda p: -_depth(p.pid, parent))
 
 
-def _refuse_own_session(sid: int | None) -> None:
+def refuse_own_session(sid: int | None) -> None:
+    """Raise ValueError if ``sid`` is our own session or group, or init's."""
     if sid is not None and (sid <= 1 or sid in (os.getsid(0), os.getpgid(0))):
         raise ValueError(f"refusing to end session/group {sid}: it is agentd's own")
 
