@@ -1,13 +1,12 @@
 """Field types and value checks that the unit's sections share.
 
 Converters as pydantic field types (``Duration``, ``Size``, ``SignalNum``),
-the strict base model, ``KeyProblem`` for errors below the key a validator is
-on, and the text checks: regexes that compile, ``~``/``$VAR`` expansion, a
-command given as a string or a list.
+the strict base model, and the text checks: regexes that compile,
+``~``/``$VAR`` expansion, a command given as a string or a list.
 
 A validator that knows a finer key than the one it is attached to raises
-``KeyProblem(path, message)``; the loader appends ``path`` to the error's
-location (``inject`` + ``mode`` -> ``inject.mode``).
+``agentd.errors.KeyProblem(path, message)``; the loader appends ``path`` to
+the error's location (``inject`` + ``mode`` -> ``inject.mode``).
 """
 
 from __future__ import annotations
@@ -22,21 +21,13 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from agentd.config.convert import parse_duration, parse_signal, parse_size
 from agentd.config.placeholders import check_placeholders
+from agentd.errors import KeyProblem
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 Size = Annotated[int, BeforeValidator(parse_size)]
 SignalNum = Annotated[Signals, BeforeValidator(parse_signal)]
 NonNegative = Annotated[int, Field(ge=0)]
 ExitCode = Annotated[int, Field(ge=0, le=255)]
-
-
-class KeyProblem(ValueError):
-    """A validation error about ``path`` below the key the validator is on."""
-
-    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
-        self.path = path
-        self.message = message
-        super().__init__(".".join(map(str, path)) + ": " + message if path else message)
 
 
 class StrictModel(BaseModel):

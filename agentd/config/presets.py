@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from agentd.config.fields import KeyProblem
+from agentd.errors import KeyProblem
 
 # Next to this module, not via importlib.resources: an editable install made
 # before agentd/__init__.py existed maps `agentd` as a namespace package, and

@@ -13,10 +13,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentd.config.fields import KeyProblem
 from agentd.config.presets import apply_preset
 from agentd.config.yamllines import Index, Lines, format_key
-from agentd.errors import UnitError
+from agentd.errors import KeyProblem, UnitError
 
 
 def validation_problems(

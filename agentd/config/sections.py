@@ -24,7 +24,6 @@ from pydantic import (
 from agentd.config.fields import (
     Duration,
     ExitCode,
-    KeyProblem,
     NonNegative,
     SignalNum,
     Size,
@@ -34,6 +33,7 @@ from agentd.config.fields import (
     expand,
     expanded_argv,
 )
+from agentd.errors import KeyProblem
 from agentd.memory.layout import LayoutFile, preset_names
 
 SENTINEL_NAME = r"^[A-Za-z0-9_.:-]{1,64}$"

@@ -24,7 +24,6 @@ from pydantic import (
 )
 
 from agentd.config.fields import (
-    KeyProblem,
     StrictModel,
     command_argv,
     expand,
@@ -45,6 +44,7 @@ from agentd.config.sections import (
     StateSpec,
     StopSpec,
 )
+from agentd.errors import KeyProblem
 
 UNIT_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
