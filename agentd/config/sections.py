@@ -13,10 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BeforeValidator,
-    Discriminator,
     Field,
+    InstanceOf,
     PrivateAttr,
-    Tag,
     field_validator,
     model_validator,
 )
@@ -34,7 +33,7 @@ from agentd.config.fields import (
     expanded_argv,
 )
 from agentd.errors import KeyProblem
-from agentd.memory.layout import LayoutFile, preset_names
+from agentd.memory.layout import LayoutFile, parse_files, preset_names
 
 SENTINEL_NAME = r"^[A-Za-z0-9_.:-]{1,64}$"
 
@@ -84,21 +83,17 @@ class Inject(StrictModel):
         return expand(value)
 
 
-def _layout_kind(value: Any) -> str:
-    return "name" if isinstance(value, str) else "files"
-
-
-def _layout_shape(value: Any) -> Any:
-    if not isinstance(value, str | list):
+def _layout(value: Any) -> str | list[LayoutFile]:
+    """A preset's name as is; a list of files checked by the layout's own schema
+    (its KeyProblem names the item and key: ``state.layout[1].tail``)."""
+    if isinstance(value, list):
+        return parse_files(value)
+    if not isinstance(value, str):
         raise ValueError(f"expected a layout name or a list of files, got {value!r}")
     return value
 
 
-Layout = Annotated[
-    Annotated[str, Tag("name")] | Annotated[list[LayoutFile], Tag("files")],
-    Discriminator(_layout_kind),
-    BeforeValidator(_layout_shape),
-]
+Layout = Annotated[str | list[InstanceOf[LayoutFile]], BeforeValidator(_layout)]
 
 
 class StateSpec(StrictModel):

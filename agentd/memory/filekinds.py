@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -154,7 +155,7 @@ def _latest(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
         text, truncated = statedir.read_head(latest, MAX_SECTION_BYTES)
         block.body, block.fence, block.complete = text.splitlines(), "json", not truncated
         return block
-    inner = entry.model_copy(update={"kind": "text", "optional": False})
+    inner = replace(entry, kind="text", optional=False)
     return _text(ctx, inner, latest, block, warnings)
 
 

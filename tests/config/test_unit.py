@@ -354,6 +354,35 @@ ERRORS = [
         "command: x\nworkdir: /\nstate: {layout: 5}\n",
         "units/a.yaml:3: state.layout: expected a layout name or a list of files, got 5",
     ),
+    # an inline layout is checked by the layout's own schema (no pydantic), same reports
+    (
+        "command: x\nworkdir: /\nstate:\n  layout:\n    - path: a.md\n"
+        "    - path: b.md\n      tial: 3\n",
+        "units/a.yaml:7: state.layout[1].tial: unknown key",
+    ),
+    (
+        "command: x\nworkdir: /\nstate:\n  layout:\n    - path: a.md\n"
+        "      kind: txt\n",
+        "units/a.yaml:6: state.layout[0].kind: should be 'text', 'task-state', 'decision-log',"
+        " 'handoff', 'entries' or 'latest' (got 'txt')",
+    ),
+    (
+        "command: x\nworkdir: /\nstate:\n  layout:\n    - path: a.md\n"
+        "      section: [A, 5]\n",
+        "units/a.yaml:6: state.layout[0].section[1]: should be a valid string (got 5)",
+    ),
+    (
+        "command: x\nworkdir: /\nstate:\n  layout:\n    - title: A\n",
+        "units/a.yaml:5: state.layout[0].path: required key missing",
+    ),
+    (
+        "command: x\nworkdir: /\nstate:\n  layout:\n    - path: ''\n",
+        "units/a.yaml:5: state.layout[0].path: should have at least 1 character",
+    ),
+    (
+        "command: x\nworkdir: /\nstate:\n  layout:\n    - a.md\n",
+        "units/a.yaml:5: state.layout[0]: should be a mapping of keys (got 'a.md')",
+    ),
     (
         "command: x\nworkdir: /\nnotify: {on: [done, bogus]}\n",
         "units/a.yaml:3: notify.on[1]: should be 'done', 'failed', 'stalled', 'paused',"
