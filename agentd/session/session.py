@@ -5,7 +5,7 @@ full terminal), feeds the transcript and the line matcher, types injected
 text when the pty has room, and detects the leader's exit from a pidfd (or
 SIGCHLD where there is none) — never from pty EOF, which a grandchild holding
 the slave can postpone forever. Ending the session ends its whole process
-tree (``proctree``). What the hits *mean* is decided by the service.
+tree (``agentd.process.ending``). What the hits *mean* is decided by the service.
 """
 
 from __future__ import annotations
