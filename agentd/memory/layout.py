@@ -188,11 +188,14 @@ def templates(name: str) -> Traversable:
 
 
 def parse_files(items: Any) -> list[LayoutFile]:
-    """The files of an inline layout (a unit's ``state.layout`` list of mappings);
-    KeyProblem names the item and key: ``(1, "tail")``."""
+    """The files of an inline layout (a unit's ``state.layout``: mappings, or
+    LayoutFiles already built); KeyProblem names the item and key: ``(1, "tail")``."""
     if not isinstance(items, list):
         raise KeyProblem((), f"should be a list of files (got {items!r})")
-    return [from_mapping(LayoutFile, item, (i,)) for i, item in enumerate(items)]
+    return [
+        item if isinstance(item, LayoutFile) else from_mapping(LayoutFile, item, (i,))
+        for i, item in enumerate(items)
+    ]
 
 
 def resolve(layout: str | list[LayoutFile]) -> list[LayoutFile]:

@@ -201,6 +201,7 @@ def test_durations_sizes_signals_and_inline_layout() -> None:
     assert (unit.limits.idle_timeout, unit.budget.max_runtime_per_day) == (300, 28800)
     assert unit.sentinels[0].pause_for == 1800
     assert unit.state.layout == [LayoutFile(path="notes.md", title="Notes")]
+    assert Unit.model_validate(unit.model_dump()).state == unit.state  # dumps and loads back
 
 
 def test_sentinel_pattern_is_compiled_once() -> None:

@@ -151,6 +151,8 @@ def test_from_mapping_nests_and_turns_lists_into_tuples() -> None:
 
 def test_inline_files_name_the_item_and_key() -> None:
     assert parse_files([{"path": "a.md", "tail": 2}]) == [LayoutFile(path="a.md", tail=2)]
+    built = LayoutFile(path="b.md")
+    assert parse_files([built])[0] is built
     with pytest.raises(KeyProblem) as caught:
         parse_files([{"path": "a.md"}, {"path": "b.md", "tail": 0}])
     assert caught.value.path == (1, "tail")
