@@ -13,6 +13,21 @@ class AgentdError(Exception):
     """Base of every error agentd reports to a user."""
 
 
+class KeyProblem(ValueError):
+    """A value is wrong at ``path`` below the key being checked: ``(1, "tail")``.
+
+    Raised by checks that know a finer key than the one they were given (an
+    item of a list, a key of a mapping); the unit loader appends ``path`` to
+    the key it reports (``state.layout`` + ``(1, "tail")`` -> ``state.layout[1].tail``).
+    """
+
+    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
+        self.path = path
+        self.message = message
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+        super().__init__(f"{where}: {message}" if path else message)
+
+
 class UnitError(AgentdError):
     """A unit file is invalid: ``units/a.yaml:4: restart.dealy: unknown key``."""
 

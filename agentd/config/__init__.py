@@ -1,8 +1,13 @@
 """Configuration: what a unit is, read from files people write.
 
-The unit schema (``unit``), unit files with line numbers and permission
-checks (``unitfile``), the CLI presets (``cli_presets/*.yaml``) and the small
-converters from what people write to values (``convert``).
+- the schema: the ``Unit`` and its cross-key checks (``unit``), its sections
+  (``sections``), the field types and checks they share (``fields``), the
+  agent-CLI presets it may start from (``presets``, ``cli_presets/*.yaml``);
+- unit files: found and permission-checked (``unitfile``), read as YAML with
+  the line of every key (``yamllines``), errors as ``file:line: key: message``
+  (``problems``);
+- values: durations, sizes and signals (``convert``), placeholders such as
+  ``{bootstrap}`` (``placeholders``), reset times and ISO stamps (``times``).
 
 Pure: imports only ``agentd.memory.layout`` (a unit names its layout) and the
 shared leaves (``agentd.errors``, ``agentd.tokens``); never a session,

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentd.memory import markdown, statedir, taskstate
+from agentd.memory import markdown, mdlists, statedir, taskstate
 from agentd.memory.decisions import DECISION_FORM, bad_lines
 from agentd.memory.fit import Block
 from agentd.memory.layout import LayoutFile
@@ -88,7 +89,7 @@ def _text(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
             lines, block.keep_end = lines[-entry.tail :], True
     elif entry.sections:
         lines = _sections(lines, entry.sections, block.shown, warnings)
-    lines = markdown.collapse_checked(markdown.without_comments(lines), SHOWN_DONE, block.shown)
+    lines = mdlists.collapse_checked(markdown.without_comments(lines), SHOWN_DONE, block.shown)
     block.body = markdown.strip_blank(markdown.nest(lines, block.title))
     return _empty_optional(entry, block)
 
@@ -154,7 +155,7 @@ def _latest(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
         text, truncated = statedir.read_head(latest, MAX_SECTION_BYTES)
         block.body, block.fence, block.complete = text.splitlines(), "json", not truncated
         return block
-    inner = entry.model_copy(update={"kind": "text", "optional": False})
+    inner = replace(entry, kind="text", optional=False)
     return _text(ctx, inner, latest, block, warnings)
 
 

@@ -13,20 +13,27 @@ A layout is data. Presets live in ``agentd/memory/layouts/NAME.yaml``::
 
 and the files ``agentctl state init --layout NAME`` creates are under
 ``agentd/memory/layouts/templates/NAME/``. A unit may also give an inline list of
-files under ``state.layout``; that list has no verbs of its own.
+files under ``state.layout`` (``parse_files``); that list has no verbs of its own.
+
+The models are frozen dataclasses checked against their annotations
+(``agentd.memory.schema``), not pydantic models: ``agentctl state`` loads a
+layout on every call and must start fast. A bad key raises ``KeyProblem``
+(a ValueError naming the key); a bad preset file raises ``LayoutError``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from importlib.abc import Traversable
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from agentd.errors import AgentdError
+from agentd.errors import AgentdError, KeyProblem
+from agentd.memory.schema import check_fields, from_mapping
 
 # How a file is rendered. `text`: as is (optionally only some sections, or its
 # last `tail` lines); `task-state`: a state.json as Markdown; `decision-log`:
@@ -49,20 +56,28 @@ _WHOLE_FILE = frozenset({"line", "entry", "checkpoint"})
 
 
 class LayoutError(AgentdError):
-    pass
+    """A layout preset that cannot be used: an unknown name or a bad file."""
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+_NOT_EMPTY = {"min_length": 1}
+_POSITIVE = {"ge": 1}
 
 
-class LayoutFile(_Frozen):
-    path: str = Field(min_length=1)
+class _Checked:
+    """Checks each field against its annotation when built (see ``schema``)."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayoutFile(_Checked):
+    path: str = dataclasses.field(metadata=_NOT_EMPTY)
     title: str | None = None
     kind: FileKind = "text"
-    tail: int | None = Field(default=None, ge=1)
+    tail: int | None = dataclasses.field(default=None, metadata=_POSITIVE)
     section: str | tuple[str, ...] | None = None
-    max_tokens: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = dataclasses.field(default=None, metadata=_POSITIVE)
     optional: bool = False
     readonly: bool = False
 
@@ -77,10 +92,11 @@ class LayoutFile(_Frozen):
         return (self.section,) if isinstance(self.section, str) else self.section
 
 
-class Target(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class Target(_Checked):
     """Where a verb writes: a JSON field, a Markdown section, or a whole file."""
 
-    path: str = Field(min_length=1)
+    path: str = dataclasses.field(metadata=_NOT_EMPTY)
     field: str | None = None
     section: str | None = None
     aliases: tuple[str, ...] = ()  # other names the section may have (the seed's own)
@@ -88,8 +104,11 @@ class Target(_Frozen):
     form: TargetForm = "text"
     cross_off: str | None = None  # `step`: the field or section that held it as to-do
 
-    @model_validator(mode="after")
-    def _addressed(self) -> Target:
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._addressed()
+
+    def _addressed(self) -> None:
         if self.form in _WHOLE_FILE:
             if self.field or self.section:
                 raise ValueError(f"form {self.form!r} writes a whole file: no field or section")
@@ -99,7 +118,6 @@ class Target(_Frozen):
             raise ValueError("a Markdown target needs `section`")
         if (self.form == "key") != (self.key is not None):
             raise ValueError("form `key` and `key:` go together")
-        return self
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -110,12 +128,14 @@ class Target(_Frozen):
         return self.field is not None
 
 
+@dataclass(frozen=True, kw_only=True)
 class ArchiveRule(Target):
-    keep: int = Field(ge=1)
-    to: str = Field(min_length=1)  # may contain {year}
+    keep: int = dataclasses.field(metadata=_POSITIVE)
+    to: str = dataclasses.field(metadata=_NOT_EMPTY)  # may contain {year}
 
 
-class StateVerbs(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class StateVerbs(_Checked):
     task: Target | None = None
     next: Target | None = None
     done: Target | None = None
@@ -125,7 +145,8 @@ class StateVerbs(_Frozen):
     task_switch_decision: bool = False  # `task` also logs a decision (seed 000)
 
 
-class Layout(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class Layout(_Checked):
     name: str
     description: str = ""
     files: tuple[LayoutFile, ...]
@@ -148,7 +169,12 @@ def load_layout(name: str) -> Layout:
     if not res.is_file():
         raise LayoutError(f"unknown layout {name!r}; choose one of: {', '.join(preset_names())}")
     data = yaml.safe_load(res.read_text(encoding="utf-8"))
-    return Layout.model_validate({"name": name, **data})
+    if not isinstance(data, dict):
+        raise LayoutError(f"layout {name!r}: {res.name} is not a mapping of keys")
+    try:
+        return from_mapping(Layout, {"name": name, **data})
+    except KeyProblem as exc:
+        raise LayoutError(f"layout {name!r} ({res.name}): {exc}") from None
 
 
 def load_preset(name: str) -> list[LayoutFile]:
@@ -159,6 +185,17 @@ def load_preset(name: str) -> list[LayoutFile]:
 def templates(name: str) -> Traversable:
     """The directory of the files ``agentctl state init --layout name`` creates."""
     return _presets() / "templates" / name
+
+
+def parse_files(items: Any) -> list[LayoutFile]:
+    """The files of an inline layout (a unit's ``state.layout``: mappings, or
+    LayoutFiles already built); KeyProblem names the item and key: ``(1, "tail")``."""
+    if not isinstance(items, list):
+        raise KeyProblem((), f"should be a list of files (got {items!r})")
+    return [
+        item if isinstance(item, LayoutFile) else from_mapping(LayoutFile, item, (i,))
+        for i, item in enumerate(items)
+    ]
 
 
 def resolve(layout: str | list[LayoutFile]) -> list[LayoutFile]:

@@ -1,9 +1,10 @@
-"""Markdown state files as the seeds write them: sections, lists, entries.
+"""Markdown state files as the seeds write them: sections and entries.
 
 The seeds keep state in Markdown with fixed headings (``## CURRENT``,
 ``## NEXT``, ``# 下一步``), checklists (``- [x] done``, ``- [ ] to do``) and
 numbered entries (``## 5. 依赖注入方案``). This module finds and edits those
-parts on lists of lines; it does no I/O.
+parts on lists of lines; it does no I/O. The list items inside a section
+(checklists, ``- key: value`` lines) are ``agentd.memory.mdlists``'s.
 
 A *section* is a heading of any level and the lines after it up to the next
 heading of the same or a higher level. Headings match case-insensitively,
@@ -77,16 +78,17 @@ def without_comments(lines: Sequence[str]) -> list[str]:
     return [line for i, line in enumerate(lines) if i not in hidden]
 
 
-def _norm(name: str) -> str:
+def normalized(name: str) -> str:
+    """``name`` as headings and items compare: whitespace runs as one space, casefolded."""
     return " ".join(name.split()).casefold()
 
 
 def find_section(lines: Sequence[str], names: Iterable[str]) -> Section | None:
     """The first section whose heading is one of ``names``."""
-    wanted = {_norm(n) for n in names}
+    wanted = {normalized(n) for n in names}
     heads = headings(lines)
     for k, (i, level, name) in enumerate(heads):
-        if _norm(name) in wanted:
+        if normalized(name) in wanted:
             end = next((j for j, lv, _ in heads[k + 1 :] if lv <= level), len(lines))
             return Section(i, i + 1, end, level)
     return None
@@ -115,7 +117,7 @@ def is_placeholder(line: str) -> bool:
         return True
     m = ITEM.match(line)
     text = m["text"] if m else line.strip()
-    return _norm(text) in NONE_MARKERS
+    return normalized(text) in NONE_MARKERS
 
 
 def set_body(lines: list[str], names: Sequence[str], body: Sequence[str]) -> list[str]:
@@ -129,7 +131,7 @@ def set_body(lines: list[str], names: Sequence[str], body: Sequence[str]) -> lis
     old = lines[sec.start : sec.end]
     hidden = comment_lines(old)
     kept = [ln for i, ln in enumerate(old) if i in hidden]
-    return [*lines[: sec.start], *_padded([*kept, *body]), *lines[sec.end :]]
+    return [*lines[: sec.start], *padded_body([*kept, *body]), *lines[sec.end :]]
 
 
 def strip_trailing_blank(lines: Sequence[str]) -> list[str]:
@@ -139,108 +141,10 @@ def strip_trailing_blank(lines: Sequence[str]) -> list[str]:
     return out
 
 
-def items(lines: Sequence[str], names: Sequence[str]) -> list[tuple[str | None, str]]:
-    """(mark, text) of the list items in section ``names``, placeholders left out.
-    ``mark`` is ``" "``/``"x"`` for checklist items and None for plain ones."""
-    body = without_comments(section_body(lines, names) or [])
-    out = []
-    for line in body:
-        m = ITEM.match(line)
-        if m and not m["indent"] and not is_placeholder(line):
-            out.append((m["mark"].lower() if m["mark"] else None, m["text"]))
-    return out
-
-
-def edit_items(
-    lines: list[str],
-    names: Sequence[str],
-    *,
-    add: str | None = None,
-    first: bool = False,
-    remove: str | None = None,
-    replace_removed: bool = False,
-) -> tuple[list[str], bool]:
-    """Edit the list of section ``names`` (created when missing).
-
-    ``remove``: drop the first top-level item whose text (without its checkbox)
-    is ``remove``. ``add``: a complete item line (``- [x] text``) inserted
-    first (``first``), in the removed item's place (``replace_removed``), or
-    after the last item with the same kind of checkbox (done items go after
-    done items, before the open ones), else after the last item. Placeholder
-    items (``- none``) are dropped. Returns the new lines and whether an item
-    was removed.
-    """
-    sec = find_section(lines, names)
-    if sec is None:
-        lines = set_body(lines, names, [])
-        sec = find_section(lines, names)
-        assert sec is not None
-    body = [ln for ln in lines[sec.start : sec.end] if not (ITEM.match(ln) and is_placeholder(ln))]
-    removed_at = None
-    if remove is not None:
-        for i, line in enumerate(body):
-            m = ITEM.match(line)
-            if m and not m["indent"] and _norm(m["text"]) == _norm(remove):
-                removed_at = i
-                del body[i]
-                break
-    if add is not None:
-        body = _insert_item(body, add, first=first, at=removed_at if replace_removed else None)
-    return [*lines[: sec.start], *_padded(body), *lines[sec.end :]], removed_at is not None
-
-
-def _padded(body: Sequence[str]) -> list[str]:
+def padded_body(body: Sequence[str]) -> list[str]:
     """A section body with exactly one blank line before and after its content."""
     content = strip_blank(body)
     return ["", *content, ""] if content else [""]
-
-
-def _insert_item(body: list[str], line: str, *, first: bool, at: int | None) -> list[str]:
-    tops = [i for i, ln in enumerate(body) if (m := ITEM.match(ln)) and not m["indent"]]
-    if at is not None:
-        pos = at
-    elif first:
-        pos = tops[0] if tops else len(strip_trailing_blank(body))
-    else:
-        same = [i for i in tops if _mark(body[i]) == _mark(line)]
-        anchor = same or tops
-        pos = _item_end(body, anchor[-1]) if anchor else len(strip_trailing_blank(body))
-    return [*body[:pos], line, *body[pos:]]
-
-
-def _mark(line: str) -> str | None:
-    m = ITEM.match(line)
-    return m["mark"].lower() if m and m["mark"] else None
-
-
-def _item_end(body: list[str], i: int) -> int:
-    """One past the last line of the item starting at ``i`` (its indented continuation)."""
-    j = i + 1
-    while j < len(body) and body[j].startswith((" ", "\t")) and body[j].strip():
-        j += 1
-    return j
-
-
-def set_key(lines: list[str], names: Sequence[str], key: str, value: str) -> list[str]:
-    """Set the ``- key: value`` line of section ``names`` (added first when missing)."""
-    want = re.compile(rf"^\s*[-*+]\s+{re.escape(key)}\s*[:：]", re.IGNORECASE)
-    sec = find_section(lines, names)
-    if sec is None:
-        return set_body(lines, names, [f"- {key}: {value}"])
-    new = f"- {key}: {value}"
-    for i in range(sec.start, sec.end):
-        if want.match(lines[i]):
-            return [*lines[:i], new, *lines[i + 1 :]]
-    body = [ln for ln in lines[sec.start : sec.end] if not (ITEM.match(ln) and is_placeholder(ln))]
-    return [*lines[: sec.start], *_padded([new, *strip_blank(body)]), *lines[sec.end :]]
-
-
-def get_key(lines: Sequence[str], names: Sequence[str], key: str) -> str | None:
-    want = re.compile(rf"^\s*[-*+]\s+{re.escape(key)}\s*[:：]\s*(?P<v>.*)$", re.IGNORECASE)
-    for line in section_body(lines, names) or []:
-        if m := want.match(line):
-            return m["v"].strip()
-    return None
 
 
 def nest(lines: Sequence[str], title: str, top: int = 3) -> list[str]:
@@ -249,7 +153,7 @@ def nest(lines: Sequence[str], title: str, top: int = 3) -> list[str]:
     the highest becomes level ``top`` (``# Role`` -> ``### Role``)."""
     heads = headings(lines)
     out = list(lines)
-    if heads and heads[0][1] == 1 and _norm(heads[0][2]) == _norm(title) and not any(
+    if heads and heads[0][1] == 1 and normalized(heads[0][2]) == normalized(title) and not any(
         ln.strip() for ln in lines[: heads[0][0]]
     ):
         del out[heads[0][0]]
@@ -282,29 +186,3 @@ def next_entry_number(lines: Sequence[str]) -> int:
     numbers = [int(m["n"]) for _, lv, name in headings(lines) if lv == 2
                if (m := ENTRY_NUMBER.match(name))]  # fmt: skip
     return max(numbers, default=0) + 1
-
-
-def collapse_checked(lines: Sequence[str], keep: int, where: str) -> list[str]:
-    """Runs of more than ``keep`` done items (``- [x] ...``) shortened to their
-    newest ``keep`` after one line counting the rest: long DONE lists shown
-    as their most recent entries."""
-    out: list[str] = []
-    run: list[list[str]] = []  # each done item with its continuation lines
-
-    def flush() -> None:
-        if len(run) > keep:
-            out.append(f"- _({len(run) - keep} earlier done items: see {where})_")
-        out.extend(line for item in run[max(len(run) - keep, 0) :] for line in item)
-        run.clear()
-
-    for line in lines:
-        m = ITEM.match(line)
-        if m and not m["indent"] and _mark(line) == "x":
-            run.append([line])
-        elif run and m is None and line.startswith((" ", "\t")) and line.strip():
-            run[-1].append(line)  # an item's continuation line stays with it
-        else:
-            flush()
-            out.append(line)
-    flush()
-    return out

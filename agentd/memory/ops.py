@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentd.errors import AgentdError
-from agentd.memory import markdown, statedir
+from agentd.memory import markdown, mdlists, statedir
 from agentd.memory.layout import Layout, LayoutError, Target, load_layout, preset_names, templates
 from agentd.memory.markdown import NONE_MARKERS
 
@@ -237,18 +237,18 @@ def _edit_section(lines: list[str], t: Target, text: str, verified: str | None) 
         return markdown.set_body(lines, names, text.splitlines())
     text = " ".join(text.split())  # a list item or a key is one line
     if t.form == "key":
-        return markdown.set_key(lines, names, t.key or "", text)
+        return mdlists.set_key(lines, names, t.key or "", text)
     if t.form == "item":
-        return markdown.edit_items(lines, names, add=f"- {text}")[0]
+        return mdlists.edit_items(lines, names, add=f"- {text}")[0]
     if t.form == "first-item":
-        return markdown.edit_items(lines, names, add=f"- [ ] {text}", remove=text, first=True)[0]
+        return mdlists.edit_items(lines, names, add=f"- [ ] {text}", remove=text, first=True)[0]
     # step: a done item; the same text as a to-do item is crossed off
     item = f"- [x] {text}" + (f" (verified: {verified})" if verified else "")
     if t.cross_off in names:  # the to-do item turns into the done one, in place
-        return markdown.edit_items(lines, names, add=item, remove=text, replace_removed=True)[0]
+        return mdlists.edit_items(lines, names, add=item, remove=text, replace_removed=True)[0]
     if t.cross_off and markdown.find_section(lines, [t.cross_off]) is not None:
-        lines = markdown.edit_items(lines, [t.cross_off], remove=text)[0]
-    return markdown.edit_items(lines, names, add=item)[0]
+        lines = mdlists.edit_items(lines, [t.cross_off], remove=text)[0]
+    return mdlists.edit_items(lines, names, add=item)[0]
 
 
 # --- reading a target back ------------------------------------------------------------
@@ -266,10 +266,10 @@ def read(docs: Docs, t: Target | None) -> list[str]:
         return [item_text(v) for v in values]
     lines = docs.lines(t.path)
     if t.form == "key":
-        value = markdown.get_key(lines, t.names, t.key or "")
+        value = mdlists.get_key(lines, t.names, t.key or "")
         return [value] if value else []
     if t.form in ("item", "first-item", "step"):
-        return [text for _, text in markdown.items(lines, t.names)]
+        return [text for _, text in mdlists.items(lines, t.names)]
     if t.form == "line":
         return [ln[2:] for ln in lines if ln.startswith("- ")]
     body = markdown.section_body(lines, t.names) if t.names else lines

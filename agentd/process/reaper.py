@@ -1,7 +1,7 @@
 """Become a child subreaper (Linux) and reap the orphans that adopts.
 
 As a subreaper, agentd inherits every orphan a session leaves (a double-forked
-daemon whose parent exited) instead of init, so proctree can end it and this
+daemon whose parent exited) instead of init, so ``process.ending`` can end it and this
 module can reap it: no zombies. Each pid has one owner (STYLE point 2):
 ptyprocess reaps session leaders, asyncio/subprocess reap their own children;
 ``Reaper`` only reaps children that ``owned(pid)`` says nobody else waits for,

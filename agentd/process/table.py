@@ -1,4 +1,4 @@
-"""One fast pass over the process table, for ``proctree`` (find a session's processes).
+"""One fast pass over the process table, for ``tree`` (finding a session's processes).
 
 On Linux ``scan()`` reads each process's ``/proc/PID/stat`` once, with raw
 ``os`` calls (parent, group, session, state, start time): ~11 us a process,
@@ -43,7 +43,7 @@ class Row(NamedTuple):
     pgid: int | None
     sid: int | None
     uid: int | None  # real uid (psutil); None: ask ``uid_of`` when it matters
-    status: str  # psutil.STATUS_*; only zombies matter to proctree
+    status: str  # psutil.STATUS_*; only zombies matter to tree and ending
     born: int | None = None  # start time in clock ticks since boot (Linux)
 
     @property

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentd import events as ev
-from agentd.config.convert import fill_placeholders
+from agentd.config.placeholders import fill_placeholders
 from agentd.config.unit import Unit
 from agentd.process.tree import MARKER_VAR
-from agentd.terminal.matcher import Rule
+from agentd.terminal.rules import Rule
 
 if TYPE_CHECKING:
     from agentd.session.session import Session

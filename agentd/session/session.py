@@ -5,7 +5,7 @@ full terminal), feeds the transcript and the line matcher, types injected
 text when the pty has room, and detects the leader's exit from a pidfd (or
 SIGCHLD where there is none) — never from pty EOF, which a grandchild holding
 the slave can postpone forever. Ending the session ends its whole process
-tree (``proctree``). What the hits *mean* is decided by the service.
+tree (``agentd.process.ending``). What the hits *mean* is decided by the service.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ import os
 import time
 from collections.abc import Callable
 
-from agentd.process.tree import EndResult, end_session_tree
+from agentd.process.ending import EndResult, end_session_tree
 from agentd.session.child import Child
 from agentd.session.transcript import Transcript
-from agentd.terminal.matcher import Hit, LineMatcher
+from agentd.terminal.matcher import LineMatcher
+from agentd.terminal.rules import Hit
 
 # Per readable callback at most this many reads, so one chatty session cannot
 # starve the others on the loop.

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from agentd.config.unit import Budget
+from agentd.config.sections import Budget
 
 
 @dataclass(frozen=True)

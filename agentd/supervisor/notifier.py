@@ -16,7 +16,7 @@ import subprocess
 from collections.abc import Callable
 
 from agentd import events as ev
-from agentd.config.convert import fill_placeholders
+from agentd.config.placeholders import fill_placeholders
 from agentd.config.unit import Unit
 
 TIMEOUT = 30.0

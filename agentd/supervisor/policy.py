@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agentd.config.convert import signal_name
-from agentd.config.unit import Limits, RestartSpec
+from agentd.config.sections import Limits, RestartSpec
 
 Next = Literal["start", "backoff", "done", "failed", "stopped", "paused", "stalled"]
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from agentd import events as ev
 from agentd.config.convert import signal_name
 from agentd.config.unit import Unit
-from agentd.process.tree import end_session_tree
+from agentd.process.ending import end_session_tree
 from agentd.supervisor.history import History
 
 LOST = "agentd-lost"

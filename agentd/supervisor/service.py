@@ -18,7 +18,8 @@ from datetime import datetime
 from typing import Any
 
 from agentd import events as ev
-from agentd.config.convert import iso, signal_name
+from agentd.config.convert import signal_name
+from agentd.config.times import iso
 from agentd.config.unit import Unit
 from agentd.errors import SpawnError
 from agentd.events import EventLog
@@ -26,10 +27,8 @@ from agentd.lockfile import Held, hold, release
 from agentd.memory.bootstrap import Bootstrap, render
 from agentd.memory.statedir import fingerprint
 from agentd.paths import Paths
-from agentd.process.tree import (
-    kill_now,
-    session_env_marker,
-)
+from agentd.process.ending import kill_now
+from agentd.process.tree import session_env_marker
 from agentd.session import inject
 from agentd.session.child import Child
 from agentd.session.session import Session
@@ -42,7 +41,8 @@ from agentd.supervisor.reclaim import LOST, reclaim_lost_session
 from agentd.supervisor.states import ACTIVE, TRANSITIONS, State, TransitionError
 from agentd.supervisor.triggers import Trigger, Triggers
 from agentd.terminal.hookline import PRECOMPACT_RULE
-from agentd.terminal.matcher import Hit, LineMatcher, Rule
+from agentd.terminal.matcher import LineMatcher
+from agentd.terminal.rules import Hit, Rule
 
 HISTORY_KEEP = 200
 

@@ -21,64 +21,23 @@ characters, whatever the chunking.
 
 Speed: the rewrite is four ``re.sub`` passes with constant replacements and
 one ``bytes.translate`` (on the UTF-8 bytes when the text is not ASCII), so C
-does the work; chunks without ESC skip the passes. Each rule first looks for
-a literal that every match holds (``regexlit``) with ``str.find``, then
-searches all complete lines of a chunk at once, and only looks at single lines
-when that finds something. ~75 MB/s for tool output in 4 KiB reads (the pty's
-read size), against ~35 MB/s with a regex scan per rule and a str pass for
-controls.
+does the work; chunks without ESC skip the passes. The rules are searched in
+all complete lines of a chunk at once (``agentd.terminal.rules.RuleSet``).
+~75 MB/s for tool output in 4 KiB reads (the pty's read size), against
+~35 MB/s with a regex scan per rule and a str pass for controls.
 """
 
 from __future__ import annotations
 
 import codecs
-import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
 
 from agentd.terminal.ansi import INCOMPLETE, OPEN_STRING, STRING_REST, rewrite_cjk
 from agentd.terminal.echo import EchoFilter
-from agentd.terminal.regexlit import required_literal
+from agentd.terminal.rules import Hit, Rule, RuleSet
 from agentd.tokens import count_cjk
 
-
-@dataclass(frozen=True)
-class Rule:
-    name: str
-    pattern: re.Pattern[str]
-    action: str = "restart"
-    echo_check: bool = True
-    # Also match the unterminated line (check_partial): for prompts that wait
-    # without a newline. Off for sentinels: a half-drawn line could match early
-    # with a truncated group (`reset at 3` of `reset at 3pm`).
-    partial: bool = False
-
-
-@dataclass(frozen=True)
-class Hit:
-    rule: Rule
-    line: str
-    groups: dict[str, str]
-
-
-# --- the matcher --------------------------------------------------------------
-# A rule's pattern may search all complete lines of a chunk at once (joined by
-# LF, with re.MULTILINE so ^ and $ still mean line ends) as a pre-filter: a
-# match in one line is then a match in the block. Constructs that see past a
-# line end differently in the block than in a lone line could hide a match, so
-# such rules are searched line by line only.
-_NO_BLOCK = re.compile(r"\\[AZz]|\(\?<?!|\(\?[a-zA-Z]*-")
-
-
-def _block_pattern(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
-    if _NO_BLOCK.search(pattern.pattern):
-        return None
-    return re.compile(pattern.pattern, pattern.flags | re.MULTILINE)
-
-
 PARTIAL_MAX = 4096  # longest unterminated line check_partial looks at
-def _groups(m: re.Match[str]) -> dict[str, str]:
-    return {k: v for k, v in m.groupdict().items() if v is not None}
 
 
 class LineMatcher:
@@ -88,9 +47,7 @@ class LineMatcher:
         if max_line_chars < 1:
             raise ValueError("max_line_chars must be positive")
         self._max = max_line_chars
-        # (rule, its block pattern or None, a literal every match holds or None)
-        self._rules: list[tuple[Rule, re.Pattern[str] | None, str | None]] = []
-        self._literals: dict[str, str | None] = {}  # rule name -> literal
+        self._rules = RuleSet(max_line_chars)
         for rule in rules:
             self.add_rule(rule)
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -108,19 +65,15 @@ class LineMatcher:
     # -- rules and echo --
     @property
     def rules(self) -> list[Rule]:
-        return [rule for rule, _, _ in self._rules]
+        return self._rules.rules
 
     def add_rule(self, rule: Rule) -> None:
         """Add ``rule``, replacing a rule of the same name."""
-        self.remove_rule(rule.name)
-        literal = required_literal(rule.pattern)
-        self._rules.append((rule, _block_pattern(rule.pattern), literal))
-        self._literals[rule.name] = literal
+        self._rules.add(rule)
         self._partial_new = True
 
     def remove_rule(self, name: str) -> None:
-        self._rules = [entry for entry in self._rules if entry[0].name != name]
-        self._literals.pop(name, None)
+        self._rules.remove(name)
 
     def expect_echo(self, text: str) -> None:
         """Lines echoing ``text`` (just injected) won't hit echo-checked rules."""
@@ -155,14 +108,15 @@ class LineMatcher:
         """
         if not self._partial_new or min(self._pending_len, self._max) > PARTIAL_MAX:
             return []
-        if not any(r.partial for r, _, _ in self._rules):
+        if not self._rules.any_partial:
             return []
         self._partial_new = False
         line = self._peek_pending()
         if not line:
             return []
-        rules = [r for r, _, _ in self._rules if r.partial and r.name not in self._partial_hits]
-        hits = self._match(line, rules, echo=self._echo.peek(line))
+        hits = self._match(
+            line, skip=self._partial_hits, partial_only=True, echo=self._echo.peek(line)
+        )
         self._partial_hits.update(h.rule.name for h in hits)
         return hits
 
@@ -250,97 +204,24 @@ class LineMatcher:
         if not line:
             return []
         echo = self._echo.active and self._echo.consume(line)
-        rules = [r for r, _, _ in self._rules if r.name not in skip] if skip else self.rules
-        return self._match(line, rules, echo=echo)
+        return self._match(line, skip=skip, echo=echo)
 
     def _complete_block(self, text: str, start: int, end: int) -> list[Hit]:
         """Match the complete lines in ``text[start:end]`` (LF-separated)."""
-        if end - start > self._max:
-            text, start, end = self._cut_long_lines(text, start, end)
         if self._echo.active:  # every line must go past the echo cursor
             hits: list[Hit] = []
             for line in text[start:end].split("\n"):
                 hits += self._complete_line(line[-self._max :])
             return hits
-        found: list[tuple[int, int, Hit]] = []  # (line offset, rule order, hit)
-        for order, (rule, block, literal) in enumerate(self._rules):
-            if literal is not None and text.find(literal, start, end) < 0:
-                continue  # no line of the block can match
-            if block is None:
-                found += self._each_line(text, start, end, order, rule)
-                continue
-            m = block.search(text, start, end)
-            if m is not None:
-                found += self._located(text, start, end, order, rule, block, m)
-        if not found:
-            return []
-        found.sort(key=lambda f: f[:2])
-        return [hit for _, _, hit in found if not self._redrawn(hit)]
-
-    def _cut_long_lines(self, text: str, start: int, end: int) -> tuple[str, int, int]:
-        """Cut lines to their newest ``max_line_chars`` characters, as the
-        pending line is: the block search must see the lines that are matched
-        (``^`` finds the start of the cut line, not of the whole one)."""
-        lines = text[start:end].split("\n")
-        if max(map(len, lines)) <= self._max:
-            return text, start, end
-        block = "\n".join(line[-self._max :] for line in lines)
-        return block, 0, len(block)
-
-    def _located(
-        self,
-        text: str,
-        start: int,
-        end: int,
-        order: int,
-        rule: Rule,
-        block: re.Pattern[str],
-        m: re.Match[str] | None,
-    ) -> list[tuple[int, int, Hit]]:
-        """Check the lines where the block search found something.
-
-        Every line with a match of its own is looked at: the block search
-        from a line's start finds a match there or in an earlier line.
-        """
-        found = []
-        while m is not None:
-            nl = text.rfind("\n", start, m.start())
-            begin = start if nl < 0 else nl + 1
-            stop = text.find("\n", m.start(), end)
-            stop = end if stop < 0 else stop
-            line = text[begin:stop][-self._max :]
-            hit = rule.pattern.search(line) if line else None
-            if hit:
-                found.append((begin, order, Hit(rule, line, _groups(hit))))
-            m = block.search(text, stop + 1, end) if stop < end else None
-        return found
-
-    def _each_line(
-        self, text: str, start: int, end: int, order: int, rule: Rule
-    ) -> list[tuple[int, int, Hit]]:
-        found = []
-        offset = start
-        for line in text[start:end].split("\n"):
-            hit = rule.pattern.search(line[-self._max :]) if line else None
-            if hit:
-                found.append((offset, order, Hit(rule, line[-self._max :], _groups(hit))))
-            offset += len(line) + 1
-        return found
+        return [hit for hit in self._rules.block_hits(text, start, end) if not self._redrawn(hit)]
 
     def _redrawn(self, hit: Hit) -> bool:
         return hit.rule.echo_check and self._echo.is_redraw(hit.line)
 
-    def _match(self, line: str, rules: Iterable[Rule], *, echo: bool) -> list[Hit]:
-        hits = []
-        for rule in rules:
-            if echo and rule.echo_check:
-                continue
-            literal = self._literals.get(rule.name)
-            if literal is not None and literal not in line:
-                continue
-            m = rule.pattern.search(line)
-            if m:
-                hits.append(Hit(rule, line, _groups(m)))
+    def _match(
+        self, line: str, *, skip: Collection[str], partial_only: bool = False, echo: bool
+    ) -> list[Hit]:
+        hits = self._rules.line_hits(line, skip=skip, partial_only=partial_only, echo=echo)
         if hits and not echo:
             hits = [h for h in hits if not self._redrawn(h)]
         return hits

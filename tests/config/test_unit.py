@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from agentd.config.convert import parse_reset_time
-from agentd.config.unit import (
+from agentd.config.presets import cli_preset_examples, cli_preset_names, load_cli_preset
+from agentd.config.sections import (
     Budget,
     Inject,
     Limits,
@@ -22,11 +22,9 @@ from agentd.config.unit import (
     RestartSpec,
     StateSpec,
     StopSpec,
-    Unit,
-    cli_preset_examples,
-    cli_preset_names,
-    load_cli_preset,
 )
+from agentd.config.times import parse_reset_time
+from agentd.config.unit import Unit
 from agentd.config.unitfile import (
     UnitInvalid,
     check_permissions,
@@ -203,6 +201,7 @@ def test_durations_sizes_signals_and_inline_layout() -> None:
     assert (unit.limits.idle_timeout, unit.budget.max_runtime_per_day) == (300, 28800)
     assert unit.sentinels[0].pause_for == 1800
     assert unit.state.layout == [LayoutFile(path="notes.md", title="Notes")]
+    assert Unit.model_validate(unit.model_dump()).state == unit.state  # dumps and loads back
 
 
 def test_sentinel_pattern_is_compiled_once() -> None:
@@ -355,6 +354,35 @@ ERRORS = [
     (
         "command: x\nworkdir: /\nstate: {layout: 5}\n",
         "units/a.yaml:3: state.layout: expected a layout name or a list of files, got 5",
+    ),
+    # an inline layout is checked by the layout's own schema (no pydantic), same reports
+    (
+        "command: x\nworkdir: /\nstate:\n  layout:\n    - path: a.md\n"
+        "    - path: b.md\n      tial: 3\n",
+        "units/a.yaml:7: state.layout[1].tial: unknown key",
+    ),
+    (
+        "command: x\nworkdir: /\nstate:\n  layout:\n    - path: a.md\n"
+        "      kind: txt\n",
+        "units/a.yaml:6: state.layout[0].kind: should be 'text', 'task-state', 'decision-log',"
+        " 'handoff', 'entries' or 'latest' (got 'txt')",
+    ),
+    (
+        "command: x\nworkdir: /\nstate:\n  layout:\n    - path: a.md\n"
+        "      section: [A, 5]\n",
+        "units/a.yaml:6: state.layout[0].section[1]: should be a valid string (got 5)",
+    ),
+    (
+        "command: x\nworkdir: /\nstate:\n  layout:\n    - title: A\n",
+        "units/a.yaml:5: state.layout[0].path: required key missing",
+    ),
+    (
+        "command: x\nworkdir: /\nstate:\n  layout:\n    - path: ''\n",
+        "units/a.yaml:5: state.layout[0].path: should have at least 1 character",
+    ),
+    (
+        "command: x\nworkdir: /\nstate:\n  layout:\n    - a.md\n",
+        "units/a.yaml:5: state.layout[0]: should be a mapping of keys (got 'a.md')",
     ),
     (
         "command: x\nworkdir: /\nnotify: {on: [done, bogus]}\n",

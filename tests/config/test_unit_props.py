@@ -13,13 +13,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentd.config.convert import (
-    fill_placeholders,
-    parse_duration,
-    parse_reset_time,
-    parse_signal,
-    parse_size,
-)
+from agentd.config.convert import parse_duration, parse_signal, parse_size
+from agentd.config.placeholders import fill_placeholders
+from agentd.config.times import parse_reset_time
 from agentd.config.unit import Unit
 from agentd.config.unitfile import load_unit, parse_unit
 from agentd.errors import UnitError

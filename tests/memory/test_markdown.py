@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentd.memory import markdown as md
+from agentd.memory import mdlists
 
 TASK_STATE = """# TASK STATE
 
@@ -53,7 +54,7 @@ def test_headings_in_code_fences_do_not_count() -> None:
 def test_seed_002_chinese_h1_sections() -> None:
     lines = ["# 当前任务", "重构模块 A", "# 进度", "- [x] 梳理", "- [ ] 修改", "# 下一步", "改"]
     assert md.section_body(lines, ["Current task", "当前任务"]) == ["重构模块 A"]
-    assert md.items(lines, ["进度"]) == [("x", "梳理"), (" ", "修改")]
+    assert mdlists.items(lines, ["进度"]) == [("x", "梳理"), (" ", "修改")]
 
 
 @pytest.mark.parametrize(
@@ -71,7 +72,7 @@ def test_seed_002_chinese_h1_sections() -> None:
     ],
 )  # fmt: skip
 def test_edit_items(kw: dict[str, object], section: str, expected: list[str]) -> None:
-    lines, _ = md.edit_items(list(TASK_STATE), [section], **kw)  # type: ignore[arg-type]
+    lines, _ = mdlists.edit_items(list(TASK_STATE), [section], **kw)  # type: ignore[arg-type]
     assert md.section_body(lines, [section]) == expected
     assert "\n\n\n" not in "\n".join(lines)  # one blank line between sections, always
     for other in ("CURRENT", "DONE", "NEXT", "BLOCKERS"):
@@ -81,23 +82,23 @@ def test_edit_items(kw: dict[str, object], section: str, expected: list[str]) ->
 
 def test_done_item_replaces_its_todo_in_place() -> None:
     progress = ["## Progress", "", "- [x] a", "- [ ] b", "- [ ] c", ""]
-    lines, removed = md.edit_items(progress, ["Progress"], add="- [x] c", remove="c",
+    lines, removed = mdlists.edit_items(progress, ["Progress"], add="- [x] c", remove="c",
                                    replace_removed=True)  # fmt: skip
     assert removed and md.section_body(lines, ["Progress"]) == ["- [x] a", "- [ ] b", "- [x] c"]
-    lines, removed = md.edit_items(progress, ["Progress"], add="- [x] new", remove="new",
+    lines, removed = mdlists.edit_items(progress, ["Progress"], add="- [x] new", remove="new",
                                    replace_removed=True)  # fmt: skip
     assert not removed  # not a to-do item: goes after the last done one
     assert md.section_body(lines, ["Progress"]) == ["- [x] a", "- [x] new", "- [ ] b", "- [ ] c"]
 
 
 def test_set_key_and_get_key() -> None:
-    lines = md.set_key(list(TASK_STATE), ["CURRENT"], "task", "new task")
-    assert md.get_key(lines, ["CURRENT"], "task") == "new task"
+    lines = mdlists.set_key(list(TASK_STATE), ["CURRENT"], "task", "new task")
+    assert mdlists.get_key(lines, ["CURRENT"], "task") == "new task"
     assert md.section_body(lines, ["CURRENT"]) == ["- task: new task",
                                                     "- phase: extract token check"]
-    lines = md.set_key(lines, ["CURRENT"], "last-file", "a.ts")
+    lines = mdlists.set_key(lines, ["CURRENT"], "last-file", "a.ts")
     assert md.section_body(lines, ["CURRENT"])[0] == "- last-file: a.ts"
-    assert md.get_key(["## CURRENT", "- task： 全角"], ["CURRENT"], "task") == "全角"
+    assert mdlists.get_key(["## CURRENT", "- task： 全角"], ["CURRENT"], "task") == "全角"
 
 
 def test_set_body_keeps_guidance_comments() -> None:
@@ -133,10 +134,10 @@ def test_is_placeholder(line: str, placeholder: bool) -> None:
 
 def test_collapse_checked_keeps_the_newest() -> None:
     lines = ["intro", *(f"- [x] step {i}" for i in range(15)), "  continued", "- [ ] todo"]
-    out = md.collapse_checked(lines, 10, ".agent/T.md")
+    out = mdlists.collapse_checked(lines, 10, ".agent/T.md")
     assert out[1] == "- _(5 earlier done items: see .agent/T.md)_"
     assert out[2] == "- [x] step 5" and out[-3:] == ["- [x] step 14", "  continued", "- [ ] todo"]
-    assert md.collapse_checked(lines[:4], 10, "x") == lines[:4]
+    assert mdlists.collapse_checked(lines[:4], 10, "x") == lines[:4]
 
 
 def test_nest_moves_headings_under_the_block() -> None:

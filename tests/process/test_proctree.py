@@ -16,11 +16,9 @@ import psutil
 import pytest
 
 from agentd.process import table as proctable
+from agentd.process.ending import EndResult, OnSignal, end_session_tree
 from agentd.process.tree import (
     MARKER_VAR,
-    EndResult,
-    OnSignal,
-    end_session_tree,
     find_session_processes,
     order_bottom_up,
     session_env_marker,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from datetime import datetime, timedelta
 
-from agentd.config.unit import Budget
+from agentd.config.sections import Budget
 from agentd.supervisor.budget import Usage, next_midnight, reached, usage_today
 
 NOW = time.time()

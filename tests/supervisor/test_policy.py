@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from agentd.config.unit import Limits, RestartSpec
+from agentd.config.sections import Limits, RestartSpec
 from agentd.supervisor.policy import RestartPolicy, SessionEnd
 
 

@@ -9,7 +9,9 @@ import tracemalloc
 import pytest
 
 from agentd.terminal.ansi import strip_ansi
-from agentd.terminal.matcher import PARTIAL_MAX, Hit, LineMatcher, Rule, required_literal
+from agentd.terminal.matcher import PARTIAL_MAX, LineMatcher
+from agentd.terminal.regexlit import required_literal
+from agentd.terminal.rules import Hit, Rule
 from tests.conftest import FIXTURES
 
 COMPACTING = Rule("compacting", re.compile("Compacting conversation"))

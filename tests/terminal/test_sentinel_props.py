@@ -9,9 +9,11 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from agentd.terminal import matcher as sentinel
+from agentd.terminal import rules
 from agentd.terminal.ansi import rewrite, strip_ansi
-from agentd.terminal.matcher import LineMatcher, Rule, required_literal
+from agentd.terminal.matcher import LineMatcher
+from agentd.terminal.regexlit import required_literal
+from agentd.terminal.rules import Rule
 
 RULES = (
     Rule("compacting", re.compile("Compacting conversation")),
@@ -216,5 +218,5 @@ def test_the_literal_prefilter_changes_no_hit(pieces: list[bytes], cut: int) -> 
     chunks = [stream[:cut], stream[cut:]]
     with_filter = hits_of(chunks, 65536)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(sentinel, "required_literal", lambda _pattern: None)
+        mp.setattr(rules, "required_literal", lambda _pattern: None)
         assert hits_of(chunks, 65536) == with_filter
