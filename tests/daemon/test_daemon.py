@@ -396,7 +396,7 @@ def test_an_idle_daemon_does_not_wake_up(dhome: Path, serve: list[Served]) -> No
 
 
 def test_unit_dir_reparses_only_what_changed(dhome: Path) -> None:
-    from agentd.daemon.serve import UnitDir, describe_error
+    from agentd.daemon.unitdir import UnitDir, describe_error
 
     good = write_unit(dhome, "good", {"command": fake("wait")})
     bad = dhome / "units" / "bad.yaml"
