@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from agentd import __version__
+from agentd.daemon.commands import sessions
 from agentd.daemon.protocol import (
     MAX_REQUEST,
     Code,
@@ -41,11 +42,11 @@ from agentd.daemon.protocol import (
     TailArgs,
     UnitArgs,
     UnitsArgs,
-    encode,
     error,
     ok,
     parse_request,
 )
+from agentd.daemon.streams import _END, _Feed, _pump
 from agentd.errors import AgentdError, PathError
 from agentd.memory.statedir import tail_lines
 from agentd.paths import Paths, ensure_private_dir
@@ -54,8 +55,6 @@ from agentd.supervisor.history import History
 
 CONTROL_ERROR = "control.error"
 START_WAIT = 60.0  # start/restart reply once the new session runs, or after this
-STREAM_BACKLOG = 10_000  # events queued for a slow follower before it is dropped
-_END = object()
 
 Reload = Callable[[str], Awaitable[dict[str, Any]]]
 
@@ -306,62 +305,6 @@ class ControlServer:
         await asyncio.gather(*(self.sup.wait(n, lambda now, b=before[n]: done(b, now), START_WAIT)
                                for n in names))
         return self.sup.status(names)
-
-
-def sessions(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """History records (start, end, outcome per session) merged into one row per session."""
-    rows: dict[int, dict[str, Any]] = {}
-    for rec in records:
-        with contextlib.suppress(TypeError, ValueError):
-            number = int(rec.get("session", 0))
-            row = rows.setdefault(number, {"session": number, "started_at": None,
-                                           "duration_s": None, "outcome": None, "reason": None})
-            kind = rec.get("kind")
-            if kind == "start":
-                row.update(started_at=rec.get("at"), started_by=rec.get("reason"),
-                           pid=rec.get("pid"), bootstrap=rec.get("bootstrap"))
-            elif kind == "end":
-                row.update(ended_at=rec.get("at"), reason=rec.get("reason"),
-                           duration_s=rec.get("duration_s"), code=rec.get("code"),
-                           signal=rec.get("signal"))
-                if rec.get("error"):
-                    row["error"] = rec["error"]
-            elif kind == "outcome":
-                row.update(outcome=rec.get("outcome"), detail=rec.get("detail"))
-                if rec.get("reset_at"):  # usage-limited / budget: when it may go on
-                    row["reset_at"] = rec["reset_at"]
-    return [rows[n] for n in sorted(rows)]
-
-
-class _Feed:
-    """A bounded queue from a listener to one streaming client: a client that
-    falls behind is told so and dropped, never buffered without bound."""
-
-    def __init__(self) -> None:
-        self.queue: asyncio.Queue[Any] = asyncio.Queue(STREAM_BACKLOG)
-        self.lagged = False
-
-    def put(self, item: Any) -> None:
-        try:
-            self.queue.put_nowait(item)
-        except asyncio.QueueFull:
-            self.lagged = True
-
-
-async def _pump(feed: _Feed, until: asyncio.Future[Any], writer: asyncio.StreamWriter,
-                wrap: Callable[[Any], dict[str, Any]]) -> None:
-    """Send the feed's items until ``until`` completes (the client left) or it ends."""
-    while True:
-        item = asyncio.ensure_future(feed.queue.get())
-        await asyncio.wait([item, until], return_when=asyncio.FIRST_COMPLETED)
-        if not item.done():
-            item.cancel()
-            return
-        if item.result() is _END or feed.lagged:
-            writer.write(encode({"end": "client too slow" if feed.lagged else "daemon stopping"}))
-            return
-        writer.write(encode(wrap(item.result())))
-        await writer.drain()
 
 
 # --- the socket ------------------------------------------------------------------------

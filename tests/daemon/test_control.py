@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from agentd.daemon.control import ControlServer, bind_socket, peer_uid, sessions
+from agentd.daemon.commands import sessions
+from agentd.daemon.control import ControlServer, bind_socket, peer_uid
 from agentd.daemon.protocol import (
     MAX_REQUEST,
     Client,
