@@ -22,7 +22,6 @@ from agentd.config.convert import iso, signal_name
 from agentd.config.unit import Unit
 from agentd.errors import SpawnError
 from agentd.events import EventLog
-from agentd.lockfile import Held, hold, release
 from agentd.memory.bootstrap import Bootstrap, render
 from agentd.memory.statedir import fingerprint
 from agentd.paths import Paths
@@ -38,7 +37,7 @@ from agentd.supervisor.briefing import Briefing
 from agentd.supervisor.budget import Usage, any_set, next_midnight, reached, usage_today
 from agentd.supervisor.history import History
 from agentd.supervisor.policy import Decision, RestartPolicy, SessionEnd
-from agentd.supervisor.reclaim import LOST, reclaim_lost_session
+from agentd.supervisor.reclaim import LOST, UnitLock, reclaim_if_owner
 from agentd.supervisor.states import ACTIVE, TRANSITIONS, State, TransitionError
 from agentd.supervisor.triggers import Trigger, Triggers
 from agentd.terminal.hookline import PRECOMPACT_RULE
@@ -89,7 +88,7 @@ class Service:
         self._stop_requested = False
         self._usage: Usage | None = None  # today's, when the unit has a budget
         self._resume_at: float | None = None
-        self._lock: int | None = None
+        self._lock = UnitLock(paths.run / "units" / f"{unit.name}.lock")
         self._watchers: list[Callable[[bytes], None]] = []  # attached terminals
         self.briefing = Briefing(self.logs_dir, events.emit)
         self._reclaim_task: asyncio.Task[None] | None = None
@@ -308,17 +307,9 @@ class Service:
         )
 
     async def _reclaim_safely(self) -> None:
-        # Only the agentd holding the unit's lock may end its last session: if
-        # another one holds it, that session is alive and supervised, not lost.
-        if self.claim() is not None:
-            return
-        try:
-            if await reclaim_lost_session(self.history_file, self.unit, emit=self.events.emit,
-                                          at=iso(self._wall())) is not None:
-                self.last_reason, self.last_at = LOST, self._wall()
-        except Exception as exc:  # report it; new sessions carry another marker
-            self.events.emit(ev.UNIT_ERROR, level="error", unit=self.unit.name,
-                             error=f"reclaiming the last session: {type(exc).__name__}: {exc}")
+        if await reclaim_if_owner(self._lock, self.history_file, self.unit,
+                                  emit=self.events.emit, at=iso(self._wall())):
+            self.last_reason, self.last_at = LOST, self._wall()
 
     def _restore_last(self) -> None:
         """How the last session ended, and a pause it left (survive a daemon restart)."""
@@ -512,22 +503,12 @@ class Service:
     def close(self) -> None:
         self._cancel_timer()
         self.transcript.close()
-        release(self._lock)
-        self._lock = None
+        self._lock.release()
 
     def claim(self) -> str | None:
         """Hold ``run/units/UNIT.lock`` while supervising this unit; why not, if another
-        agentd (``serve`` or ``run``) already does: two supervisors of one unit would
-        share session numbers, bootstraps and the state dir."""
-        if self._lock is not None:
-            return None
-        try:
-            self._lock = hold(self.paths.run / "units" / f"{self.unit.name}.lock",
-                              str(self.unit.source or ""))
-        except Held as held:
-            return (f"{self.unit.name} is already supervised by another agentd (pid {held.pid}); "
-                    f"use `agentctl` for that one, or stop it first")
-        return None
+        agentd (``serve`` or ``run``) already does (see ``reclaim``)."""
+        return self._lock.claim(self.unit)
 
 
 def _exit_reason(child: Child) -> str:
