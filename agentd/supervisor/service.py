@@ -34,8 +34,8 @@ from agentd.session.child import Child
 from agentd.session.session import Session
 from agentd.session.transcript import Redactor, Transcript, secrets_from_env
 from agentd.supervisor.briefing import Briefing
-from agentd.supervisor.budget import Usage, any_set, next_midnight, reached, usage_today
 from agentd.supervisor.history import History
+from agentd.supervisor.pauses import Pauses, restored_pause
 from agentd.supervisor.policy import Decision, RestartPolicy, SessionEnd
 from agentd.supervisor.reclaim import LOST, UnitLock, reclaim_if_owner
 from agentd.supervisor.states import ACTIVE, TRANSITIONS, State, TransitionError
@@ -79,15 +79,14 @@ class Service:
         self.ends: list[SessionEnd] = []
         self.last_reason: str | None = None
         self.last_at: float | None = None  # wall time of the last session's end
-        self._restore_last()
-        self.paused_until: float | None = None
+        records = self.history_file.recent()
+        self._restore_last(records)
+        self.pauses = Pauses(set_state=self._set_state, wall=wall, emit=events.emit,
+                             on_deadline=self._deadline, restored=restored_pause(records))
         self.detail = ""
         self._task: asyncio.Task[None] | None = None
-        self._timer: asyncio.TimerHandle | None = None
         self._triggers: Triggers | None = None
         self._stop_requested = False
-        self._usage: Usage | None = None  # today's, when the unit has a budget
-        self._resume_at: float | None = None
         self._lock = UnitLock(paths.run / "units" / f"{unit.name}.lock")
         self._watchers: list[Callable[[bytes], None]] = []  # attached terminals
         self.briefing = Briefing(self.logs_dir, events.emit)
@@ -105,12 +104,8 @@ class Service:
         if refused:
             self.events.emit(ev.UNIT_ERROR, level="error", unit=self.unit.name, error=refused)
             return
-        self._cancel_timer()
+        self.pauses.reset(resume=resume_pause)
         self._stop_requested = False
-        self.paused_until = None
-        # autostart honours a pause the previous agentd left; an explicit start does not
-        self._resume_at = self._restored_pause if resume_pause else None
-        self._restored_pause = None
         self._set_state(State.STARTING, reason)  # at once, so waiters see it is under way
         self._task = asyncio.get_running_loop().create_task(self._run(reason))
 
@@ -118,7 +113,7 @@ class Service:
         """Stop the unit and wait until its session's processes are gone."""
         self._stop_requested = True
         if self.state in (State.BACKOFF, State.PAUSED):
-            self._cancel_timer()
+            self.pauses.cancel()
             self._set_state(State.STOPPED, "manual")
         self._fire(Trigger("manual", "stop"))
         if self._task is not None:
@@ -196,18 +191,18 @@ class Service:
             "last_at": iso(self.last_at) if self.last_at is not None else None,
             "since": iso(self.since),
         }
-        if self.state == State.PAUSED and self.paused_until is not None:
-            out["paused_until"] = iso(self.paused_until)
+        if self.state == State.PAUSED and self.pauses.paused_until is not None:
+            out["paused_until"] = iso(self.pauses.paused_until)
         return out
 
     # -- the session loop ------------------------------------------------------
     async def _run(self, reason: str) -> None:
         try:
             await asyncio.shield(self.reclaim())
-            if self._resume_pause():
+            if self.pauses.resume_pause(self.last_reason or "start"):
                 return
             while True:
-                if self._budget_spent():
+                if self.pauses.budget_spent(self.definition, self.history_file):
                     return
                 end = await self._one_session(reason)
                 decision = self._decide(end)
@@ -228,28 +223,6 @@ class Service:
                 await self._end_session(self.session, Trigger("internal-error", "stop"))
             self._force_state(State.FAILED, "internal-error", f"{type(exc).__name__}: {exc}")
             raise
-
-    def _budget_spent(self) -> bool:
-        """Pause until midnight if a daily budget is used up; note today's usage otherwise."""
-        self._usage = None
-        budget = self.definition.budget
-        if not any_set(budget):
-            return False
-        now = self._wall()
-        usage = usage_today(self.history_file.recent(), now)
-        name = reached(budget, usage)
-        if name is None:
-            self._usage = usage
-            return False
-        until = next_midnight(now)
-        used = {"max_sessions_per_day": usage.sessions, "max_runtime_per_day": usage.runtime_s,
-                "max_output_tokens_per_day": usage.tokens}[name]
-        self.events.emit(ev.UNIT_BUDGET, unit=self.unit.name, budget=name,
-                         used=round(used, 1), limit=getattr(budget, name), until=iso(until))
-        self.paused_until = until
-        self._set_state(State.PAUSED, f"budget:{name}")
-        self._schedule(until - now, f"budget:{name}")
-        return True
 
     async def _one_session(self, reason: str) -> SessionEnd:
         self._apply_definition()
@@ -277,7 +250,7 @@ class Service:
         triggers = self._triggers = Triggers(
             self.unit, emit=emit, wall=self._wall, on_prompt=injector.on_prompt,
             notify=lambda event: self._notify(self.unit, event, number) if self._notify else None,
-            usage=self._usage,
+            usage=self.pauses.usage,
         )
         session = Session(number=number, child=child, marker=marker,
                           matcher=LineMatcher(self._rules()), transcript=self.transcript,
@@ -311,32 +284,14 @@ class Service:
                                   emit=self.events.emit, at=iso(self._wall())):
             self.last_reason, self.last_at = LOST, self._wall()
 
-    def _restore_last(self) -> None:
-        """How the last session ended, and a pause it left (survive a daemon restart)."""
-        self._restored_pause: float | None = None
-        records = self.history_file.recent()
+    def _restore_last(self, records: list[dict[str, Any]]) -> None:
+        """How the last session ended (survives a daemon restart)."""
         end = next((r for r in reversed(records) if r.get("kind") == "end"), None)
         if end is None:
             return
         self.last_reason = end.get("reason")
         with contextlib.suppress(TypeError, ValueError):
             self.last_at = datetime.fromisoformat(str(end.get("at"))).timestamp()
-        last = records[-1]
-        if last.get("kind") == "outcome" and last.get("next") == "paused" and last.get("reset_at"):
-            with contextlib.suppress(TypeError, ValueError):
-                until = datetime.fromisoformat(str(last["reset_at"]).replace("Z", "+00:00"))
-                self._restored_pause = until.timestamp()
-
-    def _resume_pause(self) -> bool:
-        """Stay paused until the reset time a previous agentd recorded (a usage limit)."""
-        until, self._resume_at = self._resume_at, None
-        if until is None or until <= self._wall():
-            return False
-        self.paused_until = until
-        self._set_state(State.PAUSED, self.last_reason or "start",
-                        "paused before agentd restarted")
-        self._schedule(until - self._wall(), self.last_reason or "start")
-        return True
 
     def _spawn_failed(self, number: int, exc: SpawnError) -> None:
         self._set_state(State.STOPPING, "spawn-error")
@@ -395,33 +350,20 @@ class Service:
         """Apply a decision that does not start a session at once."""
         reason, detail = decision.reason, decision.detail
         if decision.next == "backoff":
-            self._set_state(State.BACKOFF, reason, detail)
-            self._schedule(decision.delay, reason)
+            self.pauses.backoff(decision.delay, reason, detail)
         elif decision.next == "paused":
             until = decision.until if decision.until is not None else self._wall() + 3600
-            self.paused_until = until
-            self._set_state(State.PAUSED, reason, detail)
-            self._schedule(max(0.0, until - self._wall()), reason)
+            self.pauses.pause(until, reason, detail)
         elif decision.next == "start":  # a stop arrived as the decision was made
             self._set_state(State.STOPPED, "manual")
         else:
             self._set_state(State(decision.next), reason, detail)
 
-    def _schedule(self, delay: float, reason: str) -> None:
-        # Sleep until the deadline: no periodic tick while nothing is due.
-        self._cancel_timer()
-        self._timer = asyncio.get_running_loop().call_later(delay, self._deadline, reason)
-
     def _deadline(self, reason: str) -> None:
-        self._timer = None
+        """A backoff or pause is over: the next session."""
         self.restarts += 1
         self._set_state(State.STARTING, reason)
         self._task = asyncio.get_running_loop().create_task(self._run(reason))
-
-    def _cancel_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
 
     # -- state -----------------------------------------------------------------
     def _set_state(self, new: State, reason: str = "", detail: str = "") -> None:
@@ -501,7 +443,7 @@ class Service:
                           backups=self.unit.logs.backups, redactor=self.redactor)
 
     def close(self) -> None:
-        self._cancel_timer()
+        self.pauses.cancel()
         self.transcript.close()
         self._lock.release()
 
