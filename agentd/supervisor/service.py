@@ -18,19 +18,12 @@ from datetime import datetime
 from typing import Any
 
 from agentd import events as ev
-from agentd.config.convert import iso, signal_name
+from agentd.config.convert import iso
 from agentd.config.unit import Unit
-from agentd.errors import SpawnError
 from agentd.events import EventLog
 from agentd.memory.bootstrap import Bootstrap, render
-from agentd.memory.statedir import fingerprint
 from agentd.paths import Paths
-from agentd.process.tree import (
-    kill_now,
-    session_env_marker,
-)
-from agentd.session import inject
-from agentd.session.child import Child
+from agentd.process.tree import kill_now
 from agentd.session.session import Session
 from agentd.session.transcript import Redactor, Transcript, secrets_from_env
 from agentd.supervisor.briefing import Briefing
@@ -38,10 +31,9 @@ from agentd.supervisor.history import History
 from agentd.supervisor.pauses import Pauses, restored_pause
 from agentd.supervisor.policy import Decision, RestartPolicy, SessionEnd
 from agentd.supervisor.reclaim import LOST, UnitLock, reclaim_if_owner
+from agentd.supervisor.sessionrun import Host, SessionRun
 from agentd.supervisor.states import ACTIVE, TRANSITIONS, State, TransitionError
-from agentd.supervisor.triggers import Trigger, Triggers
-from agentd.terminal.hookline import PRECOMPACT_RULE
-from agentd.terminal.matcher import Hit, LineMatcher, Rule
+from agentd.supervisor.triggers import Trigger
 
 HISTORY_KEEP = 200
 
@@ -73,7 +65,7 @@ class Service:
         self.state = State.STOPPED
         self.since = wall()
         self.state_reason = ""
-        self.session: Session | None = None
+        self._current: SessionRun | None = None  # the last session, running or not
         self.session_no = self.history_file.last_session()
         self.restarts = 0
         self.ends: list[SessionEnd] = []
@@ -85,7 +77,6 @@ class Service:
                              on_deadline=self._deadline, restored=restored_pause(records))
         self.detail = ""
         self._task: asyncio.Task[None] | None = None
-        self._triggers: Triggers | None = None
         self._stop_requested = False
         self._lock = UnitLock(paths.run / "units" / f"{unit.name}.lock")
         self._watchers: list[Callable[[bytes], None]] = []  # attached terminals
@@ -94,6 +85,11 @@ class Service:
         self._next_unit: Unit | None = None  # a changed definition, for the next session
         self._changed = asyncio.Event()
         self.transcript = self._new_transcript()
+        self._host = Host(
+            emit=events.emit, history=self.history_file, briefing=self.briefing,
+            base_env=self._base_env, socket=paths.socket, clock=clock, wall=wall,
+            set_state=self._set_state, stop_requested=lambda: self._stop_requested,
+            on_raw=self._on_raw, notify=notify)
 
     # -- public --------------------------------------------------------------
     def start(self, reason: str = "start", *, resume_pause: bool = False) -> None:
@@ -133,6 +129,11 @@ class Service:
         if self._task is not None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._task)
+
+    @property
+    def session(self) -> Session | None:
+        """The running session: from its spawn until its tree is gone."""
+        return self._current.session if self._current is not None else None
 
     def kill_now(self) -> list[int]:
         """SIGKILL every process of the running session at once (a second Ctrl-C)."""
@@ -219,65 +220,18 @@ class Service:
         except Exception as exc:  # a bug must not leave the unit silently half-way
             self.events.emit(ev.UNIT_ERROR, level="error", unit=self.unit.name,
                              error=f"{type(exc).__name__}: {exc}")
-            if self.session is not None:
-                await self._end_session(self.session, Trigger("internal-error", "stop"))
+            run = self._current
+            if run is not None and run.session is not None:
+                await run.end(Trigger("internal-error", "stop"))
             self._force_state(State.FAILED, "internal-error", f"{type(exc).__name__}: {exc}")
             raise
 
     async def _one_session(self, reason: str) -> SessionEnd:
         self._apply_definition()
         self._set_state(State.STARTING, reason)
-        number = self.session_no = self.session_no + 1
-        boot = self.briefing.render(self.unit, number, reason, self.ends, self._wall())
-        boot_file = self.briefing.write(self.unit, number, boot)
-        plan = inject.plan(self.unit, number, boot.text, boot_file)
-        marker = session_env_marker(self.unit.name, number)
-        env = inject.session_env(self._base_env, self.unit, plan, number=number, reason=reason,
-                                 bootstrap_file=boot_file, marker=marker,
-                                 socket=self.paths.socket)
-        state_before = fingerprint(self.unit.state_dir)
-        started = self._clock()
-        self.transcript.note(f"{iso(self._wall())} session {number} starting ({reason})")
-        try:
-            child = Child.spawn(plan.argv, cwd=self.unit.workdir, env=env,
-                                cols=self.unit.pty.cols, rows=self.unit.pty.rows)
-        except SpawnError as exc:
-            self._spawn_failed(number, exc)
-            return SessionEnd(number, started, self._clock(), spawn_error=str(exc),
-                              state_changed=False)
-        emit = self._emitter(number)
-        injector = inject.Injector(plan, boot.text, boot.tokens, emit=emit)
-        triggers = self._triggers = Triggers(
-            self.unit, emit=emit, wall=self._wall, on_prompt=injector.on_prompt,
-            notify=lambda event: self._notify(self.unit, event, number) if self._notify else None,
-            usage=self.pauses.usage,
-        )
-        session = Session(number=number, child=child, marker=marker,
-                          matcher=LineMatcher(self._rules()), transcript=self.transcript,
-                          on_output=self._on_output, clock=self._clock,
-                          on_raw=self._on_raw)
-        self.session = session
-        session.start()
-        self.history_file.append({"kind": "start", "session": number, "pid": child.pid,
-                                  "reason": reason, "at": iso(self._wall()),
-                                  "bootstrap": str(boot_file), "marker": marker})
-        self._set_state(State.RUNNING, reason)
-        emit(ev.SESSION_START, pid=child.pid)
-        injector.begin(session)
-        triggers.arm(session)
-        if self._stop_requested:
-            triggers.fire(Trigger("manual", "stop"))
-        await asyncio.wait([session.exited, triggers.fired], return_when=asyncio.FIRST_COMPLETED)
-        trigger = triggers.trigger
-        await self._end_session(session, trigger)
-        return SessionEnd(
-            number, started, self._clock(),
-            exit_code=child.exit_code, signal=child.signal,
-            trigger=trigger.reason if trigger else None,
-            action=trigger.action if trigger else "restart",
-            pause_until=trigger.pause_until if trigger else None,
-            state_changed=fingerprint(self.unit.state_dir) != state_before,
-        )
+        self.session_no += 1
+        self._current = SessionRun(self._host, self.unit, self.transcript, self.session_no, reason)
+        return await self._current.run(self.ends, self.pauses.usage)
 
     async def _reclaim_safely(self) -> None:
         if await reclaim_if_owner(self._lock, self.history_file, self.unit,
@@ -292,50 +246,6 @@ class Service:
         self.last_reason = end.get("reason")
         with contextlib.suppress(TypeError, ValueError):
             self.last_at = datetime.fromisoformat(str(end.get("at"))).timestamp()
-
-    def _spawn_failed(self, number: int, exc: SpawnError) -> None:
-        self._set_state(State.STOPPING, "spawn-error")
-        self.events.emit(ev.SESSION_EXIT, level="error", unit=self.unit.name, session=number,
-                         reason="spawn-error", error=str(exc), duration_s=0.0)
-        self.history_file.append({"kind": "end", "session": number, "reason": "spawn-error",
-                                  "error": str(exc), "at": iso(self._wall())})
-
-    def _emitter(self, number: int) -> Callable[..., None]:
-        def emit(event: str, **fields: Any) -> None:
-            self.events.emit(event, unit=self.unit.name, session=number, **fields)
-        return emit
-
-    async def _end_session(self, session: Session, trigger: Trigger | None) -> None:
-        """End the session's whole process tree and record how it ended."""
-        if self._triggers is not None:
-            self._triggers.cancel()
-        exited_by_itself = trigger is None
-        reason = trigger.reason if trigger else _exit_reason(session.child)
-        if self.state in (State.RUNNING, State.STARTING):
-            self._set_state(State.STOPPING, reason)
-        unit, number = self.unit.name, session.number
-
-        def on_signal(sig: int, pids: list[int]) -> None:
-            name = "session.orphan_killed" if exited_by_itself else ev.SESSION_KILL
-            self.events.emit(name, unit=unit, session=number, signal=signal_name(sig), pids=pids)
-
-        sig = int(self.unit.stop.signal)
-        await session.end(sig, self.unit.stop.grace, on_signal=on_signal)
-        session.close()
-        self.session = None
-        self._triggers = None
-        child = session.child
-        duration = round(session.uptime, 3)
-        self.events.emit(ev.SESSION_EXIT, unit=unit, session=number, code=child.exit_code,
-                         signal=signal_name(child.signal) if child.signal else None,
-                         reason=reason, duration_s=duration)
-        self.history_file.append({
-            "kind": "end", "session": number, "at": iso(self._wall()), "reason": reason,
-            "code": child.exit_code, "signal": signal_name(child.signal) if child.signal else None,
-            "duration_s": duration, "output_bytes": session.bytes_out,
-            "tokens": session.matcher.tokens,
-        })
-        self.transcript.note(f"{iso(self._wall())} session {number} ended ({reason})")
 
     def _decide(self, end: SessionEnd) -> Decision:
         decision = self.policy.decide(end, self.ends, self._clock())
@@ -393,8 +303,8 @@ class Service:
 
     # -- triggers ----------------------------------------------------------------------
     def _fire(self, trigger: Trigger) -> None:
-        if self._triggers is not None:
-            self._triggers.fire(trigger)
+        if self._current is not None:
+            self._current.fire(trigger)
 
     def watch(self, listener: Callable[[bytes], None]) -> Callable[[], None]:
         """Have ``listener`` get the terminal output of this unit's sessions; the undo."""
@@ -412,10 +322,6 @@ class Service:
         for listener in list(self._watchers):
             listener(data)
 
-    def _on_output(self, hits: list[Hit]) -> None:
-        if self._triggers is not None:
-            self._triggers.on_hits(hits)
-
     # -- bootstrap & injection ---------------------------------------------------------
     def _apply_definition(self) -> None:
         """Switch to the definition ``redefine`` left for the next session."""
@@ -428,11 +334,6 @@ class Service:
         self.policy = RestartPolicy(unit.restart, unit.limits)
         self.transcript.close()
         self.transcript = self._new_transcript()
-
-    def _rules(self) -> list[Rule]:
-        rules = [Rule(s.name, s.pattern, s.action) for s in self.unit.sentinels]
-        # The PreCompact hook (`agentctl hooks`) announces compaction on the terminal.
-        return [*rules, Rule("precompact", PRECOMPACT_RULE, "restart", echo_check=False)]
 
     def _new_transcript(self) -> Transcript:
         env = dict(self._base_env)
@@ -451,12 +352,4 @@ class Service:
         """Hold ``run/units/UNIT.lock`` while supervising this unit; why not, if another
         agentd (``serve`` or ``run``) already does (see ``reclaim``)."""
         return self._lock.claim(self.unit)
-
-
-def _exit_reason(child: Child) -> str:
-    if child.exit_code is not None:
-        return f"exit:{child.exit_code}"
-    if child.signal is not None:
-        return f"signal:{signal_name(child.signal)}"
-    return "exit:unknown"
 
