@@ -26,6 +26,7 @@ from agentd.paths import Paths
 from agentd.process.tree import kill_now
 from agentd.session.session import Session
 from agentd.session.transcript import Redactor, Transcript, secrets_from_env
+from agentd.supervisor.attach import Terminal
 from agentd.supervisor.briefing import Briefing
 from agentd.supervisor.history import History
 from agentd.supervisor.pauses import Pauses, restored_pause
@@ -79,7 +80,7 @@ class Service:
         self._task: asyncio.Task[None] | None = None
         self._stop_requested = False
         self._lock = UnitLock(paths.run / "units" / f"{unit.name}.lock")
-        self._watchers: list[Callable[[bytes], None]] = []  # attached terminals
+        self.terminal = Terminal(lambda: self.session if self.state == State.RUNNING else None)
         self.briefing = Briefing(self.logs_dir, events.emit)
         self._reclaim_task: asyncio.Task[None] | None = None
         self._next_unit: Unit | None = None  # a changed definition, for the next session
@@ -89,7 +90,7 @@ class Service:
             emit=events.emit, history=self.history_file, briefing=self.briefing,
             base_env=self._base_env, socket=paths.socket, clock=clock, wall=wall,
             set_state=self._set_state, stop_requested=lambda: self._stop_requested,
-            on_raw=self._on_raw, notify=notify)
+            on_raw=self.terminal.output, notify=notify)
 
     # -- public --------------------------------------------------------------
     def start(self, reason: str = "start", *, resume_pause: bool = False) -> None:
@@ -308,19 +309,11 @@ class Service:
 
     def watch(self, listener: Callable[[bytes], None]) -> Callable[[], None]:
         """Have ``listener`` get the terminal output of this unit's sessions; the undo."""
-        self._watchers.append(listener)
-        return lambda: self._watchers.remove(listener) if listener in self._watchers else None
+        return self.terminal.watch(listener)
 
     def type_input(self, data: bytes) -> bool:
         """Type ``data`` into the live session (an attached person); False if none runs."""
-        if self.session is None or self.state != State.RUNNING:
-            return False
-        self.session.type(data)
-        return True
-
-    def _on_raw(self, data: bytes) -> None:
-        for listener in list(self._watchers):
-            listener(data)
+        return self.terminal.type(data)
 
     # -- bootstrap & injection ---------------------------------------------------------
     def _apply_definition(self) -> None:
