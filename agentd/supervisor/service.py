@@ -25,9 +25,10 @@ from agentd.memory.bootstrap import Bootstrap, render
 from agentd.paths import Paths
 from agentd.process.tree import kill_now
 from agentd.session.session import Session
-from agentd.session.transcript import Redactor, Transcript, secrets_from_env
+from agentd.session.transcript import Redactor, Transcript
 from agentd.supervisor.attach import Terminal
 from agentd.supervisor.briefing import Briefing
+from agentd.supervisor.definition import Definition
 from agentd.supervisor.history import History
 from agentd.supervisor.pauses import Pauses, restored_pause
 from agentd.supervisor.policy import Decision, RestartPolicy, SessionEnd
@@ -51,7 +52,6 @@ class Service:
         base_env: dict[str, str] | None = None,
         notify: Callable[[Unit, str, int], None] | None = None,
     ) -> None:
-        self.unit = unit
         self.paths = paths
         self.events = events
         self._notify = notify
@@ -62,7 +62,6 @@ class Service:
         self._base_env.pop("NOTIFY_SOCKET", None)
         self.logs_dir = paths.unit_logs(unit.name)
         self.history_file = History(self.logs_dir / "history.jsonl")
-        self.policy = RestartPolicy(unit.restart, unit.limits)
         self.state = State.STOPPED
         self.since = wall()
         self.state_reason = ""
@@ -83,9 +82,9 @@ class Service:
         self.terminal = Terminal(lambda: self.session if self.state == State.RUNNING else None)
         self.briefing = Briefing(self.logs_dir, events.emit)
         self._reclaim_task: asyncio.Task[None] | None = None
-        self._next_unit: Unit | None = None  # a changed definition, for the next session
         self._changed = asyncio.Event()
-        self.transcript = self._new_transcript()
+        self._definition = Definition(unit, base_env=self._base_env, logs_dir=self.logs_dir,
+                                      briefing=self.briefing)
         self._host = Host(
             emit=events.emit, history=self.history_file, briefing=self.briefing,
             base_env=self._base_env, socket=paths.socket, clock=clock, wall=wall,
@@ -155,17 +154,29 @@ class Service:
         return self._reclaim_task
 
     @property
+    def unit(self) -> Unit:
+        """The definition in use (by the running session, if any)."""
+        return self._definition.unit
+
+    @property
     def definition(self) -> Unit:
         """The newest definition: what the next session will use."""
-        return self._next_unit or self.unit
+        return self._definition.newest
 
     def redefine(self, unit: Unit) -> None:
         """Use ``unit`` from the next session on; at once if none is under way."""
-        if unit.name != self.unit.name:
-            raise ValueError(f"cannot redefine {self.unit.name} as {unit.name}")
-        self._next_unit = unit
+        self._definition.redefine(unit)
         if self.state not in ACTIVE and self.session is None:
-            self._apply_definition()
+            self._definition.apply()
+
+    @property
+    def transcript(self) -> Transcript:
+        return self._definition.transcript
+
+    @property
+    def redactor(self) -> Redactor:
+        """Hides the unit's secrets (from its environment) in text."""
+        return self._definition.redactor
 
     def preview_bootstrap(self) -> tuple[int, Bootstrap]:
         """The bootstrap the next session would get now, and its number (changes nothing)."""
@@ -228,7 +239,7 @@ class Service:
             raise
 
     async def _one_session(self, reason: str) -> SessionEnd:
-        self._apply_definition()
+        self._definition.apply()
         self._set_state(State.STARTING, reason)
         self.session_no += 1
         self._current = SessionRun(self._host, self.unit, self.transcript, self.session_no, reason)
@@ -249,7 +260,8 @@ class Service:
             self.last_at = datetime.fromisoformat(str(end.get("at"))).timestamp()
 
     def _decide(self, end: SessionEnd) -> Decision:
-        decision = self.policy.decide(end, self.ends, self._clock())
+        policy = RestartPolicy(self.unit.restart, self.unit.limits)
+        decision = policy.decide(end, self.ends, self._clock())
         self.ends = [*self.ends, end][-HISTORY_KEEP:]
         self.last_reason = end.reason
         self.last_at = self._wall()
@@ -315,30 +327,9 @@ class Service:
         """Type ``data`` into the live session (an attached person); False if none runs."""
         return self.terminal.type(data)
 
-    # -- bootstrap & injection ---------------------------------------------------------
-    def _apply_definition(self) -> None:
-        """Switch to the definition ``redefine`` left for the next session."""
-        unit, self._next_unit = self._next_unit, None
-        if unit is None or unit == self.unit:
-            return
-        if (unit.state_dir, unit.state.layout) != (self.unit.state_dir, self.unit.state.layout):
-            self.briefing.forget_readonly()
-        self.unit = unit
-        self.policy = RestartPolicy(unit.restart, unit.limits)
-        self.transcript.close()
-        self.transcript = self._new_transcript()
-
-    def _new_transcript(self) -> Transcript:
-        env = dict(self._base_env)
-        env.update(self.unit.env)
-        secrets = secrets_from_env(env)
-        self.redactor = Redactor(secrets)
-        return Transcript(self.logs_dir / "transcript.log", max_bytes=self.unit.logs.max_bytes,
-                          backups=self.unit.logs.backups, redactor=self.redactor)
-
     def close(self) -> None:
         self.pauses.cancel()
-        self.transcript.close()
+        self._definition.close()
         self._lock.release()
 
     def claim(self) -> str | None:
