@@ -20,9 +20,7 @@ from agentd.config.convert import iso
 from agentd.config.unit import Unit
 from agentd.supervisor.budget import Usage, any_set, next_midnight, reached, usage_today
 from agentd.supervisor.history import History
-from agentd.supervisor.states import State
-
-SetState = Callable[[State, str, str], None]
+from agentd.supervisor.states import SetState, State
 
 
 def restored_pause(records: list[dict[str, Any]]) -> float | None:

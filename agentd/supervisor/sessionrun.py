@@ -29,7 +29,7 @@ from agentd.supervisor.briefing import Briefing
 from agentd.supervisor.budget import Usage
 from agentd.supervisor.history import History
 from agentd.supervisor.policy import SessionEnd
-from agentd.supervisor.states import State
+from agentd.supervisor.states import SetState, State
 from agentd.supervisor.triggers import Trigger, Triggers
 from agentd.terminal.hookline import PRECOMPACT_RULE
 from agentd.terminal.matcher import Hit, LineMatcher, Rule
@@ -46,7 +46,7 @@ class Host:
     socket: Path  # the control socket, for `agentctl` inside the session
     clock: Callable[[], float]
     wall: Callable[[], float]
-    set_state: Callable[[State, str], None]
+    set_state: SetState
     stop_requested: Callable[[], bool]
     on_raw: Callable[[bytes], None]  # the terminal output, for attached watchers
     notify: Callable[[Unit, str, int], None] | None
