@@ -25,11 +25,11 @@ from agentd.supervisor.states import SetState, State
 
 def restored_pause(records: list[dict[str, Any]]) -> float | None:
     """Until when the last session's outcome paused the unit, if it did (wall time)."""
-    last = records[-1] if records else None
-    if last and last.get("kind") == "outcome" and last.get("next") == "paused" \
-            and last.get("reset_at"):
-        with contextlib.suppress(TypeError, ValueError):
-            return datetime.fromisoformat(str(last["reset_at"]).replace("Z", "+00:00")).timestamp()
+    last = records[-1] if records else {}
+    if last.get("kind") != "outcome" or last.get("next") != "paused" or not last.get("reset_at"):
+        return None
+    with contextlib.suppress(TypeError, ValueError):
+        return datetime.fromisoformat(str(last["reset_at"]).replace("Z", "+00:00")).timestamp()
     return None
 
 
