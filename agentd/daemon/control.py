@@ -2,10 +2,11 @@
 
 It runs on the daemon's loop (no thread), speaks ``agentd.daemon.protocol`` and acts
 only through the ``Supervisor``'s public API. Each connection is one task:
-read a line, check and run the command, write the reply. A bad request gets
-an error reply; a line over ``MAX_REQUEST`` gets one and the connection is
-closed; an exception in a command becomes an error reply and a
-``control.error`` event. None of it reaches the supervisor.
+read a line, check it, hand it to its handler (``commands``) or stream
+(``streams``), write the reply. A bad request gets an error reply; a line
+over ``MAX_REQUEST`` gets one and the connection is closed; an exception in a
+command becomes an error reply and a ``control.error`` event. None of it
+reaches the supervisor.
 
 Safety: the socket is created with mode 0600 (umask while binding, then
 chmod) in a 0700 directory, and each peer's uid is checked (SO_PEERCRED on
@@ -16,65 +17,44 @@ socket file left by a dead daemon is replaced only when nobody listens on it.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import json
 import os
 import socket
 import stat
 import struct
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from agentd import __version__
+from agentd.daemon.commands import HANDLERS, Context, Reload
 from agentd.daemon.protocol import (
     MAX_REQUEST,
     Code,
     EventsArgs,
-    LogsArgs,
-    NoArgs,
     ProtocolError,
-    RestartArgs,
-    StatusArgs,
-    TailArgs,
     UnitArgs,
-    UnitsArgs,
-    encode,
     error,
     ok,
     parse_request,
 )
+from agentd.daemon.streams import Streams
 from agentd.errors import AgentdError, PathError
-from agentd.memory.statedir import tail_lines
 from agentd.paths import Paths, ensure_private_dir
 from agentd.supervisor.api import Supervisor, UnknownUnit
-from agentd.supervisor.history import History
 
 CONTROL_ERROR = "control.error"
-START_WAIT = 60.0  # start/restart reply once the new session runs, or after this
-STREAM_BACKLOG = 10_000  # events queued for a slow follower before it is dropped
-_END = object()
-
-Reload = Callable[[str], Awaitable[dict[str, Any]]]
 
 
 class ControlServer:
     def __init__(self, sup: Supervisor, *, reload: Reload, uid: int | None = None) -> None:
         self.sup = sup
         self.paths: Paths = sup.paths
-        self._reload = reload
         self._uid = os.geteuid() if uid is None else uid
         self._server: asyncio.AbstractServer | None = None
         self._bound: tuple[int, int] | None = None
         self._clients: set[asyncio.Task[Any]] = set()
-        self._streams: set[asyncio.Queue[Any]] = set()
-        self._commands: dict[str, Callable[[Any], Awaitable[Any]]] = {
-            "ping": self.ping, "status": self.status, "start": self.start, "stop": self.stop,
-            "restart": self.restart, "reload": self.reload, "logs": self.logs,
-            "events": self.events, "history": self.history, "bootstrap": self.bootstrap,
-        }
+        self._context = Context(sup, reload)
+        self._streams = Streams(sup)
 
     # -- lifecycle -------------------------------------------------------------------
     async def listen(self) -> None:
@@ -90,12 +70,8 @@ class ControlServer:
         if self._server is not None:
             self._server.close()
             self._server = None
-        if self._streams:
-            for queue in list(self._streams):
-                with contextlib.suppress(asyncio.QueueFull):
-                    queue.put_nowait(_END)
-            if self._clients:
-                await asyncio.wait(list(self._clients), timeout=0.5)  # streams say goodbye
+        if self._streams.end_all() and self._clients:
+            await asyncio.wait(list(self._clients), timeout=0.5)  # streams say goodbye
         for task in list(self._clients):
             task.cancel()
         await asyncio.gather(*self._clients, return_exceptions=True)
@@ -141,13 +117,13 @@ class ControlServer:
         try:
             cmd, args = parse_request(line)
             if isinstance(args, EventsArgs) and args.follow:
-                await self._follow(args, reader, writer)
+                await self._streams.follow(args, reader, writer)
                 return False
             if cmd == "attach":
                 assert isinstance(args, UnitArgs)
-                await self._attach(args, reader, writer)
+                await self._streams.attach(args, reader, writer)
                 return False
-            reply = ok(await self._commands[cmd](args))
+            reply = ok(await HANDLERS[cmd](self._context, args))
         except ProtocolError as exc:
             reply = error(str(exc), exc.code)
         except UnknownUnit as exc:
@@ -160,208 +136,6 @@ class ControlServer:
         writer.write(reply)
         await writer.drain()
         return more
-
-    async def _follow(self, args: EventsArgs, reader: asyncio.StreamReader,
-                      writer: asyncio.StreamWriter) -> None:
-        """Recent events, then each new one as it is emitted (see the protocol)."""
-        feed = _Feed()
-
-        def listener(event: dict[str, Any]) -> None:
-            if args.unit is None or event.get("unit") == args.unit:
-                feed.put(event)
-
-        unsubscribe = self.sup.events.subscribe(listener)
-        self._streams.add(feed.queue)
-        gone = asyncio.ensure_future(reader.read(1))  # the client closing ends the stream
-        try:
-            writer.write(ok(await self.events(args), stream=True))
-            await writer.drain()
-            await _pump(feed, gone, writer, lambda event: {"event": event})
-        finally:
-            gone.cancel()
-            self._streams.discard(feed.queue)
-            with contextlib.suppress(ValueError):  # already dropped
-                unsubscribe()
-
-    async def _attach(self, args: UnitArgs, reader: asyncio.StreamReader,
-                      writer: asyncio.StreamWriter) -> None:
-        """Relay the unit's terminal both ways until either side closes (see the protocol)."""
-        status = self.sup.status([args.unit])[0]  # UnknownUnit: an error reply
-        feed = _Feed()
-        unwatch = self.sup.watch_terminal(args.unit, feed.put)
-        self._streams.add(feed.queue)
-        typing = asyncio.ensure_future(self._relay_input(args.unit, reader))
-        try:
-            writer.write(ok({k: status[k] for k in ("unit", "session", "state")}, stream=True))
-            await writer.drain()
-            await _pump(feed, typing, writer,
-                        lambda data: {"data": base64.b64encode(data).decode()})
-        finally:
-            typing.cancel()
-            self._streams.discard(feed.queue)
-            unwatch()
-
-    async def _relay_input(self, unit: str, reader: asyncio.StreamReader) -> None:
-        """Type what the attached client sends; returns when it closes its side."""
-        while True:
-            try:
-                line = await reader.readuntil(b"\n")
-            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
-                return
-            try:
-                data = base64.b64decode(json.loads(line)["input"], validate=True)
-            except (ValueError, KeyError, TypeError):
-                continue  # not an input line: ignore it, keep the terminal
-            if data:
-                self.sup.type_input(unit, data)
-
-    # -- commands: each gets its validated args and returns the result ----------------------
-    async def ping(self, _args: NoArgs) -> dict[str, Any]:
-        """Is the daemon there, and which one."""
-        return {"pid": os.getpid(), "version": __version__, "units": len(self.sup.names()),
-                "socket": str(self.paths.socket)}
-
-    async def status(self, args: StatusArgs) -> list[dict[str, Any]]:
-        """The status of the named units (all when none are named)."""
-        return self.sup.status(self._known(args.units))
-
-    async def start(self, args: UnitsArgs) -> list[dict[str, Any]]:
-        """Start units now; reply once each has left ``starting`` (or after START_WAIT)."""
-        names = self._targets(args)
-        for name in names:
-            self.sup.start(name)
-        return await self._wait(names, lambda before, now: now["state"] != "starting")
-
-    async def stop(self, args: UnitsArgs) -> list[dict[str, Any]]:
-        """Stop units and wait until their processes are gone."""
-        names = self._targets(args)
-        await asyncio.gather(*(self.sup.stop(name) for name in names))
-        return self.sup.status(names)
-
-    async def restart(self, args: RestartArgs) -> list[dict[str, Any]]:
-        """End the running sessions and start fresh ones; reply once they run."""
-        names = self._targets(args)
-        for name in names:
-            self.sup.restart(name, args.reason)
-        # Done once a new session runs, or the unit settled without one
-        # (paused by a budget, backoff, failed...): never wait out START_WAIT for it.
-        return await self._wait(names, lambda before, now: (
-            now["state"] not in ("starting", "stopping")
-            and (now["session"] > before["session"] or now["state"] != "running")))
-
-    async def reload(self, _args: NoArgs) -> dict[str, Any]:
-        """Read the units dir again (like SIGHUP) and say what changed."""
-        return await self._reload("agentctl")
-
-    async def logs(self, args: LogsArgs) -> dict[str, Any]:
-        """The last lines of the unit's transcript, raw, and where to follow it."""
-        path = self.sup.transcript(args.unit)
-        try:
-            with path.open("rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                lines, _ = tail_lines(f, args.lines)
-        except FileNotFoundError:
-            lines, size = [], 0
-        return {"path": str(path), "text": "".join(f"{line}\n" for line in lines), "size": size}
-
-    async def events(self, args: EventsArgs) -> list[dict[str, Any]]:
-        """The last events (of one unit, if named) from ``logs/agentd.jsonl``."""
-        if not args.lines:
-            return []
-        found = History(self.paths.events_file).recent(limit=1_000_000)
-        if args.unit is not None:
-            found = [e for e in found if e.get("unit") == args.unit]
-        return found[-args.lines:]
-
-    async def history(self, args: TailArgs) -> list[dict[str, Any]]:
-        """The unit's sessions: start, duration, outcome, reason, bootstrap."""
-        rows = sessions(self.sup.history(args.unit))
-        return rows[-args.lines:] if args.lines else []
-
-    async def bootstrap(self, args: UnitArgs) -> dict[str, Any]:
-        """What the unit's next session would be given, rendered now."""
-        number, boot = self.sup.preview_bootstrap(args.unit)
-        return {"unit": args.unit, "session": number, "text": boot.text, "tokens": boot.tokens,
-                "warnings": boot.warnings, "cut": boot.cut}
-
-    # -- helpers -----------------------------------------------------------------------------
-    def _known(self, names: list[str]) -> list[str]:
-        unknown = [n for n in names if n not in self.sup.services]
-        if unknown:
-            raise ProtocolError(f"unknown unit{'s' if len(unknown) > 1 else ''}: "
-                                f"{', '.join(unknown)} (agentctl status lists the loaded units)",
-                                Code.UNKNOWN_UNIT)
-        return list(dict.fromkeys(names))
-
-    def _targets(self, args: UnitsArgs) -> list[str]:
-        if args.all and args.units:
-            raise ProtocolError("give unit names or all, not both")
-        if not args.all and not args.units:
-            raise ProtocolError("name at least one unit (or all)")
-        return self.sup.names() if args.all else self._known(args.units)
-
-    async def _wait(self, names: list[str],
-                    done: Callable[[dict[str, Any], dict[str, Any]], bool]) -> list[dict[str, Any]]:
-        before = {s["unit"]: s for s in self.sup.status(names)}
-        await asyncio.gather(*(self.sup.wait(n, lambda now, b=before[n]: done(b, now), START_WAIT)
-                               for n in names))
-        return self.sup.status(names)
-
-
-def sessions(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """History records (start, end, outcome per session) merged into one row per session."""
-    rows: dict[int, dict[str, Any]] = {}
-    for rec in records:
-        with contextlib.suppress(TypeError, ValueError):
-            number = int(rec.get("session", 0))
-            row = rows.setdefault(number, {"session": number, "started_at": None,
-                                           "duration_s": None, "outcome": None, "reason": None})
-            kind = rec.get("kind")
-            if kind == "start":
-                row.update(started_at=rec.get("at"), started_by=rec.get("reason"),
-                           pid=rec.get("pid"), bootstrap=rec.get("bootstrap"))
-            elif kind == "end":
-                row.update(ended_at=rec.get("at"), reason=rec.get("reason"),
-                           duration_s=rec.get("duration_s"), code=rec.get("code"),
-                           signal=rec.get("signal"))
-                if rec.get("error"):
-                    row["error"] = rec["error"]
-            elif kind == "outcome":
-                row.update(outcome=rec.get("outcome"), detail=rec.get("detail"))
-                if rec.get("reset_at"):  # usage-limited / budget: when it may go on
-                    row["reset_at"] = rec["reset_at"]
-    return [rows[n] for n in sorted(rows)]
-
-
-class _Feed:
-    """A bounded queue from a listener to one streaming client: a client that
-    falls behind is told so and dropped, never buffered without bound."""
-
-    def __init__(self) -> None:
-        self.queue: asyncio.Queue[Any] = asyncio.Queue(STREAM_BACKLOG)
-        self.lagged = False
-
-    def put(self, item: Any) -> None:
-        try:
-            self.queue.put_nowait(item)
-        except asyncio.QueueFull:
-            self.lagged = True
-
-
-async def _pump(feed: _Feed, until: asyncio.Future[Any], writer: asyncio.StreamWriter,
-                wrap: Callable[[Any], dict[str, Any]]) -> None:
-    """Send the feed's items until ``until`` completes (the client left) or it ends."""
-    while True:
-        item = asyncio.ensure_future(feed.queue.get())
-        await asyncio.wait([item, until], return_when=asyncio.FIRST_COMPLETED)
-        if not item.done():
-            item.cancel()
-            return
-        if item.result() is _END or feed.lagged:
-            writer.write(encode({"end": "client too slow" if feed.lagged else "daemon stopping"}))
-            return
-        writer.write(encode(wrap(item.result())))
-        await writer.drain()
 
 
 # --- the socket ------------------------------------------------------------------------

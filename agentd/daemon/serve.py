@@ -27,19 +27,17 @@ import asyncio
 import os
 import signal
 from collections import Counter
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from agentd import __version__
 from agentd import events as ev
 from agentd.config.unit import Unit
-from agentd.config.unitfile import load_unit, unit_paths
 from agentd.console import Console
 from agentd.daemon.control import ControlServer
 from agentd.daemon.notify import SystemdNotify
+from agentd.daemon.unitdir import Scan, UnitDir, describe_error
 from agentd.daemon.watch import UnitsWatcher
-from agentd.errors import AgentdError, UnitError
+from agentd.errors import AgentdError
 from agentd.events import EventLog
 from agentd.lockfile import Held, hold
 from agentd.paths import Paths, ensure_private_dir
@@ -65,64 +63,6 @@ def acquire_lock(paths: Paths) -> int:
             f"agentd is already running (pid {held.pid}, socket {held.note or paths.socket}, "
             f"lock {path}); stop it first (systemctl --user stop agentd, or kill -TERM "
             f"{held.pid}), or give this one another AGENTD_HOME") from None
-
-
-@dataclass
-class Scan:
-    units: dict[str, Unit] = field(default_factory=dict)
-    errors: dict[Path, UnitError] = field(default_factory=dict)  # every invalid file now
-    fresh: list[Path] = field(default_factory=list)  # the invalid ones parsed this time
-
-
-class UnitDir:
-    """The unit files of a directory as values; a scan re-parses only changed files."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self._cache: dict[Path, tuple[tuple[int, ...], Unit | UnitError]] = {}
-
-    def scan(self, *, force: bool = False) -> Scan:
-        out, cache = Scan(), {}
-        for path in unit_paths(self.directory):
-            try:
-                st = path.stat()
-            except OSError:
-                continue  # deleted meanwhile
-            sig = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode, st.st_uid)
-            cached = self._cache.get(path)
-            fresh = force or cached is None or cached[0] != sig
-            result = _load(path) if fresh or cached is None else cached[1]
-            cache[path] = (sig, result)
-            if isinstance(result, Unit) and result.name in out.units:
-                first = out.units[result.name].source
-                result = UnitError(f"unit {result.name} is already defined by {first}; "
-                                   "keep only one of the two files", file=path, line=1)
-            if isinstance(result, UnitError):
-                out.errors[path] = result
-                if fresh:
-                    out.fresh.append(path)
-            else:
-                out.units[result.name] = result
-        self._cache = cache
-        return out
-
-
-def _load(path: Path) -> Unit | UnitError:
-    try:
-        return load_unit(path)
-    except UnitError as exc:
-        return exc
-    except Exception as exc:  # one bad unit never stops the others
-        return UnitError(f"cannot load: {type(exc).__name__}: {exc}", file=path)
-
-
-def describe_error(exc: UnitError) -> str:
-    """The problem(s) without the file name (the event has it): ``restart.dealy: unknown key``."""
-    problems: list[UnitError] = getattr(exc, "problems", None) or [exc]
-    said = [f"{p.key}: {p.message}" if p.key else p.message for p in problems]
-    if len(problems) == 1:
-        return said[0]
-    return "; ".join(f"line {p.line}: {text}" for p, text in zip(problems, said, strict=True))
 
 
 class Daemon:

@@ -1,22 +1,66 @@
-"""Ending what an agentd that died hard (``kill -9``) left running.
+"""Which agentd owns a unit, and ending what a previous owner left running.
 
-The history's last record is then a session ``start`` without an ``end``;
-that session's processes still carry its marker in their environment, so
-they are found and ended like any session's (the leader's pid is not used:
-after the old daemon died it may belong to someone else by now).
+An agentd (``serve`` or ``run``) holds ``run/units/UNIT.lock`` while it
+supervises the unit: two supervisors of one unit would share session
+numbers, bootstraps and the state dir.
+
+An agentd that died hard (``kill -9``) leaves a history whose last record is
+a session ``start`` without an ``end``; that session's processes still carry
+its marker in their environment, so they are found and ended like any
+session's (the leader's pid is not used: after the old daemon died it may
+belong to someone else by now). Only the lock's holder may do that: if
+another agentd holds it, that session is alive and supervised, not lost.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from agentd import events as ev
 from agentd.config.convert import signal_name
 from agentd.config.unit import Unit
+from agentd.lockfile import Held, hold, release
 from agentd.process.ending import end_session_tree
 from agentd.supervisor.history import History
 
 LOST = "agentd-lost"
+
+
+class UnitLock:
+    """``run/units/UNIT.lock``, held from the first claim until ``release``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def claim(self, unit: Unit) -> str | None:
+        """Hold the lock (if not yet); why not, if another agentd already does."""
+        if self._fd is not None:
+            return None
+        try:
+            self._fd = hold(self.path, str(unit.source or ""))
+        except Held as held:
+            return (f"{unit.name} is already supervised by another agentd (pid {held.pid}); "
+                    f"use `agentctl` for that one, or stop it first")
+        return None
+
+    def release(self) -> None:
+        release(self._fd)
+        self._fd = None
+
+
+async def reclaim_if_owner(lock: UnitLock, history: History, unit: Unit, *,
+                           emit: Callable[..., None], at: str) -> bool:
+    """End the unit's lost last session if we may (we hold the lock); whether there was one."""
+    if lock.claim(unit) is not None:
+        return False
+    try:
+        return await reclaim_lost_session(history, unit, emit=emit, at=at) is not None
+    except Exception as exc:  # report it; new sessions carry another marker
+        emit(ev.UNIT_ERROR, level="error", unit=unit.name,
+             error=f"reclaiming the last session: {type(exc).__name__}: {exc}")
+        return False
 
 
 async def reclaim_lost_session(history: History, unit: Unit, *, emit: Callable[..., None],

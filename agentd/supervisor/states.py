@@ -18,6 +18,7 @@ Every change goes through ``Service._set_state``, which checks ``TRANSITIONS``.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Protocol
 
 
 class State(StrEnum):
@@ -62,3 +63,9 @@ ACTIVE = frozenset({S.STARTING, S.RUNNING, S.STOPPING})
 
 class TransitionError(RuntimeError):
     """A state change the table does not allow: a bug in agentd, not user error."""
+
+
+class SetState(Protocol):
+    """``Service._set_state``, as lent to the parts of a service that change its state."""
+
+    def __call__(self, new: State, reason: str = "", detail: str = "") -> None: ...

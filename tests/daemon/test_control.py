@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
-from agentd.daemon.control import ControlServer, bind_socket, peer_uid, sessions
+from agentd.daemon.commands import HANDLERS, sessions
+from agentd.daemon.control import ControlServer, bind_socket, peer_uid
 from agentd.daemon.protocol import (
+    COMMANDS,
     MAX_REQUEST,
     Client,
     Code,
@@ -90,6 +92,10 @@ def test_bad_requests_say_what_is_wrong(line: bytes, says: str) -> None:
 def test_args_models_have_the_documented_defaults() -> None:
     assert RestartArgs().reason == "manual"
     assert EventsArgs().lines == 20 and EventsArgs().follow is False
+
+
+def test_every_command_has_a_handler_or_is_a_stream() -> None:
+    assert set(HANDLERS) == set(COMMANDS) - {"attach"}  # attach is only a stream
 
 
 def test_history_records_merge_into_one_row_per_session() -> None:

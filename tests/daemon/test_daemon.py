@@ -280,7 +280,9 @@ def test_units_dir_changes_are_picked_up_by_themselves(dhome: Path,
     poll_for(lambda: d.call("status", units=["n"]).get("code") == 4, what="n to be removed")
     # forgotten at once, its tree ended right after (the removal runs on)
     poll_for(lambda: _gone(pid), timeout=10, what=f"pid {pid} of the removed unit to end")
-    assert [e["unit"] for e in events(dhome, "unit.removed")] == ["n"]
+    # reported once the removal is complete: a moment after the pid is gone
+    removed = poll_for(lambda: events(dhome, "unit.removed"), what="unit.removed")
+    assert [e["unit"] for e in removed] == ["n"]
 
 
 def test_a_changed_unit_applies_from_its_next_session(dhome: Path, serve: list[Served]) -> None:
@@ -396,7 +398,7 @@ def test_an_idle_daemon_does_not_wake_up(dhome: Path, serve: list[Served]) -> No
 
 
 def test_unit_dir_reparses_only_what_changed(dhome: Path) -> None:
-    from agentd.daemon.serve import UnitDir, describe_error
+    from agentd.daemon.unitdir import UnitDir, describe_error
 
     good = write_unit(dhome, "good", {"command": fake("wait")})
     bad = dhome / "units" / "bad.yaml"

@@ -1,0 +1,122 @@
+"""The streaming replies of the control server: ``events -f`` and ``attach`` (SPEC 9).
+
+Each stream is fed through a bounded queue by a listener (the event log's, or
+the unit's terminal) and pumped to its client until the client leaves, falls
+too far behind, or the daemon stops (``end_all``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+from agentd.daemon.commands import recent_events
+from agentd.daemon.protocol import EventsArgs, UnitArgs, encode, ok
+from agentd.supervisor.api import Supervisor
+
+STREAM_BACKLOG = 10_000  # events queued for a slow follower before it is dropped
+_END = object()
+
+
+class Streams:
+    """The open streams of one control server, so that closing it can end them."""
+
+    def __init__(self, sup: Supervisor) -> None:
+        self.sup = sup
+        self._queues: set[asyncio.Queue[Any]] = set()
+
+    def end_all(self) -> bool:
+        """Tell every open stream that the daemon stops; False when there is none."""
+        for queue in list(self._queues):
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(_END)
+        return bool(self._queues)
+
+    async def follow(self, args: EventsArgs, reader: asyncio.StreamReader,
+                     writer: asyncio.StreamWriter) -> None:
+        """Recent events, then each new one as it is emitted (see the protocol)."""
+        feed = _Feed()
+
+        def listener(event: dict[str, Any]) -> None:
+            if args.unit is None or event.get("unit") == args.unit:
+                feed.put(event)
+
+        unsubscribe = self.sup.events.subscribe(listener)
+        self._queues.add(feed.queue)
+        gone = asyncio.ensure_future(reader.read(1))  # the client closing ends the stream
+        try:
+            writer.write(ok(recent_events(self.sup.paths.events_file, args), stream=True))
+            await writer.drain()
+            await _pump(feed, gone, writer, lambda event: {"event": event})
+        finally:
+            gone.cancel()
+            self._queues.discard(feed.queue)
+            with contextlib.suppress(ValueError):  # already dropped
+                unsubscribe()
+
+    async def attach(self, args: UnitArgs, reader: asyncio.StreamReader,
+                     writer: asyncio.StreamWriter) -> None:
+        """Relay the unit's terminal both ways until either side closes (see the protocol)."""
+        status = self.sup.status([args.unit])[0]  # UnknownUnit: an error reply
+        feed = _Feed()
+        unwatch = self.sup.watch_terminal(args.unit, feed.put)
+        self._queues.add(feed.queue)
+        typing = asyncio.ensure_future(self._relay_input(args.unit, reader))
+        try:
+            writer.write(ok({k: status[k] for k in ("unit", "session", "state")}, stream=True))
+            await writer.drain()
+            await _pump(feed, typing, writer,
+                        lambda data: {"data": base64.b64encode(data).decode()})
+        finally:
+            typing.cancel()
+            self._queues.discard(feed.queue)
+            unwatch()
+
+    async def _relay_input(self, unit: str, reader: asyncio.StreamReader) -> None:
+        """Type what the attached client sends; returns when it closes its side."""
+        while True:
+            try:
+                line = await reader.readuntil(b"\n")
+            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                return
+            try:
+                data = base64.b64decode(json.loads(line)["input"], validate=True)
+            except (ValueError, KeyError, TypeError):
+                continue  # not an input line: ignore it, keep the terminal
+            if data:
+                self.sup.type_input(unit, data)
+
+
+class _Feed:
+    """A bounded queue from a listener to one streaming client: a client that
+    falls behind is told so and dropped, never buffered without bound."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[Any] = asyncio.Queue(STREAM_BACKLOG)
+        self.lagged = False
+
+    def put(self, item: Any) -> None:
+        try:
+            self.queue.put_nowait(item)
+        except asyncio.QueueFull:
+            self.lagged = True
+
+
+async def _pump(feed: _Feed, until: asyncio.Future[Any], writer: asyncio.StreamWriter,
+                wrap: Callable[[Any], dict[str, Any]]) -> None:
+    """Send the feed's items until ``until`` completes (the client left) or it ends."""
+    while True:
+        item = asyncio.ensure_future(feed.queue.get())
+        await asyncio.wait([item, until], return_when=asyncio.FIRST_COMPLETED)
+        if not item.done():
+            item.cancel()
+            return
+        if item.result() is _END or feed.lagged:
+            writer.write(encode({"end": "client too slow" if feed.lagged else "daemon stopping"}))
+            return
+        writer.write(encode(wrap(item.result())))
+        await writer.drain()

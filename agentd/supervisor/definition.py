@@ -1,0 +1,58 @@
+"""A unit's definition: the one its sessions use now, the one for the next.
+
+A reload may change a unit while a session runs: ``redefine`` keeps the new
+definition for later and ``apply`` switches to it between sessions. What
+follows from a definition changes with it: the transcript (its size limits)
+and the secrets it hides (from the unit's environment).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentd.config.unit import Unit
+from agentd.session.transcript import Redactor, Transcript, secrets_from_env
+from agentd.supervisor.briefing import Briefing
+
+
+class Definition:
+    def __init__(self, unit: Unit, *, base_env: dict[str, str], logs_dir: Path,
+                 briefing: Briefing) -> None:
+        self.unit = unit
+        self._next: Unit | None = None  # a changed definition, for the next session
+        self._base_env = base_env
+        self._logs_dir = logs_dir
+        self._briefing = briefing
+        self.transcript = self._open_transcript()
+
+    @property
+    def newest(self) -> Unit:
+        """What the next session will use."""
+        return self._next or self.unit
+
+    def redefine(self, unit: Unit) -> None:
+        """Use ``unit`` from the next ``apply`` on."""
+        if unit.name != self.unit.name:
+            raise ValueError(f"cannot redefine {self.unit.name} as {unit.name}")
+        self._next = unit
+
+    def apply(self) -> None:
+        """Switch to the definition ``redefine`` left for the next session."""
+        unit, self._next = self._next, None
+        if unit is None or unit == self.unit:
+            return
+        if (unit.state_dir, unit.state.layout) != (self.unit.state_dir, self.unit.state.layout):
+            self._briefing.forget_readonly()
+        self.unit = unit
+        self.transcript.close()
+        self.transcript = self._open_transcript()
+
+    def close(self) -> None:
+        self.transcript.close()
+
+    def _open_transcript(self) -> Transcript:
+        env = dict(self._base_env)
+        env.update(self.unit.env)
+        self.redactor = Redactor(secrets_from_env(env))
+        return Transcript(self._logs_dir / "transcript.log", max_bytes=self.unit.logs.max_bytes,
+                          backups=self.unit.logs.backups, redactor=self.redactor)

@@ -1,0 +1,186 @@
+"""One session of a unit, from its bootstrap to its ``SessionEnd``.
+
+render the bootstrap -> plan the injection -> spawn the ``Session`` -> wait
+for the leader's exit or a trigger (sentinel, timeout, idle, context, manual)
+-> end the whole tree -> ``SessionEnd``, for the restart policy. The states
+it passes through (running, stopping) are set by its service's
+``_set_state``; what comes after the end is the service's to decide.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentd import events as ev
+from agentd.config.convert import signal_name
+from agentd.config.times import iso
+from agentd.config.unit import Unit
+from agentd.errors import SpawnError
+from agentd.memory.statedir import fingerprint
+from agentd.process.tree import session_env_marker
+from agentd.session import inject
+from agentd.session.child import Child
+from agentd.session.session import Session
+from agentd.session.transcript import Transcript
+from agentd.supervisor.briefing import Briefing
+from agentd.supervisor.budget import Usage
+from agentd.supervisor.history import History
+from agentd.supervisor.policy import SessionEnd
+from agentd.supervisor.states import SetState, State
+from agentd.supervisor.triggers import Trigger, Triggers
+from agentd.terminal.hookline import PRECOMPACT_RULE
+from agentd.terminal.matcher import LineMatcher
+from agentd.terminal.rules import Hit, Rule
+
+
+@dataclass(frozen=True)
+class Host:
+    """What a service lends each of its sessions."""
+
+    emit: Callable[..., None]
+    history: History
+    briefing: Briefing
+    base_env: dict[str, str]
+    socket: Path  # the control socket, for `agentctl` inside the session
+    clock: Callable[[], float]
+    wall: Callable[[], float]
+    set_state: SetState
+    stop_requested: Callable[[], bool]
+    on_raw: Callable[[bytes], None]  # the terminal output, for attached watchers
+    notify: Callable[[Unit, str, int], None] | None
+
+
+class SessionRun:
+    def __init__(self, host: Host, unit: Unit, transcript: Transcript, number: int,
+                 reason: str) -> None:
+        self.host = host
+        self.unit = unit
+        self.transcript = transcript
+        self.number = number
+        self.reason = reason
+        self.session: Session | None = None  # from the spawn until the tree is gone
+        self._triggers: Triggers | None = None
+
+    async def run(self, ends: Sequence[SessionEnd], usage: Usage | None) -> SessionEnd:
+        """Live the session through; ``ends`` (the earlier ones) feed the bootstrap."""
+        host, unit, number, reason = self.host, self.unit, self.number, self.reason
+        boot = host.briefing.render(unit, number, reason, ends, host.wall())
+        boot_file = host.briefing.write(unit, number, boot)
+        plan = inject.plan(unit, number, boot.text, boot_file)
+        marker = session_env_marker(unit.name, number)
+        env = inject.session_env(host.base_env, unit, plan, number=number, reason=reason,
+                                 bootstrap_file=boot_file, marker=marker, socket=host.socket)
+        state_before = fingerprint(unit.state_dir)
+        started = host.clock()
+        self.transcript.note(f"{iso(host.wall())} session {number} starting ({reason})")
+        try:
+            child = Child.spawn(plan.argv, cwd=unit.workdir, env=env,
+                                cols=unit.pty.cols, rows=unit.pty.rows)
+        except SpawnError as exc:
+            self._spawn_failed(exc)
+            return SessionEnd(number, started, host.clock(), spawn_error=str(exc),
+                              state_changed=False)
+        injector = inject.Injector(plan, boot.text, boot.tokens, emit=self._emit)
+        triggers = self._triggers = Triggers(
+            unit, emit=self._emit, wall=host.wall, on_prompt=injector.on_prompt,
+            notify=self._notify, usage=usage,
+        )
+        session = Session(number=number, child=child, marker=marker,
+                          matcher=LineMatcher(rules(unit)), transcript=self.transcript,
+                          on_output=self._on_output, clock=host.clock, on_raw=host.on_raw)
+        self.session = session
+        session.start()
+        host.history.append({"kind": "start", "session": number, "pid": child.pid,
+                             "reason": reason, "at": iso(host.wall()),
+                             "bootstrap": str(boot_file), "marker": marker})
+        host.set_state(State.RUNNING, reason)
+        self._emit(ev.SESSION_START, pid=child.pid)
+        injector.begin(session)
+        triggers.arm(session)
+        if host.stop_requested():  # asked before there were triggers to fire
+            triggers.fire(Trigger("manual", "stop"))
+        await asyncio.wait([session.exited, triggers.fired], return_when=asyncio.FIRST_COMPLETED)
+        trigger = triggers.trigger
+        await self.end(trigger)
+        return SessionEnd(
+            number, started, host.clock(),
+            exit_code=child.exit_code, signal=child.signal,
+            trigger=trigger.reason if trigger else None,
+            action=trigger.action if trigger else "restart",
+            pause_until=trigger.pause_until if trigger else None,
+            state_changed=fingerprint(unit.state_dir) != state_before,
+        )
+
+    def fire(self, trigger: Trigger) -> None:
+        """End the session for ``trigger`` (stop, restart); nothing if it is not armed."""
+        if self._triggers is not None:
+            self._triggers.fire(trigger)
+
+    async def end(self, trigger: Trigger | None) -> None:
+        """End the session's whole process tree and record how it ended."""
+        session = self.session
+        assert session is not None, "end() of a session that is not running"
+        if self._triggers is not None:
+            self._triggers.cancel()
+        exited_by_itself = trigger is None
+        reason = trigger.reason if trigger else _exit_reason(session.child)
+        # from STARTING or RUNNING; after a failed end it is STOPPING already (no change)
+        self.host.set_state(State.STOPPING, reason)
+
+        def on_signal(sig: int, pids: list[int]) -> None:
+            name = "session.orphan_killed" if exited_by_itself else ev.SESSION_KILL
+            self._emit(name, signal=signal_name(sig), pids=pids)
+
+        await session.end(int(self.unit.stop.signal), self.unit.stop.grace, on_signal=on_signal)
+        session.close()
+        self.session = None
+        self._triggers = None
+        child = session.child
+        duration = round(session.uptime, 3)
+        self._emit(ev.SESSION_EXIT, code=child.exit_code,
+                   signal=signal_name(child.signal) if child.signal else None,
+                   reason=reason, duration_s=duration)
+        self.host.history.append({
+            "kind": "end", "session": self.number, "at": iso(self.host.wall()), "reason": reason,
+            "code": child.exit_code, "signal": signal_name(child.signal) if child.signal else None,
+            "duration_s": duration, "output_bytes": session.bytes_out,
+            "tokens": session.matcher.tokens,
+        })
+        self.transcript.note(f"{iso(self.host.wall())} session {self.number} ended ({reason})")
+
+    def _spawn_failed(self, exc: SpawnError) -> None:
+        self.host.set_state(State.STOPPING, "spawn-error")
+        self._emit(ev.SESSION_EXIT, level="error", reason="spawn-error", error=str(exc),
+                   duration_s=0.0)
+        self.host.history.append({"kind": "end", "session": self.number, "reason": "spawn-error",
+                                  "error": str(exc), "at": iso(self.host.wall())})
+
+    def _emit(self, event: str, **fields: Any) -> None:
+        self.host.emit(event, unit=self.unit.name, session=self.number, **fields)
+
+    def _notify(self, event: str) -> None:
+        if self.host.notify is not None:
+            self.host.notify(self.unit, event, self.number)
+
+    def _on_output(self, hits: list[Hit]) -> None:
+        if self._triggers is not None:
+            self._triggers.on_hits(hits)
+
+
+def rules(unit: Unit) -> list[Rule]:
+    """What the session's output is matched against: the unit's sentinels, and compaction."""
+    found = [Rule(s.name, s.pattern, s.action) for s in unit.sentinels]
+    # The PreCompact hook (`agentctl hooks`) announces compaction on the terminal.
+    return [*found, Rule("precompact", PRECOMPACT_RULE, "restart", echo_check=False)]
+
+
+def _exit_reason(child: Child) -> str:
+    if child.exit_code is not None:
+        return f"exit:{child.exit_code}"
+    if child.signal is not None:
+        return f"signal:{signal_name(child.signal)}"
+    return "exit:unknown"
