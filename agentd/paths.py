@@ -46,6 +46,10 @@ class Paths:
     def unit_logs(self, unit: str) -> Path:
         return self.logs / unit
 
+    def run_socket(self, unit: str) -> Path:
+        """The private socket of ``agentd run UNIT``: it answers for that unit alone."""
+        return self.run / "units" / f"{unit}.sock"
+
     @property
     def events_file(self) -> Path:
         return self.logs / "agentd.jsonl"

@@ -24,6 +24,8 @@ decoded with Python escapes, so ``out:\\x1b[31mred`` writes a colour code.
   replay:PATH     write the raw bytes of PATH (a TUI capture) in 512-byte writes
   binary:N        write N random bytes (invalid UTF-8, NULs, stray escapes), then a newline
   hook:EVENT      run `agentctl hook EVENT` as a CLI's hook would (stdin JSON), print its output
+  ctl:ARGS        run `agentctl ARGS` (split on spaces; $AGENTD_UNIT expanded), print
+                  CTL:<exit code>:<its stdout and stderr, one line>
 
 Pids of started helpers are appended to $FAKE_PIDS (one per line) if set.
 """
@@ -216,6 +218,14 @@ def run(step: str, extra: list[str]) -> None:
         out = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "hook", arg],
                              input=b'{"trigger": "auto"}', capture_output=True, check=False)
         _write(b"HOOK:" + out.stdout.replace(b"\n", b"\r\n") + b"\r\n")
+    elif verb == "ctl":
+        import subprocess
+
+        args = [a.replace("$AGENTD_UNIT", os.environ.get("AGENTD_UNIT", "")) for a in arg.split()]
+        out = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", *args],
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
+        said = " ".join((out.stdout + out.stderr).split())
+        _write(f"CTL:{out.returncode}:{said}\r\n")
     elif verb == "state":
         with open(os.path.join(os.environ["AGENTD_STATE_DIR"], "state.json"), "w") as f:
             f.write(arg)

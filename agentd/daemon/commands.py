@@ -24,6 +24,7 @@ from agentd.daemon.protocol import (
     NoArgs,
     ProtocolError,
     RestartArgs,
+    SessionArgs,
     StatusArgs,
     TailArgs,
     UnitArgs,
@@ -140,6 +141,14 @@ async def bootstrap(ctx: Context, args: UnitArgs) -> dict[str, Any]:
     number, boot = ctx.sup.preview_bootstrap(args.unit)
     return {"unit": args.unit, "session": number, "text": boot.text, "tokens": boot.tokens,
             "warnings": boot.warnings, "cut": boot.cut}
+
+
+@command("precompact")
+async def precompact(ctx: Context, args: SessionArgs) -> dict[str, Any]:
+    """A session's CLI is about to compact (its PreCompact hook): end that session
+    now, so the CLI never sends its summary request; a fresh one starts from the
+    state files. ``ending`` is false when that session is not the running one."""
+    return {"ending": ctx.sup.precompact(args.unit, args.session)}
 
 
 # -- helpers -----------------------------------------------------------------------------

@@ -145,7 +145,8 @@ def bind_socket(paths: Paths) -> socket.socket:
     """A listening socket at ``paths.socket``, mode 0600 in a private directory."""
     paths.check_socket()
     path = paths.socket
-    _private_dir(path.parent, ours=path.parent == paths.run or path.parent.name == "agentd")
+    ours = path.parent in (paths.run, paths.run / "units") or path.parent.name == "agentd"
+    _private_dir(path.parent, ours=ours)
     with contextlib.suppress(FileNotFoundError):
         if not stat.S_ISSOCK(os.lstat(path).st_mode):
             raise PathError(f"{path} exists and is not a socket; move it away or set "

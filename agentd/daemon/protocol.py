@@ -53,6 +53,9 @@ bootstrap  {unit}                                               {session, text, 
                                                                  warnings}
 attach     {unit}                                               {unit, session, state}, then
                                                                  a two-way stream
+precompact {unit, session}                                      {ending: bool}: the CLI's
+                                                                 PreCompact hook; true when
+                                                                 that session is being ended
 =========  ===================================================  ==========================
 
 ``status`` objects: unit, state, pid (null), session, uptime_s, restarts,
@@ -129,6 +132,10 @@ class UnitArgs(Args):
     unit: UnitName
 
 
+class SessionArgs(UnitArgs):
+    session: Annotated[int, Field(ge=1)]
+
+
 class TailArgs(UnitArgs):
     lines: Annotated[int, Field(ge=0, le=100_000)] = 20
 
@@ -146,7 +153,7 @@ class EventsArgs(Args):
 COMMANDS: dict[str, type[Args]] = {
     "ping": NoArgs, "status": StatusArgs, "start": UnitsArgs, "stop": UnitsArgs,
     "restart": RestartArgs, "reload": NoArgs, "logs": LogsArgs, "events": EventsArgs,
-    "history": TailArgs, "bootstrap": UnitArgs, "attach": UnitArgs,
+    "history": TailArgs, "bootstrap": UnitArgs, "attach": UnitArgs, "precompact": SessionArgs,
 }
 
 

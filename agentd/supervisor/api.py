@@ -142,6 +142,9 @@ class Supervisor:
         """Type into the unit's live session; False when none is running."""
         return self.get(name).type_input(data)
 
+    def precompact(self, name: str, session: int) -> bool:
+        return self.get(name).precompact(session)
+
     def restart(self, name: str, reason: str = "manual") -> None:
         self.get(name).restart(reason)
 

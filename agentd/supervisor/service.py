@@ -41,6 +41,8 @@ from agentd.supervisor.sessionrun import Host
 from agentd.supervisor.states import ACTIVE, TRANSITIONS, State, TransitionError
 from agentd.supervisor.triggers import Trigger
 
+PRECOMPACT = "precompact"  # the sentinel name a PreCompact hook ends a session with
+
 
 class Service:
     def __init__(
@@ -113,6 +115,17 @@ class Service:
             self._loop.fire(Trigger(reason if reason.startswith("manual") else f"manual:{reason}"))
         elif self.state != State.STOPPING:
             self.start(reason)
+
+    def precompact(self, session: int) -> bool:
+        """The CLI of session ``session`` is about to compact (its PreCompact hook):
+        end it now, reason ``sentinel:precompact`` (outcome ``context``), so the
+        CLI never sends its summary request. False if that session is not running."""
+        if self.state != State.RUNNING or self.session is None or self.session_no != session:
+            return False
+        self.events.emit(ev.SESSION_SENTINEL, unit=self.unit.name, session=session,
+                         name=PRECOMPACT, action="restart", line="(the CLI's PreCompact hook)")
+        self._loop.fire(Trigger(f"sentinel:{PRECOMPACT}"))
+        return True
 
     async def join(self) -> None:
         """Wait until the current run of sessions has settled (its task finished)."""
