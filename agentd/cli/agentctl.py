@@ -3,16 +3,16 @@
 
 from __future__ import annotations
 
-import json
 import os
-import sys
-from pathlib import Path
 
 import click
 
 from agentd import __version__
-from agentd.cli import hooks
-from agentd.cli.ctlverbs import register
+from agentd.cli.ctl_attach import attach
+from agentd.cli.ctl_hooks import hook, hooks_cmd
+from agentd.cli.ctl_logs import bootstrap, events, history, logs
+from agentd.cli.ctl_service import install_service
+from agentd.cli.ctl_units import reload, restart, start, status, stop
 from agentd.cli.state import state
 
 
@@ -26,38 +26,9 @@ def main(home: str | None) -> None:
         os.environ["AGENTD_HOME"] = os.path.abspath(os.path.expanduser(home))
 
 
-main.add_command(state)
-register(main)  # status, start, stop, restart, reload, logs, events, history, bootstrap, ...
-
-
-@main.command("hooks")
-@click.argument("cli", type=click.Choice(sorted(hooks.SETTINGS)))
-@click.option("--dir", "project", type=click.Path(file_okay=False, path_type=Path),
-              default=".", show_default=True, help="The project (the unit's workdir).")
-@click.option("--print", "to_stdout", is_flag=True, help="Print the settings, write nothing.")
-def hooks_cmd(cli: str, project: Path, to_stdout: bool) -> None:
-    """Write CLI's hook settings: PreCompact restarts the session with fresh state,
-    SessionStart re-injects the bootstrap (merged into .claude/settings.json or
-    .codex/hooks.json; other settings are kept)."""
-    if to_stdout:
-        click.echo(json.dumps(hooks.merged({}), indent=2))
-        return
-    try:
-        path = hooks.write_settings(cli, project)
-    except (ValueError, OSError) as exc:
-        raise click.ClickException(str(exc)) from None
-    click.echo(f"wrote agentd's PreCompact and SessionStart hooks to {path}")
-
-
-@main.command(hidden=True)
-@click.argument("event", type=click.Choice(["pre-compact", "session-start"]))
-def hook(event: str) -> None:
-    """Run by the CLI's hooks (see `agentctl hooks`); reads the hook's JSON on stdin."""
-    if not sys.stdin.isatty():
-        sys.stdin.read()  # the CLI writes the event; drain it so it never blocks
-    reply = hooks.pre_compact() if event == "pre-compact" else hooks.session_start()
-    if reply:
-        click.echo(reply)
+for verb in (state, status, start, stop, restart, reload, logs, events, history, bootstrap,
+             attach, install_service, hooks_cmd, hook):
+    main.add_command(verb)
 
 
 if __name__ == "__main__":  # pragma: no cover
