@@ -280,12 +280,6 @@ def test_format_event() -> None:
     assert " a#2 " in line and "code=42 reason=exit:42" in line
 
 
-def test_agentctl_has_every_verb() -> None:
-    assert set(agentctl_main.commands) == {
-        "status", "start", "stop", "restart", "reload", "logs", "events", "history", "bootstrap",
-        "attach", "install-service", "state", "hooks", "hook"}
-
-
 def test_home_option_and_logs_json(daemon: Served, dhome: Path,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
     poll_for(lambda: "alert" in (dhome / "logs" / "a" / "transcript.log").read_text(),
