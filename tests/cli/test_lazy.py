@@ -21,6 +21,10 @@ RUNTIME = ("agentd.supervisor", "agentd.session", "agentd.process", "structlog",
 DAEMON_VERBS = ("agentd.daemon", "agentd.cli.ctl_client", "agentd.cli.ctl_format",
                 *{spec.partition(":")[0] for spec in VERBS.values()} - {"agentd.cli.state"})
 STATE_VERBS = ("agentd.cli.state", "agentd.memory.ops")
+# What only init, show, check, archive or decide need.
+STATE_EXTRAS = ("agentd.memory.init", "agentd.memory.bootstrap", "agentd.memory.filekinds",
+                "agentd.memory.check", "agentd.memory.archive", "agentd.memory.decisions",
+                "agentd.memory.snapshots")
 
 
 def imported(args: list[str], cwd: Path, **env: str) -> set[str]:
@@ -59,6 +63,8 @@ def test_state_writes_load_no_daemon_runtime_or_pydantic(state_dir: Path,
     modules = imported(["state", "--dir", str(state_dir), *verb], state_dir.parent)
     assert "agentd.memory.record" in modules
     assert loaded(modules, (*RUNTIME, *DAEMON_VERBS, "pydantic")) == []
+    decide = {"agentd.memory.decisions", "agentd.memory.snapshots"}
+    assert set(loaded(modules, STATE_EXTRAS)) == (decide if verb[0] == "decide" else set())
 
 
 def test_status_loads_the_client_side_only(tmp_path: Path) -> None:
