@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Benchmarks: agentd against the seeds' shell loop, side by side (issue 4).
+"""Benchmarks: agentd against the seeds' shell loop, side by side (issue 4), and agentctl's latency.
 
 usage: python scripts/bench.py [--quick] [--json FILE] [--baseline PATH] [--only PHASE,...]
                               [--crowd N] [--markdown] [--keep]
 
-Exit status 1 when a target of issue 4 is missed (the table says which).
+Exit status 1 when a target is missed (the table says which).
 
 Every figure comes from real processes: the real ``agentd run`` (``python -m
 agentd.cli.agentd run``, temporary AGENTD_HOME), ``shared/baselines/seed_loop.sh`` and
@@ -24,6 +24,10 @@ Phases:
   render      ``bootstrap.render`` against decisions.log of 1k/100k/1M lines
   soak        1,000 (quick: 200) sessions that exit 42 at once: sessions/s,
               agentd's RSS and fds early and at the end
+  agentctl    exec to exit of ``agentctl state next|done|decide`` and ``agentctl
+              status`` (against ``agentd serve``), through the console script
+              and ``python -m``, beside ``python -c pass``: median and p90 of 30
+              (quick: 15) interleaved rounds (``bench_ctl.py``)
 """
 
 from __future__ import annotations

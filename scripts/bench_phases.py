@@ -1,4 +1,6 @@
-"""The six phases of ``scripts/bench.py`` (see its docstring); each returns a JSON-able dict."""
+"""The phases of ``scripts/bench.py`` (see its docstring); each returns a JSON-able dict.
+
+``agentctl`` (its latency) lives in ``bench_ctl.py``."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from bench_ctl import phase_agentctl
 from bench_util import (
     REPO,
     BenchError,
@@ -35,7 +38,7 @@ from bench_util import (
     write_unit,
 )
 
-PHASES = ("sentinel", "respawn", "throughput", "idle", "render", "soak")
+PHASES = ("sentinel", "respawn", "throughput", "idle", "render", "soak", "agentctl")
 RESPAWN_ROUNDS = 4
 BURSTS = (0, 20_000, 200_000)
 
@@ -53,14 +56,15 @@ class Config:
     render_sizes: tuple[int, ...]
     render_reps: int
     soak: int
+    ctl_runs: int  # rounds of every agentctl command
 
     @classmethod
     def make(cls, quick: bool) -> Config:
         if quick:
             return cls(True, {0: 10, 20_000: 4, 200_000: 4}, {0: 5, 20_000: 1, 200_000: 1}, 4.0,
-                       40, 50, 3, 10.0, (1_000, 100_000, 1_000_000), 7, 200)
+                       40, 50, 3, 10.0, (1_000, 100_000, 1_000_000), 7, 200, 15)
         return cls(False, {0: 40, 20_000: 15, 200_000: 15}, {0: 20, 20_000: 2, 200_000: 1}, 30.0,
-                   200, 200, 3, 30.0, (1_000, 100_000, 1_000_000), 21, 1000)
+                   200, 200, 3, 30.0, (1_000, 100_000, 1_000_000), 21, 1000, 30)
 
 
 # --- 1. sentinel reaction ------------------------------------------------------------
@@ -359,5 +363,5 @@ def phase_soak(cfg: Config, root: Path, baseline: Path | None) -> dict[str, Any]
 
 RUNNERS: dict[str, Callable[[Config, Path, Path | None], dict[str, Any]]] = {
     "sentinel": phase_sentinel, "respawn": phase_respawn, "throughput": phase_throughput,
-    "idle": phase_idle, "render": phase_render, "soak": phase_soak,
+    "idle": phase_idle, "render": phase_render, "soak": phase_soak, "agentctl": phase_agentctl,
 }

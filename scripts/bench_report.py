@@ -1,4 +1,5 @@
-"""The table and the targets of ``scripts/bench.py`` (issue 4), from its results dict."""
+"""The table and the targets of ``scripts/bench.py`` (issue 4, and agentctl's latency),
+from its results dict."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import math
 from typing import Any
 
 Row = tuple[str, str, str, str, str]  # metric, agentd, seed loop, floor, ratio
+# agentctl's median targets (ms), each through both entries (the issue "a lighter agentctl").
+CTL_TARGETS_MS = {"state next": 120, "state done": 120, "state decide": 120, "status": 150}
+CTL_ENTRIES = {"script": "console script", "module": "python -m"}
 
 
 def _get(d: dict[str, Any], *keys: str) -> Any:
@@ -66,6 +70,8 @@ def rows(res: dict[str, Any]) -> list[Row]:
         out += _render_rows(res["render"])
     if "soak" in res:
         out += _soak_rows(res["soak"])
+    if "agentctl" in res:
+        out += _ctl_rows(res["agentctl"])
     return out
 
 
@@ -130,13 +136,37 @@ def _soak_rows(soak: dict[str, Any]) -> list[Row]:
     ]
 
 
+def _ctl_rows(ctl: dict[str, Any]) -> list[Row]:
+    floor = ctl.get("floor")
+    if not floor:
+        return []
+    out: list[Row] = []
+    for entry, label in CTL_ENTRIES.items():
+        for verb, f in ctl.get(entry, {}).items():
+            out.append((f"agentctl {verb}, {label} (ms, median / p90)",
+                        f"{_num(f['median'])} / {_num(f['p90'])}", "",
+                        f"{_num(floor['median'])} / {_num(floor['p90'])} (python -c pass)",
+                        f"{_ratio(f['median'], floor['median'])} python -c pass; "
+                        f"CPU {_num(f['cpu_median'])} ms"))
+    if not ctl.get("script"):
+        out.append(("agentctl, console script", "skipped: no agentctl beside this python",
+                    "", "", ""))
+    return out
+
+
+def _ctl_targets(ctl: dict[str, Any]) -> list[tuple[str, Any, float, str]]:
+    return [(f"agentctl {verb} ({label}) < {limit} ms, median", _get(ctl, entry, verb, "median"),
+             limit, "<")
+            for entry, label in CTL_ENTRIES.items() for verb, limit in CTL_TARGETS_MS.items()]
+
+
 def _lines(k: str) -> str:
     n = int(k)
     return f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n // 1000}k"
 
 
 def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
-    """Issue 4's targets: name, measured value, limit, ok (None: not measured)."""
+    """The targets: name, measured value, limit, ok (None: not measured)."""
     sen, rsp = res.get("sentinel", {}), res.get("respawn", {})
     thr, idle = res.get("throughput", {}), res.get("idle", {})
     ren, soak = res.get("render", {}), res.get("soak", {})
@@ -157,6 +187,7 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
          r_hi / r_lo if r_hi is not None and r_lo else None, 2.0, "<="),
         ("soak RSS growth < 5 MB", soak.get("rss_growth_mb"), 5, "<"),
         ("soak: no fd growth", soak.get("fd_growth"), 0, "<="),
+        *_ctl_targets(res.get("agentctl", {})),
     ]
     out = []
     for name, value, limit, op in checks:
@@ -187,6 +218,6 @@ def render_table(report: dict[str, Any], *, markdown: bool = False) -> str:
         lines = [head, "", fmt.format(*cols), fmt.format(*("-" * w for w in widths))]
         lines += [fmt.format(*r) for r in body]
         tw = max(len(t) for t, _, _ in tgt)
-        lines += ["", "targets (issue 4):"] + [f"  {ok:<4}  {t:<{tw}}  {v}" for t, v, ok in tgt]
+        lines += ["", "targets:"] + [f"  {ok:<4}  {t:<{tw}}  {v}" for t, v, ok in tgt]
     lines += [f"error in {e}" for e in errors]
     return "\n".join(lines)

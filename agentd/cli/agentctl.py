@@ -1,22 +1,65 @@
 """``agentctl``: control a running agentd over its socket (SPEC 8, 9), and
-``agentctl state``, which works on a state dir without the daemon."""
+``agentctl state``, which works on a state dir without the daemon.
+
+Agents run ``agentctl state next|done|decide`` after every step, so start-up
+time counts: each verb group is a module of its own (``VERBS``), imported only
+when one of its verbs runs (or ``--help`` lists them all). ``agentctl state``
+never loads the daemon's protocol; ``agentctl status`` never loads the
+supervisor. ``scripts/bench.py --only agentctl`` measures it.
+"""
 
 from __future__ import annotations
 
-import json
+import importlib
 import os
-import sys
-from pathlib import Path
+from collections.abc import Mapping
+from typing import Any
 
 import click
 
 from agentd import __version__
-from agentd.cli import hooks
-from agentd.cli.ctlverbs import register
-from agentd.cli.state import state
+
+# verb -> "module:command"; the module is imported when the verb runs.
+VERBS: Mapping[str, str] = {
+    "state": "agentd.cli.state:state",
+    "status": "agentd.cli.ctl_units:status",
+    "start": "agentd.cli.ctl_units:start",
+    "stop": "agentd.cli.ctl_units:stop",
+    "restart": "agentd.cli.ctl_units:restart",
+    "reload": "agentd.cli.ctl_units:reload",
+    "logs": "agentd.cli.ctl_logs:logs",
+    "events": "agentd.cli.ctl_logs:events",
+    "history": "agentd.cli.ctl_logs:history",
+    "bootstrap": "agentd.cli.ctl_logs:bootstrap",
+    "attach": "agentd.cli.ctl_attach:attach",
+    "install-service": "agentd.cli.ctl_service:install_service",
+    "hooks": "agentd.cli.ctl_hooks:hooks_cmd",
+    "hook": "agentd.cli.ctl_hooks:hook",
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A click group whose commands are imported by name on first use (click's
+    documented "lazily loading subcommands" pattern)."""
+
+    def __init__(self, *args: Any, lazy: Mapping[str, str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.lazy:
+            return super().get_command(ctx, cmd_name)
+        module, _, name = self.lazy[cmd_name].partition(":")
+        command = getattr(importlib.import_module(module), name)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{self.lazy[cmd_name]} is not a click command")
+        return command
+
+
+@click.group(cls=LazyGroup, lazy=VERBS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--home", type=click.Path(file_okay=False), default=None,
               help="agentd's home (as agentd --home / AGENTD_HOME): socket, logs, units.")
 @click.version_option(__version__, prog_name="agentctl")
@@ -24,40 +67,6 @@ def main(home: str | None) -> None:
     """Control agentd units: status, start, stop, restart, logs, state."""
     if home:  # every verb resolves its places from the environment
         os.environ["AGENTD_HOME"] = os.path.abspath(os.path.expanduser(home))
-
-
-main.add_command(state)
-register(main)  # status, start, stop, restart, reload, logs, events, history, bootstrap, ...
-
-
-@main.command("hooks")
-@click.argument("cli", type=click.Choice(sorted(hooks.SETTINGS)))
-@click.option("--dir", "project", type=click.Path(file_okay=False, path_type=Path),
-              default=".", show_default=True, help="The project (the unit's workdir).")
-@click.option("--print", "to_stdout", is_flag=True, help="Print the settings, write nothing.")
-def hooks_cmd(cli: str, project: Path, to_stdout: bool) -> None:
-    """Write CLI's hook settings: PreCompact restarts the session with fresh state,
-    SessionStart re-injects the bootstrap (merged into .claude/settings.json or
-    .codex/hooks.json; other settings are kept)."""
-    if to_stdout:
-        click.echo(json.dumps(hooks.merged({}), indent=2))
-        return
-    try:
-        path = hooks.write_settings(cli, project)
-    except (ValueError, OSError) as exc:
-        raise click.ClickException(str(exc)) from None
-    click.echo(f"wrote agentd's PreCompact and SessionStart hooks to {path}")
-
-
-@main.command(hidden=True)
-@click.argument("event", type=click.Choice(["pre-compact", "session-start"]))
-def hook(event: str) -> None:
-    """Run by the CLI's hooks (see `agentctl hooks`); reads the hook's JSON on stdin."""
-    if not sys.stdin.isatty():
-        sys.stdin.read()  # the CLI writes the event; drain it so it never blocks
-    reply = hooks.pre_compact() if event == "pre-compact" else hooks.session_start()
-    if reply:
-        click.echo(reply)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,6 +3,10 @@
 The state dir is ``--dir``, else ``$AGENTD_STATE_DIR`` (set for every agent
 session), else ``./.agent``. Exit codes: 0 ok, 1 failure (the message on
 stderr says what was wrong and what to do), 2 usage error.
+
+Agents run the write verbs after every step, so this module imports only what
+they need; ``init``, ``show``, ``check`` and ``archive`` import their own
+machinery (templates, the bootstrap renderer, the checker) when they run.
 """
 
 from __future__ import annotations
@@ -18,12 +22,7 @@ from typing import Any, TypeVar
 import click
 
 from agentd.errors import AgentdError
-from agentd.memory import archive as archive_mod
-from agentd.memory import bootstrap
-from agentd.memory import check as statecheck
-from agentd.memory import init as stateinit
 from agentd.memory import record as stateverbs
-from agentd.memory.decisions import Decision
 from agentd.memory.layout import preset_names
 from agentd.memory.ops import StateDir, open_dir, stamp
 
@@ -75,6 +74,8 @@ def _open(ctx: click.Context) -> StateDir:
 @_failures
 def init(ctx: click.Context, layout: str | None) -> None:
     """Create the layout's state files; never overwrites an existing file."""
+    from agentd.memory import init as stateinit
+
     for line in stateinit.init(ctx.obj, layout):
         click.echo(line)
 
@@ -87,6 +88,8 @@ def init(ctx: click.Context, layout: str | None) -> None:
 @_failures
 def show(ctx: click.Context, budget: int, unit: str | None) -> None:
     """Print the bootstrap a fresh session would get from this state dir."""
+    from agentd.memory import bootstrap
+
     sd = _open(ctx)
     workdir = sd.workdir.resolve()
     context = bootstrap.BootstrapContext(
@@ -107,6 +110,8 @@ def _session() -> int:
 @_failures
 def check(ctx: click.Context) -> None:
     """Validate the state files; exit 1 listing every problem with file and line."""
+    from agentd.memory import check as statecheck
+
     sd = _open(ctx)
     problems, notes = statecheck.check(sd)
     for note in notes:
@@ -132,6 +137,8 @@ def check(ctx: click.Context) -> None:
 def decide(ctx: click.Context, text: str, why: str, files: tuple[str, ...], alt: str,
            tag: str) -> None:  # fmt: skip
     """Record a decision (one decisions.log line) and a snapshot of the files it affects."""
+    from agentd.memory.decisions import Decision
+
     now = time.time()
     d = Decision(at=stamp(now), decision=_text(text), why=_text(why, "--why"),
                  files=", ".join(files) or "-", tag=tag, alternatives=alt)  # fmt: skip
@@ -173,5 +180,7 @@ def done(ctx: click.Context, text: str, verified: str | None) -> None:
 @_failures
 def archive_cmd(ctx: click.Context) -> None:
     """Move old decisions (epochs of 50), snapshots and done steps out of the state."""
+    from agentd.memory import archive as archive_mod
+
     for line in archive_mod.archive(_open(ctx), time.time()):
         click.echo(line)

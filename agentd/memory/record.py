@@ -4,6 +4,10 @@ Every layout keeps ``decisions.log`` (the six-field lines, ``agentd.memory.decis
 and ``snapshots/`` in the state dir root; a layout with a decision file of its
 own (``decisions.md``, ``key_decisions`` in state.json) gets the decision
 there too. The snapshot is written before the log line that names it.
+
+``task|next|done|block|handoff`` run after every step of an agent, so the
+decision machinery (``decisions``, whose line grammar is a large regex, and
+``snapshots``) is imported only when a decision is recorded.
 """
 
 from __future__ import annotations
@@ -11,11 +15,14 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agentd.memory import snapshots, statedir
-from agentd.memory.decisions import Decision, format_entry, format_line
+from agentd.memory import statedir
 from agentd.memory.markdown import next_entry_number, strip_trailing_blank
 from agentd.memory.ops import Docs, StateDir, StateError, apply, read, stamp
+
+if TYPE_CHECKING:
+    from agentd.memory.decisions import Decision
 
 LOG = "decisions.log"
 VERBS = ("task", "next", "done", "block", "handoff")
@@ -33,6 +40,8 @@ def write(sd: StateDir, verb: str, text: str, now: float, *, verified: str | Non
         apply(docs, target, text, now, verified=verified)
         docs.save()
         if verb == "task" and sd.layout.state.task_switch_decision:
+            from agentd.memory.decisions import Decision
+
             d = Decision(at=stamp(now), decision=f"switch to task: {text}", why=TASK_SWITCH_WHY,
                          tag="task")  # fmt: skip
             _record(sd, d, [], now, cwd or Path.cwd())
@@ -42,6 +51,8 @@ def write(sd: StateDir, verb: str, text: str, now: float, *, verified: str | Non
 
 def check_decision(d: Decision) -> None:
     """ValueError (a usage error) when ``d`` cannot be written as one log line."""
+    from agentd.memory.decisions import format_line
+
     format_line(replace(d, snapshot="snapshot-000"))
 
 
@@ -54,6 +65,9 @@ def decide(sd: StateDir, d: Decision, files: list[str], now: float, cwd: Path) -
 
 def _record(sd: StateDir, d: Decision, files: list[str], now: float, cwd: Path) -> str:
     """Under the lock: snapshot, log line, the layout's own decision record."""
+    from agentd.memory import snapshots
+    from agentd.memory.decisions import format_entry, format_line
+
     name = snapshots.next_name(sd.path)
     d = replace(d, snapshot=name)
     line = format_line(d)

@@ -11,12 +11,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import click
 import pytest
 from click.testing import CliRunner, Result
 
-from agentd.cli import ctlverbs
-from agentd.cli.ctlverbs import format_event, register, span, status_rows
+from agentd.cli.agentctl import main as agentctl_main
+from agentd.cli.ctl_format import format_event, span, status_rows
 from agentd.daemon import notify
 from tests.conftest import fake, poll_for
 from tests.daemon import test_daemon
@@ -28,16 +27,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def agentctl(*args: str) -> Result:
-    """Run the verbs in-process, on a group built with ``register`` as agentctl will."""
-    group = click.Group("agentctl")
-    register(group)
-    return CliRunner().invoke(group, list(args), catch_exceptions=False)
+    """Run ``agentctl ARGS`` in-process."""
+    return CliRunner().invoke(agentctl_main, list(args), catch_exceptions=False)
 
 
 def ctl_process(home: Path, *args: str, out: Path) -> subprocess.Popen[bytes]:
-    """``python -m agentd.cli.ctlverbs ARGS`` in the background, stdout to ``out``."""
+    """``python -m agentd.cli.agentctl ARGS`` in the background, stdout to ``out``."""
     with out.open("wb") as f:
-        return subprocess.Popen([sys.executable, "-m", "agentd.cli.ctlverbs", *args],
+        return subprocess.Popen([sys.executable, "-m", "agentd.cli.agentctl", *args],
                                 env=dict(os.environ, AGENTD_HOME=str(home)),
                                 stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT)
 
@@ -91,7 +88,7 @@ def test_an_unreachable_daemon_is_exit_1_naming_the_socket(dhome: Path) -> None:
         assert res.exit_code == 1, verb
         assert str(dhome / "run" / "agentd.sock") in res.stderr and "agentd serve" in res.stderr
     # the real entry point too
-    proc = subprocess.run([sys.executable, "-m", "agentd.cli.ctlverbs", "status"],
+    proc = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "status"],
                           env=dict(os.environ, AGENTD_HOME=str(dhome)),
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 1 and "cannot reach agentd" in proc.stderr
@@ -283,24 +280,11 @@ def test_format_event() -> None:
     assert " a#2 " in line and "code=42 reason=exit:42" in line
 
 
-def test_register_adds_every_verb() -> None:
-    group = click.Group("agentctl")
-    register(group)
-    assert set(group.commands) == {"status", "start", "stop", "restart", "reload", "logs",
-                                   "events", "history", "bootstrap", "attach", "install-service"}
-    assert set(ctlverbs.main.commands) == set(group.commands)
-    from agentd.cli.agentctl import main as agentctl_main  # agentctl has them all, and `state`
-
-    assert set(agentctl_main.commands) == set(group.commands) | {"state", "hooks", "hook"}
-
-
 def test_home_option_and_logs_json(daemon: Served, dhome: Path,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
     poll_for(lambda: "alert" in (dhome / "logs" / "a" / "transcript.log").read_text(),
              what="a's output")
     monkeypatch.delenv("AGENTD_HOME")
-    from agentd.cli.agentctl import main as agentctl_main
-
     res = CliRunner().invoke(agentctl_main, ["--home", str(dhome), "logs", "a", "--json"],
                              catch_exceptions=False)
     assert res.exit_code == 0, res.output
@@ -320,7 +304,7 @@ def test_attach_shows_the_terminal_and_types_into_it(dhome: Path, serve: list[Se
     poll_for(lambda: d.status("t")["state"] == "running", what="t running")
     out = tmp_path / "attach.out"
     with out.open("wb") as f:
-        proc = subprocess.Popen([sys.executable, "-m", "agentd.cli.ctlverbs", "attach", "t"],
+        proc = subprocess.Popen([sys.executable, "-m", "agentd.cli.agentctl", "attach", "t"],
                                 env=dict(os.environ, AGENTD_HOME=str(dhome)),
                                 stdin=subprocess.PIPE, stdout=f, stderr=subprocess.STDOUT)
     try:

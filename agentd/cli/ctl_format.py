@@ -1,0 +1,70 @@
+"""How ``agentctl``'s daemon verbs show results to people: durations, tables,
+status rows, event lines and transcript text (pure functions of their input)."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime
+from typing import Any
+
+
+def _parse_time(value: str | None) -> float | None:
+    try:
+        return datetime.fromisoformat(str(value)).timestamp() if value else None
+    except ValueError:
+        return None
+
+
+def span(seconds: float | None) -> str:
+    """``42s``, ``5m03s``, ``2h05m``, ``3d04h``."""
+    if seconds is None:
+        return "-"
+    s = int(max(0, seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+def table(rows: list[list[str]]) -> str:
+    """Columns padded to their widest cell; the last column is not padded."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1]
+                     for r in rows).rstrip()
+
+
+def status_rows(statuses: list[dict[str, Any]], now: float) -> str:
+    rows = [["UNIT", "STATE", "PID", "SESSION", "UPTIME", "RESTARTS", "LAST"]]
+    for s in statuses:
+        last = s.get("last_reason") or "-"
+        at = _parse_time(s.get("last_at"))
+        if at is not None and s.get("last_reason"):
+            last += f" ({span(now - at)} ago)"
+        until = _parse_time(s.get("paused_until"))
+        if until is not None:
+            last += f"; paused until {time.strftime('%H:%M', time.localtime(until))}"
+        running = s.get("pid") is not None
+        rows.append([s["unit"], s["state"], str(s["pid"]) if running else "-",
+                     str(s.get("session", 0)), span(s.get("uptime_s")) if running else "-",
+                     str(s.get("restarts", 0)), last])
+    return table(rows)
+
+
+def format_event(e: dict[str, Any]) -> str:
+    head = ("timestamp", "level", "event", "unit", "session")
+    where = str(e.get("unit", "-")) + (f"#{e['session']}" if e.get("session") else "")
+    rest = " ".join(f"{k}={v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
+                    for k, v in e.items() if k not in head)
+    stamp = str(e.get("timestamp", ""))[:19].replace("T", " ")
+    return f"{stamp}  {e.get('event', '?'):<22} {where:<14} {rest}".rstrip()
+
+
+def clean(text: str) -> str:
+    """What a person reads: escape sequences removed, redraws as line breaks."""
+    from agentd.terminal.ansi import strip_ansi
+
+    return "".join(f"{line}\n" for line in strip_ansi(text))

@@ -1,0 +1,95 @@
+"""``agentctl status|start|stop|restart|reload``: the units' states, and changing them.
+
+``status`` uses the LSB exit codes: 3 a named unit is not running, 4 an
+unknown unit (and 1 when agentd cannot be reached).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import click
+
+from agentd.cli.ctl_client import call, fail, json_option, print_json, unit_names
+from agentd.cli.ctl_format import status_rows
+from agentd.paths import Paths
+
+TROUBLE = ("backoff", "failed", "stalled")
+
+
+@click.command()
+@click.argument("units", nargs=-1, callback=unit_names)
+@json_option
+def status(units: list[str], as_json: bool) -> None:
+    """Show units: UNIT STATE PID SESSION UPTIME RESTARTS LAST.
+
+    Exit 0 if every named unit is running, 3 if one is not, 4 if one is
+    unknown, 1 if agentd cannot be reached.
+    """
+    result = call("status", unknown_code=4, units=units)
+    if as_json:
+        print_json(result)
+    elif result:
+        click.echo(status_rows(result, time.time()))
+    else:
+        click.echo(f"no units loaded (put unit files in {Paths.resolve().units})")
+    if units and any(s["state"] != "running" for s in result):
+        sys.exit(3)
+
+
+def _units_verb(name: str, doc: str, **extra: Any) -> click.Command:
+    def verb(units: list[str], all_units: bool, as_json: bool, **opts: Any) -> None:
+        if bool(units) == all_units:
+            raise click.UsageError("name one or more units, or give --all")
+        result = call(name, timeout=None if name == "stop" else 180.0, units=units,
+                      all=all_units, **opts)
+        if as_json:
+            print_json(result)
+        for s in [] if as_json else result:
+            pid = f", pid {s['pid']}" if s.get("pid") else ""
+            why = f" ({s['last_reason']})" if s["state"] in TROUBLE and s.get("last_reason") else ""
+            click.echo(f"{s['unit']}: {s['state']}{why} (session {s['session']}{pid})")
+        bad = [s["unit"] for s in result if name != "stop" and s["state"] in TROUBLE]
+        if bad:
+            fail(f"{', '.join(bad)} did not start cleanly; see: agentctl logs {bad[0]}")
+
+    verb.__doc__ = doc
+    cmd = click.command(name)(verb)
+    for option in extra.values():
+        cmd = option(cmd)
+    cmd = json_option(cmd)
+    cmd = click.option("--all", "all_units", is_flag=True, help="Every loaded unit.")(cmd)
+    return click.argument("units", nargs=-1, callback=unit_names)(cmd)
+
+
+start = _units_verb("start", "Start units now (also from done, failed, backoff or paused).")
+stop = _units_verb("stop", "Stop units; waits until their processes are gone.")
+restart = _units_verb(
+    "restart", "End the running sessions and start fresh ones with a new bootstrap.",
+    reason=click.option("--reason", default="manual", show_default=True,
+                        help="Why (the next bootstrap says manual:REASON)."))
+
+
+@click.command()
+@json_option
+def reload(as_json: bool) -> None:
+    """Read the units dir again: load new units, stop deleted ones, apply changes.
+
+    Changed units apply from their next session. Exit 1 if a file is invalid
+    (that unit keeps its previous definition).
+    """
+    result = call("reload", timeout=180.0)
+    if as_json:
+        print_json(result)
+    else:
+        for key in ("loaded", "changed", "removed"):
+            if result[key]:
+                click.echo(f"{key}: {', '.join(result[key])}")
+        for bad in result["invalid"]:
+            click.echo(f"invalid: {bad['file']}:{bad['line'] or '?'}: {bad['error']}", err=True)
+        if not any(result[k] for k in ("loaded", "changed", "removed", "invalid")):
+            click.echo("no changes")
+    if result["invalid"]:
+        sys.exit(1)
