@@ -22,7 +22,7 @@ import click
 from agentd.paths import Paths
 
 if TYPE_CHECKING:
-    from agentd.daemon.protocol import Client
+    from agentd.daemon.client import Client
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -40,7 +40,7 @@ def call(cmd: str, *, timeout: float | None = 30.0, unknown_code: int = 1, **arg
 def connected(cmd: str, *, timeout: float | None = 30.0,
               unknown_code: int = 1) -> Iterator[Client]:
     """A client for the daemon; any failure becomes a message and an exit code."""
-    from agentd.daemon.protocol import Client, Code, RemoteError, Unreachable
+    from agentd.daemon.client import Client, Code, RemoteError, Unreachable
     from agentd.errors import PathError
 
     try:
@@ -61,7 +61,7 @@ def connected(cmd: str, *, timeout: float | None = 30.0,
 
 def unit_names(_ctx: click.Context, _param: click.Parameter, value: Iterable[str]) -> list[str]:
     """click callback: every value a valid unit name, else a usage error."""
-    from agentd.daemon.protocol import check_unit_name
+    from agentd.daemon.client import check_unit_name
 
     try:
         return [check_unit_name(v) for v in value]

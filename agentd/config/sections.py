@@ -1,7 +1,7 @@
 """The sections of a unit (SPEC section 3): one pydantic model per key.
 
 ``sentinels``, ``inject``, ``state``, ``restart``, ``stop``, ``limits``,
-``budget``, ``logs``, ``notify`` and ``pty``; each checks its own keys. The
+``handoff``, ``budget``, ``logs``, ``notify`` and ``pty``; each checks its own keys. The
 checks that need several sections at once are on ``Unit``.
 """
 
@@ -147,6 +147,62 @@ class Limits(StrictModel):
     idle_timeout: Duration = 0
     context_tokens: NonNegative = 0
     stall_sessions: NonNegative = 0
+
+
+HANDOFF_MESSAGE = (
+    "agentd: your context is nearly full and this session will end soon. Record your state "
+    "now: `agentctl state handoff \"what you were doing and what comes next\"` (and "
+    "`agentctl state done` / `agentctl state next` for steps), then exit with code 42 or run "
+    "`agentctl restart \"$AGENTD_UNIT\"`. A fresh session continues from the state files."
+)
+LEFT_GROUP = "left"  # the handoff pattern's group(s) holding the percent of context left
+
+
+class HandoffSpec(StrictModel):
+    """Graceful handoff: on the CLI's context-pressure line (``when``), type ``message``
+    into the session, wait up to ``wait`` for the state dir to change or the session to
+    exit, then restart (reason ``context``)."""
+
+    when: str | None = None  # regex; off when None
+    below: Annotated[int, Field(ge=0, le=100)] | None = None  # percent left, with a `left` group
+    message: Annotated[str, Field(min_length=1)] = HANDOFF_MESSAGE
+    wait: Duration = 120
+    _pattern: re.Pattern[str] | None = PrivateAttr(default=None)
+
+    @field_validator("when")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            compile_regex(value)
+        return value
+
+    @model_validator(mode="after")
+    def _threshold(self) -> HandoffSpec:
+        if self.when is not None:
+            self._pattern = compile_regex(self.when)
+            has_left = any(g.startswith(LEFT_GROUP) for g in self._pattern.groupindex)
+            if self.below is not None and not has_left:
+                raise KeyProblem(("below",), f"needs a group named {LEFT_GROUP} (or "
+                                 f"{LEFT_GROUP}_...) in `when` holding the percent left")
+        return self
+
+    @property
+    def pattern(self) -> re.Pattern[str] | None:
+        if self._pattern is None and self.when is not None:
+            self._pattern = compile_regex(self.when)
+        return self._pattern
+
+    def percent_left(self, groups: dict[str, str]) -> int | None:
+        """The percent of context left a hit's groups hold, if any."""
+        for name, value in groups.items():
+            if name.startswith(LEFT_GROUP) and value and value.isdigit():
+                return int(value)
+        return None
+
+    def wanted(self, groups: dict[str, str]) -> bool:
+        """Does a hit with these groups call for the handoff (at or below ``below``)?"""
+        left = self.percent_left(groups)
+        return self.below is None or left is None or left <= self.below
 
 
 class Budget(StrictModel):

@@ -30,10 +30,12 @@ from agentd.config.fields import (
     expanded_argv,
     scalar_text,
 )
+from agentd.config.names import UNIT_NAME
 from agentd.config.placeholders import check_placeholders, placeholders_in
 from agentd.config.presets import apply_preset
 from agentd.config.sections import (
     Budget,
+    HandoffSpec,
     Inject,
     Limits,
     LogSpec,
@@ -46,7 +48,6 @@ from agentd.config.sections import (
 )
 from agentd.errors import KeyProblem
 
-UNIT_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BOOTSTRAP_ARGS = frozenset({"bootstrap", "bootstrap_file"})
 
@@ -66,6 +67,7 @@ class Unit(StrictModel):
     restart: RestartSpec = Field(default_factory=RestartSpec)
     stop: StopSpec = Field(default_factory=StopSpec)
     limits: Limits = Field(default_factory=Limits)
+    handoff: HandoffSpec = Field(default_factory=HandoffSpec)
     budget: Budget = Field(default_factory=Budget)
     logs: LogSpec = Field(default_factory=LogSpec)
     notify: NotifySpec = Field(default_factory=NotifySpec)

@@ -1,4 +1,6 @@
-"""The control protocol between ``agentctl`` and ``agentd`` (SPEC 9).
+"""The control protocol between ``agentctl`` and ``agentd`` (SPEC 9): the wire
+format, and the daemon's validation of requests. The client side (what
+``agentctl`` imports) is ``agentd.daemon.client``.
 
 Transport: a Unix stream socket at ``Paths.socket``, mode 0600 inside a 0700
 directory. The daemon serves only peers running as its own uid.
@@ -66,28 +68,15 @@ which ``agentctl logs -f`` follows the file itself.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import re
-import socket
-from collections.abc import Iterator
-from enum import IntEnum
-from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from agentd.config.unit import UNIT_NAME
+from agentd.daemon.client import Code, check_unit_name, encode
 from agentd.errors import AgentdError
 
 MAX_REQUEST = 1024 * 1024
-MAX_REPLY = 256 * 1024 * 1024  # a bound for the client, far above any real reply
-
-
-class Code(IntEnum):
-    FAILURE = 1
-    BAD_REQUEST = 2
-    UNKNOWN_UNIT = 4
 
 
 class ProtocolError(AgentdError):
@@ -96,13 +85,6 @@ class ProtocolError(AgentdError):
     def __init__(self, message: str, code: Code = Code.BAD_REQUEST) -> None:
         super().__init__(message)
         self.code = code
-
-
-def check_unit_name(name: str) -> str:
-    if not re.fullmatch(UNIT_NAME, name):
-        raise ValueError(f"invalid unit name {name!r}: a unit is named by its file stem, "
-                         f"{UNIT_NAME} (no paths)")
-    return name
 
 
 UnitName = Annotated[str, AfterValidator(check_unit_name)]
@@ -191,10 +173,6 @@ def _explain(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def encode(obj: Any) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
-
-
 def ok(result: Any, **extra: Any) -> bytes:
     return encode({"ok": True, "result": result, **extra})
 
@@ -203,98 +181,3 @@ def error(message: str, code: int = Code.FAILURE) -> bytes:
     return encode({"ok": False, "error": message, "code": int(code)})
 
 
-# --- the client side ---------------------------------------------------------------
-
-
-class Unreachable(AgentdError):
-    """No daemon answers on the socket."""
-
-
-class RemoteError(AgentdError):
-    def __init__(self, message: str, code: int) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class Client:
-    """A blocking client: one connection, requests one after the other."""
-
-    def __init__(self, path: Path, *, timeout: float | None = 30.0) -> None:
-        self.path = path
-        self.timeout = timeout
-        self._sock: socket.socket | None = None
-        self._file: Any = None
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        try:
-            sock.connect(str(self.path))
-        except OSError as exc:
-            sock.close()
-            why = {FileNotFoundError: "no socket there", ConnectionRefusedError:
-                   "nobody listens (a stale socket)"}.get(type(exc), exc.strerror or str(exc))
-            raise Unreachable(
-                f"cannot reach agentd at {self.path}: {why}. Is it running? Start it with "
-                "`agentd serve` (or `systemctl --user start agentd`); AGENTD_HOME and "
-                "AGENTD_SOCKET must match the daemon's."
-            ) from None
-        self._sock = sock
-        self._file = sock.makefile("rb")
-
-    def call(self, cmd: str, **args: Any) -> Any:
-        """Send one request and return its result; RemoteError on an error reply."""
-        return self.request(cmd, **args)["result"]
-
-    def request(self, cmd: str, **args: Any) -> dict[str, Any]:
-        if self._sock is None:
-            self.connect()
-        assert self._sock is not None
-        self._sock.sendall(encode({"cmd": cmd, "args": args}))
-        reply = self.read()
-        if reply is None:
-            raise RemoteError(f"agentd closed the connection during {cmd!r}", Code.FAILURE)
-        if not reply.get("ok"):
-            raise RemoteError(str(reply.get("error")), int(reply.get("code", Code.FAILURE)))
-        return reply
-
-    def read(self) -> dict[str, Any] | None:
-        """The next reply line (None at the end of the connection)."""
-        line = self._file.readline(MAX_REPLY)
-        if not line:
-            return None
-        value: dict[str, Any] = json.loads(line)
-        return value
-
-    def send(self, obj: Any) -> None:
-        """One line to the daemon inside a stream (``attach`` input)."""
-        assert self._sock is not None
-        self._sock.sendall(encode(obj))
-
-    def stream(self) -> Iterator[dict[str, Any]]:
-        """The lines after a streaming reply, until the daemon ends the stream."""
-        if self._sock is not None:
-            self._sock.settimeout(None)  # events may be hours apart
-        while (item := self.read()) is not None:
-            yield item
-            if "end" in item:
-                return
-
-    def close(self) -> None:
-        if self._sock is not None:
-            # Wake a thread blocked reading the stream (attach): closing the
-            # buffered file would wait for that read's lock.
-            with contextlib.suppress(OSError):
-                self._sock.shutdown(socket.SHUT_RDWR)
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None

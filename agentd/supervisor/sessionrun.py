@@ -28,10 +28,11 @@ from agentd.session.session import Session
 from agentd.session.transcript import Transcript
 from agentd.supervisor.briefing import Briefing
 from agentd.supervisor.budget import Usage
+from agentd.supervisor.handoff import Handoff
 from agentd.supervisor.history import History
 from agentd.supervisor.policy import SessionEnd
 from agentd.supervisor.states import SetState, State
-from agentd.supervisor.triggers import Trigger, Triggers
+from agentd.supervisor.triggers import HANDOFF_RULE, Trigger, Triggers
 from agentd.terminal.hookline import PRECOMPACT_RULE
 from agentd.terminal.matcher import LineMatcher
 from agentd.terminal.rules import Hit, Rule
@@ -64,6 +65,7 @@ class SessionRun:
         self.reason = reason
         self.session: Session | None = None  # from the spawn until the tree is gone
         self._triggers: Triggers | None = None
+        self._handoff: Handoff | None = None
 
     async def run(self, ends: Sequence[SessionEnd], usage: Usage | None) -> SessionEnd:
         """Live the session through; ``ends`` (the earlier ones) feed the bootstrap."""
@@ -85,9 +87,12 @@ class SessionRun:
             return SessionEnd(number, started, host.clock(), spawn_error=str(exc),
                               state_changed=False)
         injector = inject.Injector(plan, boot.text, boot.tokens, emit=self._emit)
+        handoff = self._handoff = Handoff(unit.handoff, state_dir=unit.state_dir,
+                                          submit=unit.inject.submit, emit=self._emit,
+                                          fire=self.fire, clock=host.clock)
         triggers = self._triggers = Triggers(
             unit, emit=self._emit, wall=host.wall, on_prompt=injector.on_prompt,
-            notify=self._notify, usage=usage,
+            notify=self._notify, usage=usage, on_handoff=handoff.on_hit,
         )
         session = Session(number=number, child=child, marker=marker,
                           matcher=LineMatcher(rules(unit)), transcript=self.transcript,
@@ -101,6 +106,7 @@ class SessionRun:
         self._emit(ev.SESSION_START, pid=child.pid)
         injector.begin(session)
         triggers.arm(session)
+        handoff.arm(session)
         if host.stop_requested():  # asked before there were triggers to fire
             triggers.fire(Trigger("manual", "stop"))
         await asyncio.wait([session.exited, triggers.fired], return_when=asyncio.FIRST_COMPLETED)
@@ -126,6 +132,8 @@ class SessionRun:
         assert session is not None, "end() of a session that is not running"
         if self._triggers is not None:
             self._triggers.cancel()
+        if self._handoff is not None:
+            self._handoff.close()
         exited_by_itself = trigger is None
         reason = trigger.reason if trigger else _exit_reason(session.child)
         # from STARTING or RUNNING; after a failed end it is STOPPING already (no change)
@@ -174,6 +182,8 @@ class SessionRun:
 def rules(unit: Unit) -> list[Rule]:
     """What the session's output is matched against: the unit's sentinels, and compaction."""
     found = [Rule(s.name, s.pattern, s.action) for s in unit.sentinels]
+    if unit.handoff.pattern is not None:
+        found.append(Rule(HANDOFF_RULE, unit.handoff.pattern, "handoff"))
     # The PreCompact hook (`agentctl hooks`) announces compaction on the terminal.
     return [*found, Rule("precompact", PRECOMPACT_RULE, "restart", echo_check=False)]
 

@@ -22,6 +22,7 @@ from agentd.supervisor.budget import Usage, next_midnight
 from agentd.terminal.rules import Hit
 
 Emit = Callable[..., None]
+HANDOFF_RULE = "handoff"  # the matcher rule of the unit's `handoff.when`
 
 
 @dataclass(frozen=True)
@@ -43,12 +44,14 @@ class Triggers:
         on_prompt: Callable[[], None],
         notify: Callable[[str], None] | None = None,
         usage: Usage | None = None,
+        on_handoff: Callable[[Hit], None] | None = None,
     ) -> None:
         self.unit = unit
         self._emit = emit
         self._wall = wall
         self._on_prompt = on_prompt
         self._notify = notify
+        self._on_handoff = on_handoff
         self._usage = usage  # today's usage before this session, when a budget is set
         self._loop = asyncio.get_running_loop()
         self.fired: asyncio.Future[Trigger] = self._loop.create_future()
@@ -68,6 +71,9 @@ class Triggers:
         for hit in hits:
             if hit.rule.name == PROMPT_RULE:
                 self._on_prompt()
+            elif hit.rule.name == HANDOFF_RULE:
+                if self._on_handoff is not None and not self.fired.done():
+                    self._on_handoff(hit)
             else:
                 self._on_sentinel(hit)
         if self._session is None:

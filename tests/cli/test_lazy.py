@@ -69,9 +69,9 @@ def test_state_writes_load_no_daemon_runtime_or_pydantic(state_dir: Path,
 
 def test_status_loads_the_client_side_only(tmp_path: Path) -> None:
     modules = imported(["status"], tmp_path, AGENTD_HOME=str(tmp_path))
-    assert "agentd.daemon.protocol" in modules
-    assert loaded(modules, RUNTIME + STATE_VERBS) == []
-    assert [m for m in modules if m.startswith("agentd.daemon.")] == ["agentd.daemon.protocol"]
+    assert "agentd.daemon.client" in modules
+    assert loaded(modules, (*RUNTIME, *STATE_VERBS, "pydantic")) == []
+    assert [m for m in modules if m.startswith("agentd.daemon.")] == ["agentd.daemon.client"]
 
 
 def test_every_verb_is_listed_with_its_help_and_hook_stays_hidden() -> None:

@@ -16,18 +16,15 @@ from typing import Any
 
 import pytest
 
+from agentd.daemon.client import Client, Code, RemoteError, Unreachable
 from agentd.daemon.commands import HANDLERS, sessions
 from agentd.daemon.control import ControlServer, bind_socket, peer_uid
 from agentd.daemon.protocol import (
     COMMANDS,
     MAX_REQUEST,
-    Client,
-    Code,
     EventsArgs,
     ProtocolError,
-    RemoteError,
     RestartArgs,
-    Unreachable,
     parse_request,
 )
 from agentd.errors import PathError
