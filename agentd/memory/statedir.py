@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import re
-import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from itertools import islice
@@ -33,7 +30,9 @@ _BLOCK = 8192
 # A tail never reads more than this many bytes, whatever the line lengths:
 # 10 lines of a log are useful, 10 lines of a 1 GB minified blob are not.
 TAIL_MAX_BYTES = 1 << 20
-_MISSING = hashlib.sha256(b"agentd: no state dir").hexdigest()[:32]
+_MISSING = "0" * 32  # the fingerprint of a missing state dir (no sha256 prefix is all zeros)
+# hashlib and subprocess are imported where used: `agentctl state next`, which
+# agents run after every step, needs neither.
 
 
 # --- reading -----------------------------------------------------------------
@@ -119,6 +118,8 @@ def read_head(path: Path, max_bytes: int) -> tuple[str, bool]:
 
 
 def sha256_file(path: Path) -> str:
+    import hashlib
+
     h = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 16), b""):
@@ -161,6 +162,8 @@ def fingerprint(state_dir: Path) -> str:
     tell a session that changed nothing. A missing dir gives a fixed value."""
     if not state_dir.is_dir():
         return _MISSING
+    import hashlib
+
     h = hashlib.sha256()
     for rel, st in iter_files(state_dir):
         h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
@@ -180,7 +183,9 @@ def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
     file, never a torn one, even across a crash: temp file in the same dir,
     fsync, rename, fsync the dir (the rename itself must reach the disk)."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # as tempfile.mkstemp does (O_EXCL, 0600), without importing tempfile
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
@@ -264,6 +269,8 @@ def _fsync_dir(directory: Path) -> None:
 def run_git(workdir: Path, *args: str, timeout: float = GIT_TIMEOUT) -> str | None:
     """stdout of ``git -C workdir ARGS``, or None on any failure (not a repo,
     no git, timeout): callers treat git as optional information."""
+    import subprocess
+
     env = {
         **os.environ,
         "GIT_TERMINAL_PROMPT": "0",
