@@ -3,9 +3,11 @@ hook EVENT`` is what those hooks run (see ``agentd.cli.hooks``)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -35,8 +37,12 @@ def hooks_cmd(cli: str, project: Path, to_stdout: bool) -> None:
 @click.argument("event", type=click.Choice(["pre-compact", "session-start"]))
 def hook(event: str) -> None:
     """Run by the CLI's hooks (see `agentctl hooks`); reads the hook's JSON on stdin."""
-    if not sys.stdin.isatty():
-        sys.stdin.read()  # the CLI writes the event; drain it so it never blocks
-    reply = hooks.pre_compact() if event == "pre-compact" else hooks.session_start()
-    if reply:
+    data: dict[str, Any] = {}
+    if not sys.stdin.isatty():  # the CLI writes the event; read it so it never blocks
+        with contextlib.suppress(ValueError):
+            parsed = json.loads(sys.stdin.read() or "{}")
+            data = parsed if isinstance(parsed, dict) else {}
+    if event == "pre-compact":
+        hooks.pre_compact(data)
+    elif reply := hooks.session_start():
         click.echo(reply)

@@ -4,12 +4,16 @@ Screen text is a guess; a hook is the CLI saying so. ``agentctl hooks
 claude-code|codex`` merges two hooks into the project's settings
 (``.claude/settings.json`` / ``.codex/hooks.json``):
 
-- ``PreCompact`` runs ``agentctl hook pre-compact``: it tells agentd to end
-  the session and start a fresh one from the state files (reason
-  ``sentinel:precompact``), and asks the CLI not to compact lossily meanwhile.
-  It writes one line to the session's terminal (``/dev/tty``), which agentd
-  reads like any output — so it works under ``agentd run`` and ``agentd serve``
-  alike, without the control socket.
+- ``PreCompact`` runs ``agentctl hook pre-compact``: before an automatic
+  compaction it tells agentd, through the session's ``AGENTD_SOCKET`` (the
+  daemon's socket, or the private one of ``agentd run``), that this session is
+  about to compact, then waits while agentd ends the session and starts a
+  fresh one from the state files (reason ``sentinel:precompact``): the CLI is
+  still waiting for its hook when it is ended, so it never sends its summary
+  request. A hook has no terminal (a real Claude Code runs it with stdin on a
+  socket and no controlling tty), so the socket is the only way to agentd.
+  Outside agentd, for a compaction a person asked for (``/compact``), or if
+  agentd does not answer, it exits at once and lets the CLI compact.
 - ``SessionStart`` (after a compaction, ``/clear`` or a resume) runs
   ``agentctl hook session-start``, which prints the bootstrap: the CLI adds a
   SessionStart hook's output to the new context.
@@ -22,13 +26,17 @@ import os
 import re
 import shlex
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from agentd.terminal.hookline import PRECOMPACT_LINE
-
 SETTINGS = {"claude-code": Path(".claude") / "settings.json",
             "codex": Path(".codex") / "hooks.json"}
+# The CLI waits for the hook up to its timeout; agentd ends the session (hook
+# included) well within it. Should agentd not, the hook gives up first and the
+# CLI compacts after all: lossy, but the agent goes on.
+PRECOMPACT_TIMEOUT = 120
+PRECOMPACT_WAIT = 100.0
 _OURS = re.compile(r"-m agentd(\.cli\.agentctl|\.ctl) hook |agentctl hook ")
 
 
@@ -40,7 +48,8 @@ def hook_command(verb: str) -> str:
 def agentd_hooks() -> dict[str, list[dict[str, Any]]]:
     return {
         "PreCompact": [{"matcher": "manual|auto", "hooks": [
-            {"type": "command", "command": hook_command("pre-compact"), "timeout": 10}]}],
+            {"type": "command", "command": hook_command("pre-compact"),
+             "timeout": PRECOMPACT_TIMEOUT}]}],
         "SessionStart": [{"matcher": "compact|clear|resume", "hooks": [
             {"type": "command", "command": hook_command("session-start"), "timeout": 10}]}],
     }
@@ -83,21 +92,23 @@ def write_settings(cli: str, project: Path) -> Path:
     return path
 
 
-def pre_compact() -> str | None:
-    """Tell agentd (through the session's terminal) to restart instead; the reply
-    for the CLI, or None when not under agentd."""
-    if not os.environ.get("AGENTD_UNIT"):
-        return None
+def pre_compact(event: dict[str, Any]) -> None:
+    """The CLI is about to compact (``event`` is the hook's JSON): have agentd end
+    this session first, and wait to be ended with it. Returns at once outside
+    agentd, for a manual compaction, or when agentd will not end the session."""
+    unit, session = os.environ.get("AGENTD_UNIT"), os.environ.get("AGENTD_SESSION", "")
+    socket = os.environ.get("AGENTD_SOCKET")
+    if not unit or not socket or not session.isdigit() or event.get("trigger") == "manual":
+        return
+    from agentd.daemon.client import Client, RemoteError, Unreachable
+
     try:
-        fd = os.open("/dev/tty", os.O_WRONLY | os.O_NOCTTY)
-    except OSError:
-        return None
-    try:
-        os.write(fd, f"\r\n{PRECOMPACT_LINE} {os.environ.get('AGENTD_SESSION', '')}\r\n".encode())
-    finally:
-        os.close(fd)
-    return json.dumps({"decision": "block",
-                       "reason": "agentd starts a fresh session from the state files instead"})
+        with Client(Path(socket), timeout=10) as client:
+            reply = client.call("precompact", unit=unit, session=int(session))
+    except (Unreachable, RemoteError, OSError, ValueError):
+        return
+    if isinstance(reply, dict) and reply.get("ending"):
+        time.sleep(PRECOMPACT_WAIT)  # agentd ends this session's tree, this hook with it
 
 
 def session_start() -> str:

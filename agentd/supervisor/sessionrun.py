@@ -33,7 +33,6 @@ from agentd.supervisor.history import History
 from agentd.supervisor.policy import SessionEnd
 from agentd.supervisor.states import SetState, State
 from agentd.supervisor.triggers import HANDOFF_RULE, Trigger, Triggers
-from agentd.terminal.hookline import PRECOMPACT_RULE
 from agentd.terminal.matcher import LineMatcher
 from agentd.terminal.rules import Hit, Rule
 
@@ -180,12 +179,12 @@ class SessionRun:
 
 
 def rules(unit: Unit) -> list[Rule]:
-    """What the session's output is matched against: the unit's sentinels, and compaction."""
+    """What the session's output is matched against: the unit's sentinels and its
+    handoff rule (the PreCompact hook reaches agentd through the socket instead)."""
     found = [Rule(s.name, s.pattern, s.action) for s in unit.sentinels]
     if unit.handoff.pattern is not None:
         found.append(Rule(HANDOFF_RULE, unit.handoff.pattern, "handoff"))
-    # The PreCompact hook (`agentctl hooks`) announces compaction on the terminal.
-    return [*found, Rule("precompact", PRECOMPACT_RULE, "restart", echo_check=False)]
+    return found
 
 
 def _exit_reason(child: Child) -> str:

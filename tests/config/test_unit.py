@@ -607,7 +607,14 @@ def test_each_preset_alone_makes_a_valid_unit(name: str) -> None:
 def test_each_sentinel_matches_its_real_examples(name: str) -> None:
     unit = parse(f"preset: {name}\nworkdir: /\n")
     examples = cli_preset_examples(name)
-    assert sorted(examples) == sorted(s.name for s in unit.sentinels), "a sentinel lacks examples"
+    rules = [s.name for s in unit.sentinels] + (["handoff"] if unit.handoff.when else [])
+    assert sorted(examples) == sorted(rules), "a sentinel (or the handoff rule) lacks examples"
+    if unit.handoff.pattern is not None:
+        for line in examples["handoff"]:
+            match = unit.handoff.pattern.search(line)
+            assert match, f"{name}: handoff does not match {line!r}"
+            groups = {k: v for k, v in match.groupdict().items() if v is not None}
+            assert unit.handoff.percent_left(groups) is not None, line
     for sentinel in unit.sentinels:
         for line in examples[sentinel.name]:
             match = sentinel.pattern.search(line)

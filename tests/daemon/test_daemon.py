@@ -509,3 +509,26 @@ def test_a_usage_limit_pause_survives_a_daemon_restart(dhome: Path,
     status = again.status("u")
     assert status["state"] == "paused" and status["paused_until"]
     assert len(records(rec)) == 2  # session 1 and the manual restart, none since
+
+
+def test_precompact_hook_ends_the_session_through_the_daemon_socket(
+        dhome: Path, serve: list[Served]) -> None:
+    """The CLI's PreCompact hook (no terminal) reaches the daemon by AGENTD_SOCKET;
+    the session ends while the hook still waits, so the CLI never compacts."""
+    rec = dhome / "rec.jsonl"
+    write_unit(dhome, "pc", {
+        "command": fake(f"record:{rec}", "if-session:2:wait", "sleep:0.2", "hook:pre-compact",
+                        "out:THE CLI COMPACTED", "wait"),
+        "restart": QUICK,
+    })
+    d = Served(dhome).ready()
+    serve.append(d)
+    poll_for(lambda: len(records(rec)) >= 2, timeout=20, what="a second session")
+    assert [r["reason"] for r in records(rec)] == ["start", "sentinel:precompact"]
+    history = records(dhome / "logs" / "pc" / "history.jsonl")
+    outcome = next(r for r in history if r.get("kind") == "outcome" and r["session"] == 1)
+    assert outcome["outcome"] == "context"
+    assert "THE CLI COMPACTED" not in (dhome / "logs" / "pc" / "transcript.log").read_text()
+    stale = d.result("precompact", unit="pc", session=1)  # an old session: nothing to end
+    assert stale == {"ending": False}
+    assert d.status("pc")["session"] == 2

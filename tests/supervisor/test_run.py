@@ -438,11 +438,21 @@ def test_hooks_settings_merge_and_replace(tmp_path: Path) -> None:
     assert codex == tmp_path / ".codex" / "hooks.json" and "PreCompact" in codex.read_text()
 
 
-def test_precompact_hook_asks_the_cli_not_to_compact(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_precompact_hook_lets_the_cli_compact_when_agentd_will_not_end_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Outside agentd, for /compact typed by a person, or with no agentd answering,
+    the hook returns at once (it would otherwise hold the CLI for its timeout)."""
     from agentd.cli import hooks
 
     monkeypatch.delenv("AGENTD_UNIT", raising=False)
-    assert hooks.pre_compact() is None  # not under agentd: let the CLI compact
+    started = time.monotonic()
+    hooks.pre_compact({"trigger": "auto"})  # not under agentd
+    monkeypatch.setenv("AGENTD_UNIT", "u")
+    monkeypatch.setenv("AGENTD_SESSION", "3")
+    monkeypatch.setenv("AGENTD_SOCKET", str(tmp_path / "nobody.sock"))
+    hooks.pre_compact({"trigger": "manual"})  # a person asked for it
+    hooks.pre_compact({"trigger": "auto"})  # nobody listens
+    assert time.monotonic() - started < 5
     monkeypatch.delenv("AGENTD_BOOTSTRAP_FILE", raising=False)
     assert hooks.session_start() == ""
 
