@@ -32,6 +32,9 @@ FINAL_DRAIN_BYTES = 4 * 1024 * 1024
 # the last output (it flushes the slave->master buffer asynchronously, so a
 # read right after the exit can say EAGAIN with output still on the way).
 EOF_WAIT = 2.0
+# Between typed text and its submit key: TUIs take keys that arrive with a
+# paste, or in one fast burst, as part of it (an Enter sent at once is lost).
+SUBMIT_PAUSE = 0.3
 BRACKETED_ON = b"\x1b[?2004h"
 BRACKETED_OFF = b"\x1b[?2004l"
 
@@ -67,6 +70,8 @@ class Session:
         self._tail = b""  # last bytes of output, to see a mode switch split across reads
         self._pending_write = bytearray()
         self._writing = False
+        self._after_write: list[tuple[float, bytes]] = []  # keys to type once it is written
+        self._timers: list[asyncio.TimerHandle] = []
         self._reading = False
         self._pidfd: int | None = None
         self._loop = asyncio.get_running_loop()
@@ -127,6 +132,10 @@ class Session:
         if self._writing:
             self._loop.remove_writer(self.child.fd)
             self._writing = False
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
+        self._after_write.clear()
         if self.child.reaped:
             self.child.close()
         hits = self.matcher.flush()
@@ -203,16 +212,26 @@ class Session:
             self._loop.add_writer(self.child.fd, self._on_writable)
             self._writing = True
 
+    def submit(self, text: bytes, key: bytes, *, pause: float = SUBMIT_PAUSE) -> None:
+        """Type ``text``, then ``key`` (Enter) ``pause`` seconds after the text is
+        written: a TUI would take an Enter that comes with the text as part of it."""
+        self.type(text)
+        self._after_write.append((pause, key))
+
     def _on_writable(self) -> None:
         n = self.child.write(bytes(self._pending_write[:65536]))
         if n < 0:  # the terminal is gone
             self._pending_write.clear()
+            self._after_write.clear()
         elif n:
             del self._pending_write[:n]
         if not self._pending_write:
             with contextlib.suppress(ValueError, OSError):
                 self._loop.remove_writer(self.child.fd)
             self._writing = False
+            for pause, key in self._after_write:
+                self._timers.append(self._loop.call_later(pause, self.type, key))
+            self._after_write.clear()
 
     @property
     def uptime(self) -> float:
