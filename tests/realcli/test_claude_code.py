@@ -13,6 +13,8 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,19 +30,31 @@ pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 BIG = 97_000  # reported input tokens: two such replies make Claude Code compact
 
 
-def _stop(proc: subprocess.Popen[str]) -> str:
+def _stop(proc: subprocess.Popen[str]) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
     try:
-        _, err = proc.communicate(timeout=30)
+        proc.communicate(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
-        _, err = proc.communicate(timeout=10)
-    return err or ""
+        proc.communicate(timeout=10)
 
 
 def _session_starts(home: Path, unit: str) -> list[dict[str, object]]:
     return [r for r in records(home / "logs" / unit / "history.jsonl") if r.get("kind") == "start"]
+
+
+@contextmanager
+def _running(home: Path, unit: str, *, sessions: int = 2, timeout: float = 90) -> Iterator[None]:
+    """`agentd run UNIT` until ``sessions`` sessions started (then the body runs),
+    stopped with SIGINT at the end whatever happens."""
+    proc = agentd_popen(home, "run", unit)
+    try:
+        poll_for(lambda: len(_session_starts(home, unit)) >= sessions, timeout=timeout,
+                 what=f"session {sessions} of {unit}")
+        yield
+    finally:
+        _stop(proc)
 
 
 def test_screen_sentinel_restarts_with_a_bootstrap_that_says_why(
@@ -51,21 +65,15 @@ def test_screen_sentinel_restarts_with_a_bootstrap_that_says_why(
     with fake_model(tmp_path / "requests.jsonl") as model:
         model.control(script=[bash("echo one", BIG), bash("echo two", BIG)])
         write_unit(home, "cc", claude_project.unit(model.url))
-        proc = agentd_popen(home, "run", "cc")
-        try:
-            poll_for(lambda: len(_session_starts(home, "cc")) >= 2, timeout=90,
-                     what="a second session")
-            second = home / "logs" / "cc" / "bootstrap-2.md"
+        with _running(home, "cc", timeout=90):
             poll_for(lambda: any("# agentd bootstrap: cc, session 2" in first_user_text(r["body"])
                                  for r in model.main_requests()),
                      timeout=60, what="session 2's prompt at the model")
-        finally:
-            err = _stop(proc)
+    second = home / "logs" / "cc" / "bootstrap-2.md"
     header = "\n\n".join(second.read_text(encoding="utf-8").split("\n\n")[:2])
     sentinel = events(home, "session.sentinel")[0]
     assert sentinel["name"] in ("compacting", "compacted"), sentinel
     assert f"sentinel:{sentinel['name']}" in header, header
-    assert "stopped" in err  # the run ended by our SIGINT, nothing else
 
 
 def _agentctl(*args: str, cwd: Path) -> None:
@@ -89,15 +97,10 @@ def test_precompact_hook_ends_the_session_before_any_summary_request(
     with fake_model(tmp_path / "requests.jsonl") as model:
         model.control(script=[bash("echo one", BIG), bash("echo two", BIG)])
         write_unit(home, "hk", claude_project.unit(model.url))
-        proc = agentd_popen(home, "run", "hk")
-        try:
-            poll_for(lambda: len(_session_starts(home, "hk")) >= 2, timeout=90,
-                     what="a second session")
+        with _running(home, "hk", timeout=90):
             poll_for(lambda: any("# agentd bootstrap: hk, session 2" in first_user_text(r["body"])
                                  for r in model.main_requests()),
                      timeout=60, what="session 2's prompt at the model")
-        finally:
-            _stop(proc)
     assert _session_starts(home, "hk")[1]["reason"] == "sentinel:precompact"
     assert model.summaries() == [], "a summary request reached the model"
     outcome = next(r for r in records(home / "logs" / "hk" / "history.jsonl")
@@ -115,12 +118,8 @@ def test_agentctl_restart_from_the_cli_bash_tool_under_agentd_run(
         unit = claude_project.unit(model.url)
         unit["env"] = _with_agentctl_on_path(unit["env"])
         write_unit(home, "rs", unit)
-        proc = agentd_popen(home, "run", "rs")
-        try:
-            poll_for(lambda: len(_session_starts(home, "rs")) >= 2, timeout=90,
-                     what="a second session")
-        finally:
-            _stop(proc)
+        with _running(home, "rs", timeout=90):
+            pass
     assert _session_starts(home, "rs")[1]["reason"] == "manual:fresh"
 
 
@@ -150,12 +149,8 @@ def test_graceful_handoff_records_state_before_the_wall(
         unit = claude_project.unit(model.url, handoff={"wait": "60s"})
         unit["env"] = _with_agentctl_on_path(unit["env"])
         write_unit(home, "ho", unit)
-        proc = agentd_popen(home, "run", "ho")
-        try:
-            poll_for(lambda: len(_session_starts(home, "ho")) >= 2, timeout=120,
-                     what="a second session")
-        finally:
-            _stop(proc)
+        with _running(home, "ho", timeout=120):
+            pass
     asked, done = events(home, "session.handoff")[:2]
     assert asked["phase"] == "asked" and asked["left"] <= 15
     assert done["changed"] is True
@@ -196,14 +191,11 @@ def test_a_task_advances_through_three_compactions_each_step_once_in_order(
         unit = claude_project.unit(model.url)
         unit["env"] = _with_agentctl_on_path(unit["env"])
         write_unit(home, "task", unit)
-        proc = agentd_popen(home, "run", "task")
-        try:
+        with _running(home, "task", sessions=1):
             poll_for(lambda: work.exists() and len(work.read_text().split()) >= STEPS,
                      timeout=150, what="six steps in work.log")
             poll_for(lambda: any(r.get("note") == "scripted" for r in model.requests()),
                      timeout=60, what="the model to find no step left")
-        finally:
-            _stop(proc)
     assert work.read_text().split() == [f"step-{n}" for n in range(1, STEPS + 1)]
     starts = _session_starts(home, "task")
     assert len(starts) >= 4 and all(s["reason"] == "sentinel:precompact" for s in starts[1:4])
