@@ -308,6 +308,11 @@ ERRORS = [
         "units/a.yaml:4: restart.exit_codes: exit code 0 is also in success_codes;"
         " a code means one thing",
     ),
+    (  # a threshold needs to know where the percentage is
+        "command: x\nworkdir: /\nhandoff: {when: low, below: 10}\n",
+        "units/a.yaml:3: handoff.below: needs a group named left (or left_...) in `when` holding"
+        " the percent left, or used (or used_...) holding the percent used",
+    ),
     (
         "command: x\nworkdir: /\nrestart: {exit_codes: [300]}\n",
         "units/a.yaml:3: restart.exit_codes[0]: should be less than or equal to 255 (got 300)",
@@ -621,6 +626,19 @@ def test_each_sentinel_matches_its_real_examples(name: str) -> None:
             assert match, f"{name}: {sentinel.name} does not match {line!r}"
             if "until" in sentinel.pattern.groupindex:
                 parse_reset_time(match["until"], 1_764_500_000)  # readable, never raises
+
+
+def test_handoff_reads_the_percent_left_or_100_minus_the_percent_used() -> None:
+    spec = parse(
+        r"""
+        command: x
+        workdir: /
+        handoff: {when: '(?P<left>\d+)% left|(?P<used_now>\d+)% used', below: 40}
+        """
+    ).handoff
+    assert spec.percent_left({"left": "30"}) == 30
+    assert spec.percent_left({"used_now": "70"}) == 30
+    assert spec.wanted({"used_now": "65"}) and not spec.wanted({"used_now": "55"})
 
 
 def test_gemini_does_not_restart_on_42() -> None:
