@@ -646,6 +646,49 @@ def test_gemini_does_not_restart_on_42() -> None:
     assert 42 not in parse("preset: gemini\nworkdir: /\n").restart.exit_codes
 
 
+# Exit codes as the CLIs' sources define them: gemini packages/core/src/utils/errors.ts
+# and exitCodes.ts; aider exits 0 after a --message-file turn and 1 on a setup error.
+@pytest.mark.parametrize(
+    ("name", "code", "meaning", "kind"),
+    [
+        ("gemini", 0, "done", "success"),
+        ("gemini", 53, "session turn limit (headless)", "restart"),
+        ("gemini", 41, "authentication error", "other"),
+        ("gemini", 42, "input error", "other"),
+        ("gemini", 44, "sandbox error", "other"),
+        ("gemini", 52, "config error", "other"),
+        ("gemini", 54, "tool execution error", "other"),
+        ("gemini", 55, "untrusted workspace", "other"),
+        ("gemini", 130, "cancelled", "other"),
+        ("aider", 0, "one --message-file turn done", "restart"),
+        ("aider", 1, "setup error (message file not found...)", "other"),
+    ],
+)
+def test_preset_exit_codes_follow_the_cli_sources(name: str, code: int, meaning: str,
+                                                  kind: str) -> None:
+    restart = parse(f"preset: {name}\nworkdir: /\n").restart
+    got = ("restart" if code in restart.exit_codes
+           else "success" if code in restart.success_codes else "other")
+    assert got == kind, f"{name} exit {code} ({meaning})"
+
+
+def test_gemini_handoff_reads_the_context_column_not_the_quota() -> None:
+    handoff = parse("preset: gemini\nworkdir: /\n").handoff
+    assert handoff.pattern is not None
+    # The default footer (context column hidden) with Google-login quota: no handoff.
+    assert not handoff.pattern.search("~/work/shop   main   no sandbox   gemini-2.5-pro   80% used")
+    both = handoff.pattern.search("~/w   main   gemini-2.5-pro   45% used   12% used")
+    assert both is not None
+    groups = {k: v for k, v in both.groupdict().items() if v is not None}
+    assert handoff.percent_left(groups) == 55 and handoff.wanted(groups)
+
+
+def test_gemini_reset_time_keeps_the_zone_offset() -> None:
+    sentinels = {s.name: s for s in parse("preset: gemini\nworkdir: /\n").sentinels}
+    hit = sentinels["usage-limit"].pattern.search("Access resets at 5:15 AM GMT+5:30.")
+    assert hit is not None and hit["until"] == "5:15 AM GMT+5:30"
+
+
 def test_claude_code_sentinels_match_the_captured_tui() -> None:
     captures = sorted(FIXTURES.glob("claude-code-*.raw")) if FIXTURES.is_dir() else []
     if not captures:
