@@ -156,6 +156,7 @@ HANDOFF_MESSAGE = (
     "`agentctl restart \"$AGENTD_UNIT\"`. A fresh session continues from the state files."
 )
 LEFT_GROUP = "left"  # the handoff pattern's group(s) holding the percent of context left
+USED_GROUP = "used"  # ... or the percent used (Gemini CLI shows `N% used`): left = 100 - used
 
 
 class HandoffSpec(StrictModel):
@@ -164,7 +165,7 @@ class HandoffSpec(StrictModel):
     exit, then restart (reason ``context``)."""
 
     when: str | None = None  # regex; off when None
-    below: Annotated[int, Field(ge=0, le=100)] | None = None  # percent left, with a `left` group
+    below: Annotated[int, Field(ge=0, le=100)] | None = None  # percent left (`left`|`used` group)
     message: Annotated[str, Field(min_length=1)] = HANDOFF_MESSAGE
     wait: Duration = 120
     _pattern: re.Pattern[str] | None = PrivateAttr(default=None)
@@ -180,10 +181,12 @@ class HandoffSpec(StrictModel):
     def _threshold(self) -> HandoffSpec:
         if self.when is not None:
             self._pattern = compile_regex(self.when)
-            has_left = any(g.startswith(LEFT_GROUP) for g in self._pattern.groupindex)
-            if self.below is not None and not has_left:
+            groups = self._pattern.groupindex
+            has_percent = any(g.startswith((LEFT_GROUP, USED_GROUP)) for g in groups)
+            if self.below is not None and not has_percent:
                 raise KeyProblem(("below",), f"needs a group named {LEFT_GROUP} (or "
-                                 f"{LEFT_GROUP}_...) in `when` holding the percent left")
+                                 f"{LEFT_GROUP}_...) in `when` holding the percent left, or "
+                                 f"{USED_GROUP} (or {USED_GROUP}_...) holding the percent used")
         return self
 
     @property
@@ -193,10 +196,14 @@ class HandoffSpec(StrictModel):
         return self._pattern
 
     def percent_left(self, groups: dict[str, str]) -> int | None:
-        """The percent of context left a hit's groups hold, if any."""
+        """The percent of context left a hit's groups hold (or 100 minus the percent used)."""
         for name, value in groups.items():
-            if name.startswith(LEFT_GROUP) and value and value.isdigit():
+            if not (value and value.isdigit()):
+                continue
+            if name.startswith(LEFT_GROUP):
                 return int(value)
+            if name.startswith(USED_GROUP):
+                return max(0, 100 - int(value))
         return None
 
     def wanted(self, groups: dict[str, str]) -> bool:
