@@ -18,7 +18,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 HEADING = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<name>.*?)\s*#*\s*$")
-ITEM = re.compile(r"^(?P<indent>\s*)[-*+]\s+(?:\[(?P<mark>[ xX])\]\s+)?(?P<text>.*?)\s*$")
+# `(?:.*\S)?\s*$`, not `.*?\s*$`: the same text without trailing blanks, but
+# linear (the lazy form retries the end at every character: 10x slower on the
+# long DONE lists a long run leaves).
+ITEM = re.compile(r"^(?P<indent>\s*)[-*+]\s+(?:\[(?P<mark>[ xX])\]\s+)?(?P<text>(?:.*\S)?)\s*$")
 COMMENT = re.compile(r"^\s*<!--.*-->\s*$")
 # What a section holds when there is nothing in it: `- none`, `- 无`, `(none)`.
 NONE_MARKERS = frozenset({"none", "(none)", "无", "(无)", "-", "n/a", "nothing", "(empty)"})
@@ -47,7 +50,7 @@ def headings(lines: Sequence[str]) -> list[tuple[int, int, str]]:
     """(index, level, name) of every heading outside code fences."""
     found = []
     for i, (line, fenced) in enumerate(zip(lines, _fences(lines), strict=True)):
-        m = HEADING.match(line) if not fenced else None
+        m = HEADING.match(line) if not fenced and line.startswith("#") else None
         if m:
             found.append((i, len(m["hashes"]), m["name"]))
     return found
