@@ -123,6 +123,27 @@ def is_placeholder(line: str) -> bool:
     return normalized(text) in NONE_MARKERS
 
 
+def single_blank(lines: Sequence[str]) -> list[str]:
+    """``lines`` with each run of blank lines made one (what is left out leaves runs)."""
+    return [ln for i, ln in enumerate(lines) if ln.strip() or i == 0 or lines[i - 1].strip()]
+
+
+def drop_empty_sections(lines: Sequence[str]) -> list[str]:
+    """``lines`` without the sections that hold nothing (``has_content``): their
+    heading goes, with the blank lines and placeholders under it."""
+    heads = headings(lines)
+    starts = [i for i, _, _ in heads]
+    rows = set(starts)
+    drop: set[int] = set()
+    for k, (i, level, _) in enumerate(heads):
+        end = next((j for j, lv, _ in heads[k + 1 :] if lv <= level), len(lines))
+        own_end = starts[k + 1] if k + 1 < len(starts) else len(lines)
+        body = [ln for j, ln in enumerate(lines[i + 1 : end], start=i + 1) if j not in rows]
+        if not has_content(body):
+            drop.update(range(i, own_end))
+    return [line for j, line in enumerate(lines) if j not in drop]
+
+
 def set_body(lines: list[str], names: Sequence[str], body: Sequence[str]) -> list[str]:
     """``lines`` with the body of section ``names[0]`` (or an alias) replaced by
     ``body``; HTML comments in the old body are kept. A missing section is
