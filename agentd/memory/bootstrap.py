@@ -211,7 +211,7 @@ def _rules(ctx: BootstrapContext) -> str:
         f'`agentctl state block "TEXT"` - or edit the files in `{_dir_shown(ctx)}`.\n'
         '3. To hand over to a fresh session: `agentctl state handoff "TEXT"`, then exit '
         'with code 42 (or run `agentctl restart "$AGENTD_UNIT"`).\n'
-        '4. When the whole mission is done and verified: `agentctl state complete "SUMMARY"`, '
+        '4. When the whole mission is done and verified: `agentctl state complete "RESULT"`, '
         "then exit: agentd ends the unit `done`, whatever your exit code."
     )
 

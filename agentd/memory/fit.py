@@ -43,7 +43,7 @@ class FileAccount:
 
     name: str  # the path shown, or "header", "warnings", ...
     keep: str  # must, record, free, must+record, ... or "fixed"
-    total: float  # tokens of all of it, whole
+    total: float  # tokens of all of it that was read (a long log: its end), shown whole
     notes: list[str] = field(default_factory=list)
     tokens: int = 0  # tokens shown, filled in from the final text
 
