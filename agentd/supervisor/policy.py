@@ -11,6 +11,7 @@ How an end is classified, first match wins:
 end                                         next        counts as failure
 =========================================  ==========  =================
 agentd stopped it (manual / sentinel stop)  stopped     no
+the state says the mission is complete      done        no
 sentinel ``pause``                          paused      no
 manual restart                              start now   no
 exit code in ``success_codes``              done        no
@@ -61,6 +62,9 @@ class SessionEnd:
     pause_until: float | None = None
     spawn_error: str | None = None
     state_changed: bool = True
+    # The summary of ``agentctl state complete`` when the state said the
+    # mission was complete as the session ended: the unit is done, whatever the code.
+    complete: str | None = None
 
     @property
     def uptime(self) -> float:
@@ -99,7 +103,7 @@ class RestartPolicy:
         self.limits = limits
 
     def is_failure(self, end: SessionEnd) -> bool:
-        if end.action in ("stop", "pause") or _is_manual(end.trigger):
+        if end.action in ("stop", "pause") or _is_manual(end.trigger) or end.complete is not None:
             return False
         if end.trigger is None and end.exit_code in self.restart.success_codes:
             return False
@@ -118,6 +122,9 @@ class RestartPolicy:
         outcome = _outcome(end)
         if end.action == "stop":
             return Decision("stopped", reason, outcome="stopped")
+        if end.complete is not None:
+            return Decision("done", "complete", outcome="done",
+                            detail=f"mission complete: {end.complete}")
         if end.action == "pause":
             return Decision("paused", reason, until=end.pause_until, outcome=outcome)
         if end.trigger is None and end.exit_code in self.restart.success_codes:

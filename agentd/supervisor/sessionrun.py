@@ -20,6 +20,7 @@ from agentd.config.convert import signal_name
 from agentd.config.times import iso
 from agentd.config.unit import Unit
 from agentd.errors import SpawnError
+from agentd.memory import complete
 from agentd.memory.statedir import fingerprint
 from agentd.process.tree import session_env_marker
 from agentd.session import inject
@@ -118,6 +119,7 @@ class SessionRun:
             action=trigger.action if trigger else "restart",
             pause_until=trigger.pause_until if trigger else None,
             state_changed=fingerprint(unit.state_dir) != state_before,
+            complete=_summary(complete.read(unit.state_dir)),
         )
 
     def fire(self, trigger: Trigger) -> None:
@@ -185,6 +187,10 @@ def rules(unit: Unit) -> list[Rule]:
     if unit.handoff.pattern is not None:
         found.append(Rule(HANDOFF_RULE, unit.handoff.pattern, "handoff"))
     return found
+
+
+def _summary(done: complete.Completion | None) -> str | None:
+    return done.summary if done is not None else None
 
 
 def _exit_reason(child: Child) -> str:

@@ -161,7 +161,7 @@ def test_logs_and_events_follow(daemon: Served, dhome: Path) -> None:
 
 def test_events_history_and_bootstrap(daemon: Served, dhome: Path) -> None:
     work = dhome / "work" / ".agent"
-    work.mkdir(parents=True)
+    work.mkdir(parents=True, exist_ok=True)  # the first session created and initialised it
     (work / "state.json").write_text(json.dumps(
         {"schema_version": 1, "mission": "Ship the cart cache", "next_action": "Write tests"}))
     agentctl("restart", "a", "--reason", "deploy")
