@@ -142,6 +142,15 @@ async def bootstrap(ctx: Context, args: UnitArgs) -> dict[str, Any]:
             "warnings": boot.warnings, "cut": boot.cut}
 
 
+@command("screen")
+async def screen(ctx: Context, args: UnitArgs) -> dict[str, Any]:
+    """The unit's current screen as a terminal shows it: rows of text and the cursor.
+    Drawn on a worker thread: the terminal emulator is slow, the loop must not wait."""
+    capture = ctx.sup.screen(args.unit)
+    drawn = await asyncio.to_thread(capture.draw)
+    return drawn.as_json()
+
+
 @command("precompact")
 async def precompact(ctx: Context, args: SessionArgs) -> dict[str, Any]:
     """A session's CLI is about to compact (its PreCompact hook): end that session
