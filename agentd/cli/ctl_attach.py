@@ -1,6 +1,6 @@
 """``agentctl attach UNIT``: watch a unit's live terminal and type into it.
 
-The daemon relays the unit's pty both ways over
+The daemon (or the unit's ``agentd run``) relays the unit's pty both ways over
 one connection (see ``agentd.daemon.protocol``, ``attach``), starting with a
 repaint of the current screen; a thread prints what comes, the main thread
 reads the keyboard (raw mode) until Ctrl-] (``DETACH``), EOF or the end of
@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from agentd.cli.ctl_client import connected, fail, unit_name
+from agentd.paths import Paths
 
 DETACH = b"\x1d"  # Ctrl-]
 INTERRUPT = 0x03  # Ctrl-C
@@ -43,8 +44,9 @@ def attach(unit: str, raw_keys: bool) -> None:
         fail("attach needs a terminal: stdin is not one. To read the screen from a "
              f"script use `agentctl screen {unit}`; to follow the output, "
              f"`agentctl logs {unit} -f`")
-    with connected("attach", timeout=30.0) as client:
-        who = "agentd"
+    with connected("attach", timeout=30.0, unit=unit) as client:
+        run = client.path == Paths.resolve().run_socket(unit)
+        who = f"the agentd run of {unit}" if run else "agentd"
         info = client.request("attach", unit=unit)["result"]
         click.echo(f"agentctl: attached to {unit} (session {info['session']}, {info['state']}); "
                    "Ctrl-] detaches", err=True)

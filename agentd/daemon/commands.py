@@ -29,9 +29,9 @@ from agentd.daemon.protocol import (
     UnitArgs,
     UnitsArgs,
 )
-from agentd.memory.statedir import tail_lines
+from agentd.session.transcript import read_tail
 from agentd.supervisor.api import Supervisor
-from agentd.supervisor.history import History, sessions
+from agentd.supervisor.history import recent_events_of, sessions
 
 START_WAIT = 60.0  # start/restart reply once the new session runs, or after this
 
@@ -112,13 +112,8 @@ async def reload(ctx: Context, _args: NoArgs) -> dict[str, Any]:
 async def logs(ctx: Context, args: LogsArgs) -> dict[str, Any]:
     """The last lines of the unit's transcript, raw, and where to follow it."""
     path = ctx.sup.transcript(args.unit)
-    try:
-        with path.open("rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            lines, _ = tail_lines(f, args.lines)
-    except FileNotFoundError:
-        lines, size = [], 0
-    return {"path": str(path), "text": "".join(f"{line}\n" for line in lines), "size": size}
+    text, size = read_tail(path, args.lines)
+    return {"path": str(path), "text": text, "size": size}
 
 
 @command("events")
@@ -162,12 +157,7 @@ async def precompact(ctx: Context, args: SessionArgs) -> dict[str, Any]:
 # -- helpers -----------------------------------------------------------------------------
 def recent_events(events_file: Path, args: EventsArgs) -> list[dict[str, Any]]:
     """The last ``args.lines`` events of ``events_file`` (of one unit, if named)."""
-    if not args.lines:
-        return []
-    found = History(events_file).recent(limit=1_000_000)
-    if args.unit is not None:
-        found = [e for e in found if e.get("unit") == args.unit]
-    return found[-args.lines:]
+    return recent_events_of(events_file, args.unit, args.lines)
 
 
 def _known(ctx: Context, names: list[str]) -> list[str]:

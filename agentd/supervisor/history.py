@@ -55,6 +55,17 @@ class History:
         return max((int(r.get("session", 0)) for r in self.recent()), default=0)
 
 
+def recent_events_of(events_file: Path, unit: str | None, lines: int) -> list[dict[str, Any]]:
+    """The last ``lines`` events of ``events_file`` (``logs/agentd.jsonl``), of ``unit``
+    only when named."""
+    if not lines:
+        return []
+    found = History(events_file).recent(limit=1_000_000)
+    if unit is not None:
+        found = [e for e in found if e.get("unit") == unit]
+    return found[-lines:]
+
+
 def sessions(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """History records (start, end, outcome per session) merged into one row per session."""
     rows: dict[int, dict[str, Any]] = {}

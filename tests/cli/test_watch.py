@@ -224,3 +224,17 @@ def test_ctrl_c_is_passed_on_only_when_pressed_twice(keys: bytes, armed: bool, s
                                                      armed_after: bool, held: bool) -> None:
     assert hold_interrupts(keys, armed) == (sent, armed_after, held)
 
+
+# --- logs of every unit ---------------------------------------------------------------------
+
+
+def test_logs_without_a_unit_interleave_every_unit(dhome: Path, serve: list[Served]) -> None:
+    serve_units(dhome, serve, {"one": "from one", "two": "from two"},
+                one=["out:from one", "wait"], two=["out:\\x1b[32mfrom two\\x1b[0m", "wait"])
+    res = agentctl("logs")
+    assert res.exit_code == 0, res.output
+    assert "one | from one" in res.stdout.splitlines()
+    assert "two | from two" in res.stdout.splitlines()
+    data = json.loads(agentctl("logs", "--json").stdout)
+    assert {u["unit"] for u in data} == {"one", "two"}
+
