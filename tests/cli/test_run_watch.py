@@ -1,13 +1,16 @@
 """`agentd run` is a first-class foreground supervisor: agentctl's verbs reach it
-through its socket (and read its files once it is over)."""
+through its socket (and read its files once it is over), ``--attach`` puts the
+agent in your terminal, and a failed run says where its transcript is."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
+import pexpect
 import pytest
 from click.testing import CliRunner, Result
 
@@ -16,7 +19,7 @@ from tests.cli.test_watch import ctl_pty, end, said
 from tests.conftest import fake, poll_for
 from tests.daemon import test_daemon
 from tests.daemon.test_daemon import Served
-from tests.helpers import write_unit
+from tests.helpers import agentd, write_unit
 
 dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 STOP = {"grace": "300ms"}
@@ -85,6 +88,48 @@ def test_every_read_verb_and_attach_reach_agentd_run_and_its_files_after(
     history = agentctl("history", "solo", "--json")
     assert history.exit_code == 0 and '"reason": "manual"' in history.stdout
     assert agentctl("logs", "ghost").exit_code == 1
+
+
+def test_agentd_run_attach_passes_keys_and_gives_the_terminal_back(dhome: Path) -> None:
+    write_unit(dhome, "talk", {"command": fake("prompt:name? ", "out:bye", "exit:0"),
+                               "inject": {"mode": "none"}, "stop": STOP})
+    child = pexpect.spawn(sys.executable, ["-m", "agentd.cli", "run", "--attach", "talk"],
+                          env=dict(os.environ, AGENTD_HOME=str(dhome)), dimensions=(30, 100),
+                          timeout=20)
+    try:
+        child.expect("talk in this terminal")
+        child.expect("name\\? ")
+        before = termios.tcgetattr(child.child_fd)
+        assert not before[3] & termios.ICANON  # raw while attached
+        child.send("Ada\r")
+        child.expect("GOT:Ada")
+        child.expect("bye")
+        child.expect("talk done after 1 session")
+        after = termios.tcgetattr(child.child_fd)  # restored before the summary
+        assert end(child) == 0
+    finally:
+        child.close(force=True)
+    assert after[3] & termios.ICANON and after[3] & termios.ECHO  # the terminal given back
+    assert said(dhome, "talk", "GOT:Ada")
+
+
+def test_agentd_run_attach_needs_a_terminal(dhome: Path) -> None:
+    write_unit(dhome, "talk", {"command": fake("exit:0")})
+    res = agentd(dhome, "run", "-i", "talk")
+    assert res.returncode == 1
+    assert "--attach needs a terminal" in res.stderr
+
+
+def test_a_failed_run_names_its_transcript_and_shows_its_last_lines(dhome: Path) -> None:
+    write_unit(dhome, "bad", {"command": fake("out:\\x1b[31mfirst\\x1b[0m line", "out:last words",
+                                              "exit:3"),
+                              "restart": {"on_failure": False}})
+    res = agentd(dhome, "run", "bad")
+    assert res.returncode == 1
+    transcript = dhome / "logs" / "bad" / "transcript.log"
+    assert f"agentd: transcript: {transcript}, last lines:" in res.stderr
+    shown = res.stderr.split("last lines:\n", 1)[1].splitlines()
+    assert "  | first line" in shown and "  | last words" in shown
 
 
 @pytest.mark.parametrize("verb", [["screen", "nope"], ["attach", "nope"]])
