@@ -1,7 +1,9 @@
-"""``agentctl screen``: what the agents show now.
+"""``agentctl screen|top``: what the agents show now.
 
 ``screen`` prints a unit's current screen, drawn by agentd from the newest
-output of its session as a terminal would show it.
+output of its session as a terminal would show it. ``top`` is a full-screen
+live view of every unit (``agentd.cli.top``; its TUI library is loaded only
+when it runs).
 """
 
 from __future__ import annotations
@@ -27,3 +29,14 @@ def screen(unit: str, as_json: bool) -> None:
     else:
         click.echo("\n".join(result["rows"]))
 
+
+@click.command()
+def top() -> None:
+    """A full-screen live view of all units; keys start, stop, restart and attach.
+
+    The table follows the units' events as they happen; output rates and each
+    unit's screen line are refreshed every few seconds.
+    """
+    from agentd.cli.top import run_top
+
+    run_top()

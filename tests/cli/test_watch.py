@@ -238,3 +238,31 @@ def test_logs_without_a_unit_interleave_every_unit(dhome: Path, serve: list[Serv
     data = json.loads(agentctl("logs", "--json").stdout)
     assert {u["unit"] for u in data} == {"one", "two"}
 
+
+# --- top ------------------------------------------------------------------------------------
+
+
+def test_top_shows_every_unit_and_stops_one_by_key(dhome: Path, serve: list[Served]) -> None:
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (apt-get install tmux): agentctl top is tested in a "
+                    "real terminal, tmux's")
+    d = serve_units(dhome, serve, {"one": "one ready>", "two": "two ready>"},
+                    one=["prompt:one ready> ", "wait"], two=["prompt:two ready> ", "wait"])
+    with _tmux(130, 12, env={"AGENTD_HOME": str(dhome), "LANG": "C.UTF-8"}) as (tmux, _):
+        tmux("respawn-pane", "-k", f"{sys.executable} -m agentd.cli.agentctl top")
+
+        def rows() -> dict[str, list[str]]:
+            lines = tmux("capture-pane", "-p").splitlines()
+            return {cells[0]: cells for cells in map(str.split, lines)
+                    if cells and cells[0] in ("one", "two")}
+
+        poll_for(lambda: {u: r[1] for u, r in rows().items()} == {"one": "running",
+                                                                   "two": "running"},
+                 timeout=20, what="top to show both units running")
+        poll_for(lambda: rows()["two"][-2:] == ["two", "ready>"], what="two's screen line")
+        tmux("send-keys", "x")  # the cursor is on the first row: one
+        poll_for(lambda: rows()["one"][1] == "stopped", what="one shown stopped")
+        assert d.status("one")["state"] == "stopped"
+        assert d.status("two")["state"] == "running"
+        tmux("send-keys", "q")
+        poll_for(lambda: tmux("list-sessions") == "", what="top to quit (its pane closes)")
