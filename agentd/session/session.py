@@ -1,7 +1,7 @@
 """One session: the agent's pty read and written on the event loop.
 
 A ``Session`` drains the pty continuously (so the agent never blocks on a
-full terminal), feeds the transcript and the line matcher, types injected
+full terminal), feeds the transcript, its screen ring and the line matcher, types injected
 text when the pty has room, and detects the leader's exit from a pidfd (or
 SIGCHLD where there is none) — never from pty EOF, which a grandchild holding
 the slave can postpone forever. Ending the session ends its whole process
@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from agentd.process.ending import EndResult, end_session_tree
 from agentd.session.child import Child
+from agentd.session.screen import ScreenRing
 from agentd.session.transcript import Transcript
 from agentd.terminal.matcher import LineMatcher
 from agentd.terminal.rules import Hit
@@ -53,6 +54,7 @@ class Session:
         on_output: OutputHandler,
         clock: Callable[[], float] = time.monotonic,
         on_raw: Callable[[bytes], None] | None = None,
+        screen: ScreenRing | None = None,
     ) -> None:
         self.number = number
         self.child = child
@@ -62,6 +64,7 @@ class Session:
         self.transcript = transcript
         self._on_output = on_output
         self._on_raw = on_raw  # the raw bytes, for `agentctl attach`
+        self.screen = screen if screen is not None else ScreenRing(120, 40, number)
         self.clock = clock
         self.started_at = clock()
         self.last_output_at = self.started_at
@@ -190,6 +193,7 @@ class Session:
         self.last_output_at = self.clock()
         self._track_paste_mode(data)
         self.transcript.write(data)
+        self.screen.feed(data)
         if self._on_raw is not None:
             self._on_raw(data)
         hits = self.matcher.feed(data)

@@ -25,6 +25,7 @@ from agentd.memory.statedir import fingerprint
 from agentd.process.tree import session_env_marker
 from agentd.session import inject
 from agentd.session.child import Child
+from agentd.session.screen import ScreenRing
 from agentd.session.session import Session
 from agentd.session.transcript import Transcript
 from agentd.supervisor.briefing import Briefing
@@ -64,6 +65,7 @@ class SessionRun:
         self.number = number
         self.reason = reason
         self.session: Session | None = None  # from the spawn until the tree is gone
+        self.screen = ScreenRing(unit.pty.cols, unit.pty.rows, number)  # kept after the end
         self._triggers: Triggers | None = None
         self._handoff: Handoff | None = None
 
@@ -96,7 +98,8 @@ class SessionRun:
         )
         session = Session(number=number, child=child, marker=marker,
                           matcher=LineMatcher(rules(unit)), transcript=self.transcript,
-                          on_output=self._on_output, clock=host.clock, on_raw=host.on_raw)
+                          on_output=self._on_output, clock=host.clock, on_raw=host.on_raw,
+                          screen=self.screen)
         self.session = session
         session.start()
         host.history.append({"kind": "start", "session": number, "pid": child.pid,

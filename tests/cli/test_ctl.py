@@ -293,35 +293,3 @@ def test_home_option_and_logs_json(daemon: Served, dhome: Path,
     assert data["path"].endswith("transcript.log")
     both = CliRunner().invoke(agentctl_main, ["--home", str(dhome), "logs", "a", "-f", "--json"])
     assert both.exit_code == 2
-
-
-def test_attach_shows_the_terminal_and_types_into_it(dhome: Path, serve: list[Served],
-                                                     tmp_path: Path) -> None:
-    write_unit(dhome, "t", {"command": fake("out:ready", "prompt:name? ", "out:bye", "wait"),
-                            "inject": {"mode": "none"}, "stop": {"grace": "300ms"}})
-    d = Served(dhome)
-    serve.append(d.ready())
-    poll_for(lambda: d.status("t")["state"] == "running", what="t running")
-    out = tmp_path / "attach.out"
-    with out.open("wb") as f:
-        proc = subprocess.Popen([sys.executable, "-m", "agentd.cli.agentctl", "attach", "t"],
-                                env=dict(os.environ, AGENTD_HOME=str(dhome)),
-                                stdin=subprocess.PIPE, stdout=f, stderr=subprocess.STDOUT)
-    try:
-        poll_for(lambda: b"attached to t" in out.read_bytes(), what="attached")
-        assert proc.stdin is not None
-        proc.stdin.write(b"Ada\r")
-        proc.stdin.flush()
-        poll_for(lambda: b"GOT:Ada" in out.read_bytes(), what="the typed answer echoed back")
-        proc.stdin.write(b"\x1d")  # Ctrl-] detaches
-        proc.stdin.flush()
-        assert proc.wait(10) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if proc.stdin is not None:
-            proc.stdin.close()
-    assert b"detached from t" in out.read_bytes()
-    assert d.status("t")["state"] == "running"  # detaching leaves the session alone
-    assert agentctl("attach", "ghost").exit_code == 1
