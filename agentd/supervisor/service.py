@@ -281,7 +281,9 @@ class Service:
             usage=self._usage,
         )
         session = Session(number=number, child=child, marker=marker,
-                          matcher=LineMatcher(self._rules()), transcript=self.transcript,
+                          matcher=LineMatcher(self._rules(), cols=self.unit.pty.cols,
+                                              rows=self.unit.pty.rows),
+                          transcript=self.transcript,
                           on_output=self._on_output, clock=self._clock,
                           on_raw=self._on_raw)
         self.session = session
