@@ -1,7 +1,7 @@
 """What each control does to the screen model: the terminal's grammar, applied.
 
-A decoded chunk goes through three steps, each a C-speed regex pass over the
-whole text rather than a loop over characters:
+A chunk goes through three steps, each a few C-speed passes over the whole
+of it rather than a loop over characters:
 
 1. ``clean`` (on the raw bytes): sequences and controls that change no cell
    and no cursor position go (colours and other SGR, modes other than the
@@ -49,9 +49,8 @@ _SEQUENCE = (
 )
 _SPLIT = re.compile(f"({_SEQUENCE})")
 _SPLIT_MOVES = re.compile(f"({_SEQUENCE}|[\\x08\\x0c])")
-_NOT_ERASE = re.compile(r"\x1b(?!\[2?K)")  # a sequence other than a line erase
+_NOT_ERASE = re.compile(r"\x1b(?!\[[012]?K)")  # a sequence other than a line erase
 _PART = re.compile(r"(\r|\t|\x0b|\x1b\[[012]?K)")  # what a line holds besides characters
-_LINE_ERASE = re.compile(r"\x1b\[[012]?K")
 _PARAMS = re.compile(r"\??[0-9;]{0,64}")
 
 
@@ -81,11 +80,6 @@ def split(text: str) -> list[str]:
     if "\x1b" not in text or not _NOT_ERASE.search(text):
         return [text]  # line erases only: plain
     return _SPLIT.split(text)
-
-
-def line_erases(text: str) -> list[str]:
-    """The line erases in a plain piece."""
-    return _LINE_ERASE.findall(text)
 
 
 def draw(screen: Screen, text: str) -> None:
@@ -170,6 +164,8 @@ def erase_line(screen: Screen, how: int) -> None:
 
 def erase_display(screen: Screen, how: int) -> None:
     """ED: 0 cursor to end, 1 start to cursor, 2 and 3 everything."""
+    if how not in (0, 1, 2, 3):
+        return
     if how in (0, 1):
         erase_line(screen, how)
     screen.destroy()

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from agentd.terminal.matcher import LineMatcher
-from agentd.terminal.rules import Hit, Rule
+from agentd.terminal.rules import Rule
 
 COLS, ROWS = 10, 4
 
@@ -57,6 +57,7 @@ def screen(raw: str, cols: int = COLS, rows: int = ROWS) -> tuple[list[str], tup
         ("ab\r\ncd\r\nef\x1b[A\x1b[D\x1b[1J", ["", "", "ef"], (1, 1)),
         ("ab\r\ncd\x1b[2J", [], (1, 2)),
         ("ab\r\ncd\x1b[3J", [], (1, 2)),
+        ("ab\r\ncd\x1b[5J\x1b[7K", ["ab", "cd"], (1, 2)),  # no such erase: nothing
         ("abcdef\x1b[4D\x1b[2X", ["ab  ef"], (0, 2)),
         # editing: DCH, ICH (cells pushed past the edge go)
         ("abcdef\x1b[4D\x1b[2P", ["abef"], (0, 2)),
@@ -121,7 +122,3 @@ def test_an_erase_at_the_end_of_a_wrapped_row_ends_its_logical_line() -> None:
     m = LineMatcher([every], cols=COLS, rows=ROWS)
     m.feed(b"abcdefghijklm\x1b[A\x1b[9G\x1b[K\x1b[B\r\n")
     assert m.display()[:2] == ["abcdefgh", "klm"]
-
-
-def names(hits: list[Hit]) -> list[str]:
-    return [h.rule.name for h in hits]
