@@ -66,22 +66,23 @@ def scroll_lines(
         rest = to_cells(rest)
     if len(rest) >= screen.cols or any(c in rest for c in _NOT_PLAIN):
         rest = ""
-    cells = row + (plain if narrow else to_cells(plain))
-    if "\t" in cells:
+    body = plain if narrow else to_cells(plain)
+    if "\t" in body:
         # Tab stops every 8 columns, as expandtabs, but a TAB past the last stop
         # stops at the last column: lines that long are drawn one by one.
-        lines = [line.expandtabs(8) for line in cells.split("\n")[:good]]
+        lines = [line.expandtabs(8) for line in (row + body).split("\n")[:good]]
         fit = next((i for i, line in enumerate(lines) if len(line) > screen.cols), good)
         if fit < good:
             good, rest, complete = fit, "", False
             plain = plain[: _after_lines(plain, good)]
-        cells = "".join(line + "\n" for line in lines[:good])
+        row, body = "", "".join(line + "\n" for line in lines[:good])
     if not (good or rest):
         return 0, False
-    screen.written += len(plain) - good + len(rest.replace(PAD, "") if PAD in rest else rest)
-    drawn = cells + rest
-    if (not narrow or PAD in row) and PAD in drawn:
-        drawn = drawn.replace(PAD, "")
+    # characters as written (tokens): not LF, not TAB (a move), whatever their cells
+    written = len(plain) - good - (plain.count("\t") if "\t" in plain else 0)
+    screen.written += written + (stop - end if rest else 0)
+    cells = "".join((row, body, rest))  # the lines with their cells, then the unfinished one
+    drawn = cells.replace(PAD, "") if (not narrow or PAD in row) and PAD in cells else cells
     marks = match(drawn, screen.marks[y].fired, good if rest else -1)
     mark = screen.marks[y]
     if good:
@@ -95,7 +96,7 @@ def scroll_lines(
     screen.marks[y] = Mark(mark.fired | marks.get(good, NO_MARK).fired) if rest else NO_MARK
     screen.bulk_drawn(unfinished=bool(rest))
     done = end - start if complete else _after_lines(text, good, start) - start
-    return done + len(rest), complete
+    return done + (stop - end if rest else 0), complete
 
 
 def _plain_lines(block: str) -> tuple[str, int | None]:
@@ -130,8 +131,9 @@ def _after_lines(text: str, n: int, start: int = 0) -> int:
 
 
 def _place(screen: Screen, lines: str, count: int, marks: dict[int, Mark]) -> None:
-    """Put the last of ``count`` ``lines`` (each ending in LF) in the rows
-    above the cursor, scrolling the rest away."""
+    """Put the last of ``count`` ``lines`` (each ending in LF, then perhaps an
+    unfinished one, not placed) in the rows above the cursor, scrolling the
+    rest away."""
     top, bottom, keep = screen.top, screen.bottom, screen.bottom - screen.top
     tail = lines.rsplit("\n", keep + 1)[-keep - 1 : -1]
     first_line = count - len(tail)

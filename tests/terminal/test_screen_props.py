@@ -24,6 +24,7 @@ COLS, ROWS = 12, 5
 # charsets, modes that change drawing (IRM, LNM, DECAWM, DECOM, DECCOLM),
 # C0/C1 controls pyte draws, DCS strings, invalid UTF-8.
 CHARS = st.sampled_from([*"abc xyz.:", "é", "…", "─", "\u00a0", "中", "文", "🎉"])
+MARKS = st.sampled_from(["\u0301", "\t", "\x1b[K", "\x1b[2K\r"])  # for the bulk only
 TEXT = st.text(alphabet=CHARS, min_size=1, max_size=14)
 COUNT = st.integers(min_value=0, max_value=14).map(lambda n: str(n) if n else "")
 CONTROLS = st.one_of(
@@ -113,20 +114,21 @@ RULES = (
 )
 
 
-def hits(chunks: list[bytes]) -> tuple[list[tuple], list[str]]:
+def hits(chunks: list[bytes]) -> tuple[list[tuple], list[str], int]:
     m = LineMatcher(RULES, cols=COLS, rows=ROWS)
     found = []
     for chunk in chunks:
         found += [(h.rule.name, h.line, h.groups) for h in m.feed(chunk)]
     display = m.display()
     found += [(h.rule.name, h.line, h.groups) for h in m.flush()]
-    return found, display
+    return found, display, m.tokens
 
 
 @settings(max_examples=300, deadline=None)
 @given(
     pieces=st.lists(
-        st.one_of(STREAM, st.just("Compacting conversation"), st.just("ab\r\n")), max_size=8
+        st.one_of(STREAM, MARKS, st.just("Compacting conversation"), st.just("ab\r\n")),
+        max_size=8,
     ),
     cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=6),
 )
