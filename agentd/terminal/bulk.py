@@ -24,7 +24,6 @@ from agentd.terminal.screen import Screen
 # line erases (nothing to erase).
 _LEADING = re.compile(r"\n(?:\r|\x1b\[[012]?K)+")  # starts with LF: sre skips to it fast
 _ERASE_CR = "\n\x1b[2K\r"  # the usual start of a redrawn progress line
-_NOT_PLAIN = ("\r", "\x1b", "\x0b", "\t")  # what an unfinished last line must not hold
 
 # (lines, each ending in LF but an unfinished last one; the rules the first
 # matched before; the index of the unfinished line or -1) -> marks of those hit
@@ -64,7 +63,7 @@ def scroll_lines(
     rest = text[end:stop] if complete and unfinished else ""
     if rest and not narrow:
         rest = to_cells(rest)
-    if len(rest) >= screen.cols or any(c in rest for c in _NOT_PLAIN):
+    if len(rest) >= screen.cols or not _plain_rest(rest):
         rest = ""
     body = plain if narrow else to_cells(plain)
     if "\t" in body:
@@ -97,6 +96,12 @@ def scroll_lines(
     screen.bulk_drawn(unfinished=bool(rest))
     done = end - start if complete else _after_lines(text, good, start) - start
     return done + (stop - end if rest else 0), complete
+
+
+def _plain_rest(rest: str) -> bool:
+    """Can the unfinished last line be drawn in bulk? (A TAB at its end
+    would stop short of a column: draw does that.)"""
+    return not ("\r" in rest or "\x1b" in rest or "\x0b" in rest or "\t" in rest)
 
 
 def _plain_lines(block: str) -> tuple[str, int | None]:

@@ -183,10 +183,13 @@ class LineMatcher:
             return
         # Characters are looked up once per chunk: most chunks have no wide or
         # zero-width one, and then no piece needs its cells worked out.
-        distinct = set(others.decode("utf-8", "replace"))
-        self._screen.narrow = all(width(c) == 1 for c in distinct)
-        if distinct and count_cjk("".join(distinct)):
-            self._cjk += count_cjk(text)  # all of it is written: sequences hold no CJK
+        narrow = True
+        if others:
+            distinct = set(others.decode("utf-8", "replace"))
+            narrow = all(width(c) == 1 for c in distinct)
+            if count_cjk("".join(distinct)):
+                self._cjk += count_cjk(text)  # all of it is written: sequences hold no CJK
+        self._screen.narrow = narrow
         screen = self._screen
         pieces = split(text)
         for i, piece in enumerate(pieces):
@@ -213,7 +216,7 @@ class LineMatcher:
                 return data[:last]
             if OPEN_STRING_BYTES.fullmatch(data, last):
                 self._in_string = True  # clean drops the started string
-        cut = _cut_character(data)
+        cut = _cut_character(data) if data and data[-1] >= 0x80 else 0
         if cut:
             self._carry = data[-cut:]
             return data[:-cut]
