@@ -85,3 +85,15 @@ def rewrite_cjk(text: str) -> tuple[str, bool]:
 def strip_ansi(data: str) -> list[str]:
     """The non-empty lines a complete string shows once escapes are rewritten."""
     return [line for line in rewrite(data).split("\n") if line]
+
+
+def cut_character(data: bytes) -> int:
+    """How many bytes at the end of ``data`` begin a UTF-8 character that the
+    next chunk completes (0 if none)."""
+    for back in range(1, min(len(data), 3) + 1):
+        byte = data[-back]
+        if byte < 0x80:
+            return 0
+        if byte >= 0xC0:  # a lead byte: how long is its character?
+            return back if back < (2 if byte < 0xE0 else 3 if byte < 0xF0 else 4) else 0
+    return 0

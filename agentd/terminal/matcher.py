@@ -49,7 +49,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentd.terminal.ansi import INCOMPLETE_BYTES, OPEN_STRING_BYTES, STRING_REST_BYTES
+from agentd.terminal.ansi import (
+    INCOMPLETE_BYTES,
+    OPEN_STRING_BYTES,
+    STRING_REST_BYTES,
+    cut_character,
+)
 from agentd.terminal.bulk import can_scroll, scroll_lines
 from agentd.terminal.cells import width
 from agentd.terminal.controls import apply, clean, draw, split
@@ -61,18 +66,6 @@ from agentd.tokens import count_cjk
 
 PARTIAL_MAX = 4096  # longest line under the cursor check_partial looks at
 WINDOW_MIN, WINDOW_MAX = 512, 1 << 20  # characters of plain lines tried in bulk at once
-
-
-def _cut_character(data: bytes) -> int:
-    """How many bytes at the end of ``data`` begin a UTF-8 character that the
-    next chunk completes (0 if none)."""
-    for back in range(1, min(len(data), 3) + 1):
-        byte = data[-back]
-        if byte < 0x80:
-            return 0
-        if byte >= 0xC0:  # a lead byte: how long is its character?
-            return back if back < (2 if byte < 0xE0 else 3 if byte < 0xF0 else 4) else 0
-    return 0
 
 
 class LineMatcher:
@@ -216,7 +209,7 @@ class LineMatcher:
                 return data[:last]
             if OPEN_STRING_BYTES.fullmatch(data, last):
                 self._in_string = True  # clean drops the started string
-        cut = _cut_character(data) if data and data[-1] >= 0x80 else 0
+        cut = cut_character(data) if data and data[-1] >= 0x80 else 0
         if cut:
             self._carry = data[-cut:]
             return data[:-cut]
