@@ -40,9 +40,10 @@ than buffered, characters written one after the other are one stroke
 wherever the cut falls, and a logical line keeps its newest
 ``max_line_chars`` characters.
 
-Speed: C does the work: passes over whole chunks, slices of rows, and runs
-of plain lines matched as one block (``agentd.terminal.bulk``); Python code
-runs per control sequence and per line a TUI redraws, never per character.
+Speed: C does the work (passes over whole chunks, slices of rows, runs of
+plain lines matched as one block: ``agentd.terminal.bulk``); Python code runs
+per control sequence and per line a TUI redraws, never per character. A feed
+has a fixed cost: feed reads together where they come together.
 """
 
 from __future__ import annotations
