@@ -153,25 +153,28 @@ class Session:
 
     # -- output --------------------------------------------------------------
     def _on_readable(self) -> None:
+        batch: list[bytes] = []
         for _ in range(READS_PER_WAKEUP):
-            if not self._read_once():
+            if not self._read_once(batch):
                 break
+        self._match(batch)
         hits = self.matcher.check_partial()
         if hits:
             self._on_output(hits)
 
-    def _read_once(self) -> bool:
+    def _read_once(self, batch: list[bytes]) -> bool:
         data = self.child.read()
         if data is None:
             return False
         if not data:
             self._on_eof()
             return False
-        self._handle(data)
+        self._handle(data, batch)
         return True
 
     def _drain(self, limit: int) -> None:
         got = 0
+        batch: list[bytes] = []
         while self._reading and got < limit:
             data = self.child.read()
             if not data:
@@ -179,7 +182,10 @@ class Session:
                     self._on_eof()
                 break
             got += len(data)
-            self._handle(data)
+            self._handle(data, batch)
+            if len(batch) >= READS_PER_WAKEUP:
+                self._match(batch)
+        self._match(batch)
 
     def _on_eof(self) -> None:
         # Every slave fd is closed. Not an exit: the pidfd tells that.
@@ -188,7 +194,7 @@ class Session:
             self._loop.remove_reader(self.child.fd)
             self._reading = False
 
-    def _handle(self, data: bytes) -> None:
+    def _handle(self, data: bytes, batch: list[bytes]) -> None:
         self.bytes_out += len(data)
         self.last_output_at = self.clock()
         self._track_paste_mode(data)
@@ -196,8 +202,16 @@ class Session:
         self.screen.feed(data)
         if self._on_raw is not None:
             self._on_raw(data)
-        hits = self.matcher.feed(data)
-        self._on_output(hits)
+        batch.append(data)
+
+    def _match(self, batch: list[bytes]) -> None:
+        """Feed the matcher what was read since: one feed a wakeup, not one a
+        read (a feed has a fixed cost; its hits are acted on after the wakeup
+        either way, as nothing else runs in between)."""
+        if batch:
+            hits = self.matcher.feed(b"".join(batch) if len(batch) > 1 else batch[0])
+            batch.clear()
+            self._on_output(hits)
 
     def _track_paste_mode(self, data: bytes) -> None:
         if b"\x1b" not in data and b"\x1b" not in self._tail:

@@ -96,8 +96,9 @@ class SessionRun:
             unit, emit=self._emit, wall=host.wall, on_prompt=injector.on_prompt,
             notify=self._notify, usage=usage, on_handoff=handoff.on_hit,
         )
+        matcher = LineMatcher(rules(unit), cols=unit.pty.cols, rows=unit.pty.rows)
         session = Session(number=number, child=child, marker=marker,
-                          matcher=LineMatcher(rules(unit)), transcript=self.transcript,
+                          matcher=matcher, transcript=self.transcript,
                           on_output=self._on_output, clock=host.clock, on_raw=host.on_raw,
                           screen=self.screen)
         self.session = session

@@ -1,9 +1,12 @@
-"""Terminal escape grammar: what a TUI's bytes show as lines (SPEC 3).
+"""Terminal escape grammar, and a quick reading of it as lines for people.
 
-Carriage returns, line/screen erases and vertical cursor moves break the
-line; horizontal cursor moves become one space (TUIs skip spaces that way);
-OSC/DCS strings, SGR and every other sequence and control are dropped.
-Pure functions over str; the matcher carries cut sequences across chunks.
+The extent of each sequence (CSI, ESC, OSC/DCS/APC strings) is defined here.
+``strip_ansi`` reads text the way a person skims a transcript (``agentctl
+logs``): carriage returns, line/screen erases and vertical cursor moves break
+the line, horizontal cursor moves become one space, every other sequence and
+control is dropped. The line matcher reads a model of the screen instead
+(``agentd.terminal.screen``) and takes from here the patterns for a sequence
+or string cut by a chunk end, on the raw bytes. Pure.
 """
 
 from __future__ import annotations
@@ -23,10 +26,12 @@ _STRINGS = re.compile(r"\x1b[\]PX^_]" + _BODY + r"\x07?")
 _BREAKS = re.compile(_CSI + r"[ABEFHJKLMSTdef]|\x1b[DEM]")
 _SPACES = re.compile(_CSI + r"[CDGIZ`a]")
 _DROPS = re.compile(r"\x1b(?:" + _CSI_REST + r"[@-~]|[ -/]{0,8}+[0-~])?")
-# The tail of a chunk that more input could still turn into another sequence.
-INCOMPLETE = re.compile(r"\x1b(?:" + _CSI_REST + r"|[ -/]{0,8}+)?")
-OPEN_STRING = re.compile(r"\x1b[\]PX^_]" + _BODY)
-STRING_REST = re.compile(_BODY + r"\x07?")
+# The tail of a chunk that more input could still turn into another sequence,
+# the start of a string cut by the chunk end, and the rest of a string, as
+# they show in the raw bytes (the grammar is ASCII).
+INCOMPLETE_BYTES = re.compile((r"\x1b(?:" + _CSI_REST + r"|[ -/]{0,8}+)?").encode())
+OPEN_STRING_BYTES = re.compile((r"\x1b[\]PX^_]" + _BODY).encode())
+STRING_REST_BYTES = re.compile((_BODY + r"\x07?").encode())
 # Single control characters: CR, VT, FF break the line, TAB is a space, the
 # rest of C0 and C1 is dropped.
 _ASCII_MAP = bytes.maketrans(b"\r\x0b\x0c\t", b"\n\n\n ")
@@ -80,3 +85,15 @@ def rewrite_cjk(text: str) -> tuple[str, bool]:
 def strip_ansi(data: str) -> list[str]:
     """The non-empty lines a complete string shows once escapes are rewritten."""
     return [line for line in rewrite(data).split("\n") if line]
+
+
+def cut_character(data: bytes) -> int:
+    """How many bytes at the end of ``data`` begin a UTF-8 character that the
+    next chunk completes (0 if none)."""
+    for back in range(1, min(len(data), 3) + 1):
+        byte = data[-back]
+        if byte < 0x80:
+            return 0
+        if byte >= 0xC0:  # a lead byte: how long is its character?
+            return back if back < (2 if byte < 0xE0 else 3 if byte < 0xF0 else 4) else 0
+    return 0

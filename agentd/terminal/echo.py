@@ -38,10 +38,16 @@ class EchoFilter:
     it; lines consumed as echo are remembered, and a later line equal to one of
     them (in normalised form) is echo too. A genuine sentinel line is only lost
     that way if the injected text held that whole line, word for word.
+
+    A row of the screen is offered again and again as it is drawn and redrawn;
+    the position where its text was found is kept with the row (``since``),
+    and a row offered again is looked for there first, so that its words are
+    not consumed twice.
     """
 
     def __init__(self) -> None:
         self._want = ""
+        self._base = 0  # position of _want[0] in all the text injected so far
         self._pos = 0
         self._misses = 0
         self._seen: set[str] = set()
@@ -51,35 +57,51 @@ class EchoFilter:
         return self._pos < len(self._want)
 
     def expect(self, text: str) -> None:
+        self._base += self._pos
         self._want = self._want[self._pos :] + _normalise(text)
         self._pos = 0
         self._misses = 0
 
-    def consume(self, line: str) -> bool:
-        """Is this completed line echo? Moves the cursor past it if so."""
+    def consume(
+        self, line: str, since: int | None = None, before: str = ""
+    ) -> tuple[bool, int | None]:
+        """Is this final line echo? Moves the cursor past it if so. Returns
+        that, and where the line was found (to pass as ``since`` next time,
+        with the line as it was then as ``before``)."""
         norm = _normalise(line)
         if not norm:
-            return False
-        if self.active:
+            return False, since
+        at = self._again(norm, since)
+        if at >= 0 and before:
+            self._seen.discard(_normalise(before))  # the row grew: remember it whole
+        if at < 0 and self.active:
             at = self._near_cursor(norm)
-            if at >= 0:
-                self._pos = at + len(norm)
-                self._misses = 0
-                self._remember(norm)
-                return True
-            self._misses += 1
-            if self._misses > _ECHO_PATIENCE:
-                self._want, self._pos = "", 0
-        return norm in self._seen
+            if at < 0:
+                self._misses += 1
+                if self._misses > _ECHO_PATIENCE:
+                    self._want, self._base, self._pos = "", self._base + len(self._want), 0
+        if at >= 0:
+            self._pos = max(self._pos, at + len(norm))
+            self._misses = 0
+            self._remember(norm)
+            return True, self._base + at
+        return norm in self._seen, since
 
-    def peek(self, line: str) -> bool:
-        """Would this (partial) line be echo? Does not move the cursor."""
-        if not self.active and not self._seen:
+    def peek(self, line: str, since: int | None = None) -> bool:
+        """Would this (partly drawn) line be echo? Does not move the cursor."""
+        if not self.active and not self._seen and since is None:
             return False
         norm = _normalise(line)
         if not norm:
             return False
-        return self._near_cursor(norm) >= 0 or norm in self._seen
+        return self._again(norm, since) >= 0 or self._near_cursor(norm) >= 0 or norm in self._seen
+
+    def _again(self, norm: str, since: int | None) -> int:
+        """Where ``norm`` is, if at ``since`` (in _want), else -1."""
+        if since is None or since < self._base:
+            return -1
+        at = since - self._base
+        return at if self._want.startswith(norm, at) else -1
 
     def _near_cursor(self, norm: str) -> int:
         if not self.active:

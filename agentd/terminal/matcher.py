@@ -5,62 +5,96 @@ and acts on the returned hits.
 
 Pipeline of one ``feed``::
 
-    bytes -> incremental UTF-8 decode -> escape/control sequences rewritten
-          -> lines -> echo filter -> ``rule.pattern.search(line)`` per rule
+    bytes -> controls.clean (what draws nothing goes) -> UTF-8 decode
+          -> controls.split: plain text | cursor moves and edits
+          -> the screen model (agentd.terminal.screen: rows x cols, as the
+             agent's terminal shows them; runs of plain lines in bulk)
+          -> logical lines (rows joined where a line wrapped)
+          -> echo filter -> ``rule.pattern.search(line)`` per rule
 
-Every escape or control sequence becomes one of three things: a line break
-(CR, LF, line/screen erase, vertical or absolute cursor moves), one space
-(horizontal cursor moves: TUIs skip blank cells that way) or nothing (SGR and
-every other sequence). Empty lines are never matched.
+Sentinels fire on the first draw. A logical line is matched
 
-The result does not depend on how the stream is cut into chunks: an escape
-sequence cut at a chunk end is carried over (at most ~90 characters), an OSC
-or DCS string is skipped by a flag rather than buffered (so its length costs
-no memory), and the pending line keeps only its newest ``max_line_chars``
-characters, whatever the chunking.
+* when it is final for now: before anything changes it other than text
+  appended at its end (an overwrite, an erase, a scroll, a clear), when the
+  cursor leaves it, and at ``flush``: every rule;
+* at the end of every ``feed``, as drawn so far: rules without named groups.
+  So a sentinel fires in the chunk that completes its text on screen, even
+  on a spinner row that is redrawn in place, cell by cell, and never ended.
+  Rules with named groups wait for the line to be final: a half-drawn
+  ``reset at 3`` must not be read as the time of ``reset at 3pm``;
+* by ``check_partial``: prompt rules (``Rule.partial``), named groups or not.
 
-Speed: the rewrite is four ``re.sub`` passes with constant replacements and
-one ``bytes.translate`` (on the UTF-8 bytes when the text is not ASCII), so C
-does the work; chunks without ESC skip the passes. The rules are searched in
-all complete lines of a chunk at once (``agentd.terminal.rules.RuleSet``).
-~75 MB/s for tool output in 4 KiB reads (the pty's read size), against
-~35 MB/s with a regex scan per rule and a str pass for controls.
+Per line and rule a hit is an edge: the rule fires when it matches and did
+not match the line's text before. A spinner repainting ``(1s``, ``(2s`` fires
+once; the line showing something else and later the sentinel again fires
+again. An erased line keeps what it matched (TUIs erase and redraw the same
+text). Empty lines are never matched. A hit's ``line`` is the logical line
+as the terminal showed it then, with any cells left from before.
+
+How the stream is cut into chunks changes no hit of a rule with named groups
+(what is final is a point of the stream), and no rule without them fires in
+a later chunk than the one that draws its match (it may fire earlier, on the
+line drawn so far): a sequence or a UTF-8 character cut at a chunk end is
+carried over (a few bytes), an OSC or DCS string is skipped by a flag rather
+than buffered, characters written one after the other are one stroke
+wherever the cut falls, and a logical line keeps its newest
+``max_line_chars`` characters.
+
+Speed: C does the work (passes over whole chunks, slices of rows, runs of
+plain lines matched as one block: ``agentd.terminal.bulk``); Python code runs
+per control sequence and per line a TUI redraws, never per character. A feed
+has a fixed cost: feed reads together where they come together.
 """
 
 from __future__ import annotations
 
-import codecs
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 
-from agentd.terminal.ansi import INCOMPLETE, OPEN_STRING, STRING_REST, rewrite_cjk
+from agentd.terminal.ansi import (
+    INCOMPLETE_BYTES,
+    OPEN_STRING_BYTES,
+    STRING_REST_BYTES,
+    cut_character,
+)
+from agentd.terminal.bulk import can_scroll, scroll_lines
+from agentd.terminal.cells import width
+from agentd.terminal.controls import apply, clean, draw, split
 from agentd.terminal.echo import EchoFilter
+from agentd.terminal.rows import NO_MARK, Mark
 from agentd.terminal.rules import Hit, Rule, RuleSet
+from agentd.terminal.screen import Screen, Settle
 from agentd.tokens import count_cjk
 
-PARTIAL_MAX = 4096  # longest unterminated line check_partial looks at
+PARTIAL_MAX = 4096  # longest line under the cursor check_partial looks at
+WINDOW_MIN, WINDOW_MAX = 512, 1 << 20  # characters of plain lines tried in bulk at once
 
 
 class LineMatcher:
     """Feeds pty output, returns sentinel hits; see the module docstring."""
 
-    def __init__(self, rules: Sequence[Rule] = (), *, max_line_chars: int = 65536) -> None:
+    def __init__(
+        self,
+        rules: Sequence[Rule] = (),
+        *,
+        max_line_chars: int = 65536,
+        cols: int = 120,
+        rows: int = 40,
+    ) -> None:
         if max_line_chars < 1:
             raise ValueError("max_line_chars must be positive")
-        self._max = max_line_chars
         self._rules = RuleSet(max_line_chars)
+        self._rules_new = False  # rules added since check_partial
         for rule in rules:
             self.add_rule(rule)
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._carry = ""  # a cut escape sequence, re-read with the next chunk
-        self._in_string = False  # inside an OSC/DCS/... string: skip to its end
-        self._pending: list[str] = []  # the unterminated line, in pieces
-        self._pending_len = 0
-        self._partial_hits: set[str] = set()  # rules check_partial reported for it
-        self._partial_new = False  # pending line or rules changed since check_partial
         self._echo = EchoFilter()
+        self._window = WINDOW_MAX
+        self._hits: list[Hit] = []
         self._cjk = 0
-        self._other = 0
+        self._written = 0  # characters written to screens before this one
         self.bytes_in = 0
+        self._carry = b""  # a cut escape sequence or character, read with the next chunk
+        self._in_string = False  # inside an OSC/DCS/... string: skip to its end
+        self._screen = Screen(self, cols=cols, rows=rows, max_line_chars=max_line_chars)
 
     # -- rules and echo --
     @property
@@ -70,7 +104,7 @@ class LineMatcher:
     def add_rule(self, rule: Rule) -> None:
         """Add ``rule``, replacing a rule of the same name."""
         self._rules.add(rule)
-        self._partial_new = True
+        self._rules_new = True
 
     def remove_rule(self, name: str) -> None:
         self._rules.remove(name)
@@ -79,149 +113,182 @@ class LineMatcher:
         """Lines echoing ``text`` (just injected) won't hit echo-checked rules."""
         self._echo.expect(text)
 
+    def display(self) -> list[str]:
+        """The screen's rows as the terminal shows them now, right-trimmed."""
+        return self._screen.display()
+
+    @property
+    def cursor(self) -> tuple[int, int]:
+        """The cursor's row and column (the column is ``cols`` after the last
+        column was written: the next character wraps)."""
+        return self._screen.y, self._screen.x
+
     @property
     def tokens(self) -> int:
         """Estimated tokens of all text fed so far (see agentd.tokens)."""
-        return self._cjk + (self._other + 3) // 4
+        other = self._written + self._screen.written - self._cjk
+        return self._cjk + (other + 3) // 4
 
     # -- feeding --
     def feed(self, data: bytes) -> list[Hit]:
         self.bytes_in += len(data)
-        return self._ingest(self._decoder.decode(data), final=False)
+        self._ingest(data, final=False)
+        self._screen.settle(Settle.DRAW)
+        return self._take()
 
     def flush(self) -> list[Hit]:
-        """End of stream: match the pending line, then start afresh."""
-        hits = self._ingest(self._decoder.decode(b"", final=True), final=True)
-        hits += self._complete_line(self._take_pending())
-        self._decoder.reset()
-        self._carry, self._in_string = "", False
-        return hits
+        """End of stream: the line under the cursor is final; then start afresh."""
+        self._ingest(b"", final=True)
+        self._screen.settle(Settle.FINAL)
+        old = self._screen
+        self._written += old.written
+        self._screen = Screen(self, cols=old.cols, rows=old.rows, max_line_chars=old.max_line_chars)
+        self._carry, self._in_string = b"", False
+        return self._take()
 
     def check_partial(self) -> list[Hit]:
-        """Match the unterminated line now (a prompt waiting for input).
+        """Match the line under the cursor now with the prompt rules (a prompt
+        waiting for input), named groups or not.
 
-        A rule reported here is not reported again when this line completes.
-        Cheap to call after every feed: it only looks again when the line or
-        the rules changed, and a partial line longer than ``PARTIAL_MAX``
-        characters is no prompt (it is matched when it completes), so a
-        20 MB line costs no repeated searches.
+        A rule reported here is not reported again for this line. Cheap to
+        call after every feed: it only looks again when the line or the rules
+        changed, and a line longer than ``PARTIAL_MAX`` characters is no prompt.
         """
-        if not self._partial_new or min(self._pending_len, self._max) > PARTIAL_MAX:
-            return []
         if not self._rules.any_partial:
             return []
-        self._partial_new = False
-        line = self._peek_pending()
-        if not line:
-            return []
-        hits = self._match(
-            line, skip=self._partial_hits, partial_only=True, echo=self._echo.peek(line)
-        )
-        self._partial_hits.update(h.rule.name for h in hits)
+        self._screen.settle(Settle.PARTIAL, force=self._rules_new)
+        self._rules_new = False
+        return self._take()
+
+    def _take(self) -> list[Hit]:
+        hits, self._hits = self._hits, []
         return hits
 
-    def _ingest(self, text: str, *, final: bool) -> list[Hit]:
-        text = self._carry + text
-        self._carry = ""
+    def _ingest(self, data: bytes, *, final: bool) -> None:
+        if self._carry:
+            data, self._carry = self._carry + data, b""
         if self._in_string:
-            text = self._skip_string(text)
+            data = self._skip_string(data)
         if not final:
-            text = self._hold_back(text)
+            data = self._hold_back(data)
+        data, others = clean(data)
+        text = data.decode("utf-8", "replace")
         if not text:
-            return []
-        text, maybe_cjk = rewrite_cjk(text)
-        self._count(text, maybe_cjk)
-        last = text.rfind("\n")
-        if last < 0:
-            self._append_pending(text)
-            return []
-        if self._pending:  # one block with the line's start: fewer searches per chunk
-            head = self._take_pending()
-            text, last = head + text, last + len(head)
-        hits: list[Hit] = []
-        start = 0
-        if self._partial_hits:  # that line skips the rules check_partial reported
-            first = text.find("\n")
-            hits += self._complete_line(text[:first][-self._max :])
-            start = first + 1
-        if start <= last:
-            hits += self._complete_block(text, start, last)
-        self._append_pending(text[last + 1 :])
-        return hits
-
-    def _skip_string(self, text: str) -> str:
-        m = STRING_REST.match(text)
-        end = m.end() if m else 0
-        if end == len(text) and not text.endswith("\x07"):
-            return ""  # the string goes on in the next chunk
-        self._in_string = False
-        return text[end:]
-
-    def _hold_back(self, text: str) -> str:
-        """Keep a sequence cut by the chunk end for the next chunk."""
-        last = text.rfind("\x1b")
-        if last < 0:
-            return text
-        if INCOMPLETE.fullmatch(text, last):
-            self._carry = text[last:]
-            return text[:last]
-        if OPEN_STRING.fullmatch(text, last):
-            self._in_string = True  # rewrite drops the started string
-        return text
-
-    def _count(self, text: str, maybe_cjk: bool) -> None:
-        # CJK is U+3000 and up: a cheap check (``_controls``) spares most text
-        # the many-range count (box drawing, arrows and accents are below it).
-        cjk = count_cjk(text) if maybe_cjk else 0
-        self._cjk += cjk
-        self._other += len(text) - text.count("\n") - cjk
-
-    # -- the pending line --
-    def _append_pending(self, piece: str) -> None:
-        if not piece:
             return
-        self._pending.append(piece)
-        self._pending_len += len(piece)
-        self._partial_new = True
-        if self._pending_len > 2 * self._max:  # trim rarely: amortised O(1) per char
-            kept = "".join(self._pending)[-self._max :]
-            self._pending, self._pending_len = [kept], len(kept)
+        # Characters are looked up once per chunk: most chunks have no wide or
+        # zero-width one, and then no piece needs its cells worked out.
+        narrow = True
+        if others:
+            distinct = set(others.decode("utf-8", "replace"))
+            narrow = all(width(c) == 1 for c in distinct)
+            if count_cjk("".join(distinct)):
+                self._cjk += count_cjk(text)  # all of it is written: sequences hold no CJK
+        self._screen.narrow = narrow
+        screen = self._screen
+        pieces = split(text)
+        for i, piece in enumerate(pieces):
+            if i % 2:
+                apply(screen, piece)
+            elif piece:
+                self._plain(piece, last=i == len(pieces) - 1)
 
-    def _peek_pending(self) -> str:
-        line = "".join(self._pending)[-self._max :]
-        self._pending, self._pending_len = ([line] if line else []), len(line)
-        return line
+    def _skip_string(self, data: bytes) -> bytes:
+        m = STRING_REST_BYTES.match(data)
+        end = m.end() if m else 0
+        if end == len(data) and not data.endswith(b"\x07"):
+            return b""  # the string goes on in the next chunk
+        self._in_string = False
+        return data[end:]
 
-    def _take_pending(self) -> str:
-        line = self._peek_pending()
-        self._pending, self._pending_len = [], 0
-        return line
+    def _hold_back(self, data: bytes) -> bytes:
+        """Keep a sequence or a UTF-8 character cut by the chunk end for the
+        next chunk (each chunk then decodes alone, and a C1 control is whole)."""
+        last = data.rfind(b"\x1b")
+        if last >= 0:
+            if INCOMPLETE_BYTES.fullmatch(data, last):
+                self._carry = data[last:]
+                return data[:last]
+            if OPEN_STRING_BYTES.fullmatch(data, last):
+                self._in_string = True  # clean drops the started string
+        cut = cut_character(data) if data and data[-1] >= 0x80 else 0
+        if cut:
+            self._carry = data[-cut:]
+            return data[:-cut]
+        return data
+
+    def _plain(self, text: str, *, last: bool) -> None:
+        """Draw plain text; runs of plain lines in bulk (``agentd.terminal.bulk``),
+        with the unfinished line after them if the text ends the chunk (``last``)."""
+        screen = self._screen
+        if "\n" not in text:  # part of a line (a TUI's redraw): nothing for the bulk
+            draw(screen, text)
+            return
+        pos, size = 0, len(text)
+        while pos < size:
+            if not self._echo.active and can_scroll(screen):
+                # A window that doubles while the lines are plain, so that
+                # lines the bulk cannot do are never scanned over and over.
+                stop = min(size, pos + self._window)
+                done, complete = scroll_lines(
+                    screen, text, pos, stop, self._block, unfinished=last and stop == size
+                )
+                self._window = min(2 * self._window, WINDOW_MAX) if complete else WINDOW_MIN
+                pos += done
+                if done and pos < size:
+                    continue
+            if pos >= size:
+                break
+            nl = text.find("\n", pos)
+            if nl < 0:
+                draw(screen, text[pos:])
+                break
+            draw(screen, text[pos:nl])
+            screen.x = 0  # LF here is CR LF
+            screen.linefeed()
+            pos = nl + 1
 
     # -- matching --
-    def _complete_line(self, line: str) -> list[Hit]:
-        skip = self._partial_hits
-        self._partial_hits = set()
-        if not line:
-            return []
-        echo = self._echo.active and self._echo.consume(line)
-        return self._match(line, skip=skip, echo=echo)
+    def line(self, text: str, mark: Mark, how: Settle) -> Mark:
+        """Match a logical line (the screen's Settler); returns its new mark."""
+        if how is Settle.PARTIAL and len(text) > PARTIAL_MAX:
+            return mark
+        since, shown = mark.echo_at, mark.echo
+        if how is not Settle.FINAL:
+            echo = self._echo.peek(text, since)
+        elif self._echo.active or since is not None:
+            echo, since = self._echo.consume(text, since, shown)
+            shown = text if echo else shown
+        else:
+            echo = False
+        hits = self._rules.line_hits(
+            text, partial_only=how is Settle.PARTIAL, final=how is not Settle.DRAW, echo=echo
+        )
+        if hits and not echo:
+            hits = [h for h in hits if not (self._redrawn(h) or _left_over(h, shown))]
+        self._hits += [h for h in hits if h.rule.name not in mark.fired]
+        names = frozenset(h.rule.name for h in hits)
+        return Mark(names if how is Settle.FINAL else mark.fired | names, since, shown)
 
-    def _complete_block(self, text: str, start: int, end: int) -> list[Hit]:
-        """Match the complete lines in ``text[start:end]`` (LF-separated)."""
-        if self._echo.active:  # every line must go past the echo cursor
-            hits: list[Hit] = []
-            for line in text[start:end].split("\n"):
-                hits += self._complete_line(line[-self._max :])
-            return hits
-        return [hit for hit in self._rules.block_hits(text, start, end) if not self._redrawn(hit)]
+    def _block(self, text: str, fired: frozenset[str], unfinished: int) -> dict[int, Mark]:
+        """Match lines at once (each ending in LF but the ``unfinished`` one,
+        matched as drawn so far); returns the marks of those hit. The first
+        line's rules in ``fired`` matched it before: no hit."""
+        marks: dict[int, Mark] = {}
+        end = len(text) if unfinished >= 0 else len(text) - 1
+        for index, hit in self._rules.block_hits(text, 0, end):
+            if (index == unfinished and hit.rule.has_groups) or self._redrawn(hit):
+                continue
+            if index or hit.rule.name not in fired:
+                self._hits.append(hit)
+            marks[index] = Mark(marks.get(index, NO_MARK).fired | {hit.rule.name})
+        return marks
 
     def _redrawn(self, hit: Hit) -> bool:
         return hit.rule.echo_check and self._echo.is_redraw(hit.line)
 
-    def _match(
-        self, line: str, *, skip: Collection[str], partial_only: bool = False, echo: bool
-    ) -> list[Hit]:
-        hits = self._rules.line_hits(line, skip=skip, partial_only=partial_only, echo=echo)
-        if hits and not echo:
-            hits = [h for h in hits if not self._redrawn(h)]
-        return hits
+
+def _left_over(hit: Hit, echo: str) -> bool:
+    """Is what ``hit`` matched left from echo the line showed (drawn over in
+    part: the same text in the same place)? A TUI redraws a row from the left."""
+    start, end = hit.span
+    return hit.rule.echo_check and bool(echo) and echo[start:end] == hit.line[start:end]

@@ -2,17 +2,16 @@
 
 A ``RuleSet`` keeps its rules in order, each with what makes it cheap to
 search: a literal that every match holds (``regexlit``), looked for with
-``str.find`` before any regex runs, and a pattern that searches all complete
-lines of a chunk at once, so that single lines are only looked at when the
-block holds a match. Pure: no I/O; the echo filter and the pending line are
-the line matcher's (``agentd.terminal.matcher``).
+``str.find`` before any regex runs, and a pattern that searches many lines at
+once (a screenful of tool output, ``agentd.terminal.bulk``), so that single
+lines are only looked at when the block holds a match. Pure: no I/O; the echo
+filter and the screen are the line matcher's (``agentd.terminal.matcher``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from agentd.terminal.regexlit import required_literal
 
@@ -23,10 +22,16 @@ class Rule:
     pattern: re.Pattern[str]
     action: str = "restart"
     echo_check: bool = True
-    # Also match the unterminated line (check_partial): for prompts that wait
-    # without a newline. Off for sentinels: a half-drawn line could match early
-    # with a truncated group (`reset at 3` of `reset at 3pm`).
+    # Also match the line under the cursor in check_partial, named groups or
+    # not: for prompts that wait for input. A sentinel with named groups waits
+    # until its line is final instead: a half-drawn line would give a truncated
+    # group (`reset at 3` of `reset at 3pm`).
     partial: bool = False
+
+    @property
+    def has_groups(self) -> bool:
+        """Named groups: their values are reported, so a match must be final."""
+        return bool(self.pattern.groupindex)
 
 
 @dataclass(frozen=True)
@@ -34,10 +39,11 @@ class Hit:
     rule: Rule
     line: str
     groups: dict[str, str]
+    span: tuple[int, int] = field(default=(0, 0), compare=False)  # of the match in line
 
 
-# A rule's pattern may search all complete lines of a chunk at once (joined by
-# LF, with re.MULTILINE so ^ and $ still mean line ends) as a pre-filter: a
+# A rule's pattern may search many lines at once (joined by LF, with
+# re.MULTILINE so ^ and $ still mean line ends) as a pre-filter: a
 # match in one line is then a match in the block. Constructs that see past a
 # line end differently in the block than in a lone line could hide a match, so
 # such rules are searched line by line only.
@@ -59,6 +65,7 @@ class _Entry:
     rule: Rule
     block: re.Pattern[str] | None  # searches many lines at once; None: line by line
     literal: str | None  # every match holds it; None: no such literal
+    final_only: bool  # named groups: matched only when the line is final
 
 
 class RuleSet:
@@ -84,25 +91,23 @@ class RuleSet:
         """Add ``rule`` last, replacing a rule of the same name."""
         self.remove(rule.name)
         pattern = rule.pattern
-        self._entries.append(_Entry(rule, _block_pattern(pattern), required_literal(pattern)))
+        self._entries.append(
+            _Entry(rule, _block_pattern(pattern), required_literal(pattern), rule.has_groups)
+        )
 
     def remove(self, name: str) -> None:
         self._entries = [entry for entry in self._entries if entry.rule.name != name]
 
     def line_hits(
-        self,
-        line: str,
-        *,
-        skip: Collection[str] = (),
-        partial_only: bool = False,
-        echo: bool = False,
+        self, line: str, *, partial_only: bool = False, final: bool = True, echo: bool = False
     ) -> list[Hit]:
-        """The hits in ``line``, in rule order; rules named in ``skip``, and
-        echo-checked rules when ``line`` is an echo, are not searched."""
+        """The hits in ``line``, in rule order. Only partial rules if
+        ``partial_only``; rules with named groups only if ``final``; no
+        echo-checked rule when ``line`` is an echo."""
         hits = []
         for entry in self._entries:
             rule = entry.rule
-            if (partial_only and not rule.partial) or rule.name in skip:
+            if (partial_only and not rule.partial) or (entry.final_only and not final):
                 continue
             if echo and rule.echo_check:
                 continue
@@ -110,12 +115,12 @@ class RuleSet:
                 continue
             m = rule.pattern.search(line)
             if m:
-                hits.append(Hit(rule, line, _groups(m)))
+                hits.append(Hit(rule, line, _groups(m), m.span()))
         return hits
 
-    def block_hits(self, text: str, start: int, end: int) -> list[Hit]:
+    def block_hits(self, text: str, start: int, end: int) -> list[tuple[int, Hit]]:
         """The hits in the LF-separated lines of ``text[start:end]``, in line
-        order, then rule order."""
+        order, then rule order, each with the index of its line."""
         if end - start > self._max:
             text, start, end = self._cut_long_lines(text, start, end)
         found: list[tuple[int, int, Hit]] = []  # (line offset, rule order, hit)
@@ -129,7 +134,7 @@ class RuleSet:
             if m is not None:
                 found += self._located(text, start, end, order, entry, m)
         found.sort(key=lambda f: f[:2])
-        return [hit for _, _, hit in found]
+        return [(text.count("\n", start, offset), hit) for offset, _, hit in found]
 
     def _cut_long_lines(self, text: str, start: int, end: int) -> tuple[str, int, int]:
         """Cut lines to their newest ``max_line_chars`` characters, as the
@@ -160,7 +165,7 @@ class RuleSet:
             line = text[begin:stop][-self._max :]
             hit = rule.pattern.search(line) if line else None
             if hit:
-                found.append((begin, order, Hit(rule, line, _groups(hit))))
+                found.append((begin, order, Hit(rule, line, _groups(hit), hit.span())))
             m = block.search(text, stop + 1, end) if stop < end else None
         return found
 
@@ -170,8 +175,9 @@ class RuleSet:
         found = []
         offset = start
         for line in text[start:end].split("\n"):
-            hit = rule.pattern.search(line[-self._max :]) if line else None
+            kept = line[-self._max :]
+            hit = rule.pattern.search(kept) if kept else None
             if hit:
-                found.append((offset, order, Hit(rule, line[-self._max :], _groups(hit))))
+                found.append((offset, order, Hit(rule, kept, _groups(hit), hit.span())))
             offset += len(line) + 1
         return found

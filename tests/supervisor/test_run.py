@@ -50,7 +50,7 @@ def test_sentinel_split_by_ansi_gets_sigterm_and_restarts(home: Path, tmp_path: 
     write_unit(home, "s", {
         "command": fake(
             f"record:{rec}", "if-session:2:exit:0", "out:working...",
-            "split:\\x1b[97m*\\x1b[3GCompact\\x1b[1mi\\x1b[0mng\\x1b[5Cconversation\\u2026\\r",
+            "split:\\x1b[97m*\\x1b[3GCompact\\x1b[1mi\\x1b[0mng\\x1b[1Cconversation\\u2026\\r",
             "wait",
         ),
         "sentinels": [{"name": "compaction", "match": "Compacting conversation"}],

@@ -1,18 +1,24 @@
-"""The line matcher: stripping rules, real TUI captures, bounds, echo."""
+"""The line matcher: real TUI captures, first-draw matching, bounds, echo."""
 
 from __future__ import annotations
 
+import itertools
+import random
 import re
 import time
 import tracemalloc
+from pathlib import Path
 
 import pytest
 
+from agentd.config.presets import load_cli_preset
 from agentd.terminal.ansi import strip_ansi
 from agentd.terminal.matcher import PARTIAL_MAX, LineMatcher
 from agentd.terminal.regexlit import required_literal
 from agentd.terminal.rules import Hit, Rule
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, LOCAL_FIXTURES
+
+CAPTURED = LOCAL_FIXTURES / "captured"
 
 COMPACTING = Rule("compacting", re.compile("Compacting conversation"))
 COMPACTED = Rule("compacted", re.compile("Conversation compacted"))
@@ -70,34 +76,82 @@ def run(chunks: list[bytes], rules=PACK, **kw) -> list[Hit]:
     ],
 )
 def test_strip_rules(raw: str, lines: list[str]) -> None:
+    """What a person reads of a transcript (agentctl): lines, escapes gone."""
     assert strip_ansi(raw) == lines
-    # the matcher sees the same lines, fed whole or byte by byte
-    every = Rule("every", re.compile(".+"))
-    data = raw.encode()
-    assert [h.line for h in run([data], [every])] == lines
-    assert [h.line for h in run([data[i : i + 1] for i in range(len(data))], [every])] == lines
 
 
-EXPECTED = {
-    "claude-code-2.1.197-autocompact.raw": ["compacting", "compacted"],
-    "claude-code-2.1.332-autocompact.raw": ["compacting", "compacted"],
-    "claude-code-2.1.197-context-limit.raw": ["limit"],
+CAPTURES = {
+    FIXTURES / "claude-code-2.1.197-autocompact.raw": ["compacting", "compacted"],
+    FIXTURES / "claude-code-2.1.332-autocompact.raw": ["compacting", "compacted"],
+    FIXTURES / "claude-code-2.1.197-context-limit.raw": ["limit"],
+    CAPTURED / "claude-code-2.1.197-precompact-hook-redraw.raw": ["compacting", "compacted"],
 }
+PRESET_EXPECTED = {"compacting": "compacting", "compacted": "compacted", "limit": "context-limit"}
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+def preset_rules(name: str = "claude-code") -> list[Rule]:
+    sentinels = load_cli_preset(name)["sentinels"]
+    return [Rule(s["name"], re.compile(s["match"]), s["action"]) for s in sentinels]
+
+
+@pytest.mark.parametrize("path", sorted(CAPTURES), ids=lambda p: p.name)
 @pytest.mark.parametrize("chunk", [1, 7, 100, 4096, 1 << 20])
-def test_real_tui_captures(name: str, chunk: int) -> None:
-    data = (FIXTURES / name).read_bytes()
-    hits = run([data[i : i + chunk] for i in range(0, len(data), chunk)])
-    assert names(hits) == EXPECTED[name]
+def test_real_tui_captures(path: Path, chunk: int) -> None:
+    data = path.read_bytes()
+    chunks = [data[i : i + chunk] for i in range(0, len(data), chunk)]
+    assert names(run(chunks)) == CAPTURES[path]
+    # the claude-code preset's own sentinels, as a session runs them
+    assert names(run(chunks, preset_rules())) == [PRESET_EXPECTED[n] for n in CAPTURES[path]]
 
 
 def test_fixture_lines_read_as_on_screen() -> None:
+    """A hit's line is its row as the terminal showed it when it fired: what
+    the TUI drew there, and cells left from before that it erases next."""
     data = (FIXTURES / "claude-code-2.1.197-autocompact.raw").read_bytes()
     hits = run([data])
     assert hits[0].line == "* Compacting conversation… (0s · ↑ 2 tokens)"
-    assert hits[1].line == "✻ Conversation compacted (ctrl+o for history)"
+    assert hits[1].line.startswith("✻ Conversation compacted (ctrl+o for history)")
+    data = (CAPTURED / "claude-code-2.1.197-precompact-hook-redraw.raw").read_bytes()
+    # drawn over "Running PreCompact hooks…", only the cells that differ
+    assert run([data])[0].line == "* Compacting conversation… (11s · · ↑ 23 tokens)"
+
+
+def completed_at(data: bytes, text: str) -> int:
+    """How many bytes of ``data`` it takes for ``text`` to show on a row, as
+    pyte, the reference emulator, draws it."""
+    import pyte
+
+    screen = pyte.Screen(120, 40)
+    stream = pyte.ByteStream(screen)
+    for i in range(len(data)):
+        screen.dirty.clear()
+        stream.feed(data[i : i + 1])
+        for y in screen.dirty:
+            if text in "".join(screen.buffer[y][x].data for x in range(screen.columns)):
+                return i + 1
+    raise AssertionError(f"{text!r} never shows")
+
+
+@pytest.mark.parametrize("path", sorted(CAPTURES), ids=lambda p: p.name)
+def test_sentinels_fire_on_the_first_draw(path: Path) -> None:
+    """Cut anywhere, a sentinel fires with the chunk that completes its text
+    on screen: no byte later (a spinner row is redrawn in place, never ended)."""
+    data = path.read_bytes()
+    rule, text = {
+        "limit": (LIMIT, "Context limit reached"),
+        "compacting": (COMPACTING, "Compacting conversation"),
+    }[CAPTURES[path][0]]
+    done = completed_at(data, text)
+    rng = random.Random(path.name)
+    for _ in range(40):
+        cuts = sorted(rng.sample(range(1, len(data)), rng.randint(1, 60)))
+        m = LineMatcher([rule])
+        for a, b in itertools.pairwise([0, *cuts, len(data)]):
+            if m.feed(data[a:b]):
+                assert a < done <= b, f"fired with bytes {a}..{b}, text complete at {done}"
+                break
+        else:
+            raise AssertionError("never fired")
 
 
 @pytest.mark.parametrize(
@@ -127,14 +181,14 @@ def test_hits_carry_named_groups_without_nones() -> None:
 
 
 def test_hits_come_in_line_then_rule_order() -> None:
-    data = b"Conversation compacted\nx\nCompacting conversation; Conversation compacted\n"
+    data = b"Conversation compacted\r\nx\r\nCompacting conversation; Conversation compacted\r\n"
     assert names(run([data])) == ["compacted", "compacting", "compacted"]
 
 
 def test_rules_that_must_be_matched_line_by_line() -> None:
     start = Rule("start", re.compile(r"\AError"))
     not_after_space = Rule("bare", re.compile(r"(?<!\s)Error"))
-    hits = run([b"Error one\n  Error two\nError three\n"], [start, not_after_space])
+    hits = run([b"Error one\r\n  Error two\r\nError three\r\n"], [start, not_after_space])
     assert [(h.rule.name, h.line) for h in hits] == [
         ("start", "Error one"),
         ("bare", "Error one"),
@@ -145,7 +199,7 @@ def test_rules_that_must_be_matched_line_by_line() -> None:
 
 def test_anchors_mean_line_ends() -> None:
     rule = Rule("prompt", re.compile(r"^\s*Continue\?$"))
-    assert [h.line for h in run([b"x Continue?\nContinue?\n  Continue?\n"], [rule])] == [
+    assert [h.line for h in run([b"x Continue?\r\nContinue?\r\n  Continue?\r\n"], [rule])] == [
         "Continue?",
         "  Continue?",
     ]
@@ -153,52 +207,95 @@ def test_anchors_mean_line_ends() -> None:
 
 def test_rules_change_between_feeds() -> None:
     m = LineMatcher([COMPACTING])
-    assert names(m.feed(b"Compacting conversation\n")) == ["compacting"]
+    assert names(m.feed(b"Compacting conversation\r\n")) == ["compacting"]
     m.add_rule(Rule("ready", re.compile(r"^> $"), action="inject"))
     m.remove_rule("compacting")
-    assert names(m.feed(b"Compacting conversation\n> \n")) == ["ready"]
+    assert names(m.feed(b"Compacting conversation\r\n> \r\n")) == ["ready"]
     m.add_rule(Rule("ready", re.compile("Compacting")))  # same name replaces
     assert [r.name for r in m.rules] == ["ready"]
-    assert names(m.feed(b"Compacting\n> \n")) == ["ready"]
+    assert names(m.feed(b"Compacting\r\n> \r\n")) == ["ready"]
     m.remove_rule("nonexistent")
 
 
-def test_check_partial_sees_a_prompt_without_newline() -> None:
+def test_a_sentinel_fires_as_soon_as_its_text_is_on_screen() -> None:
+    m = LineMatcher(PACK)
+    assert names(m.feed(b"\x1b[97m*\x1b[3GCompacting conver")) == []
+    assert names(m.feed(b"sation\xe2\x80\xa6 (0s)")) == ["compacting"]  # no line end needed
+    assert m.feed(b"\r\n") == []  # reported once for the line
+
+
+def test_a_spinner_redrawn_in_place_fires_once_and_again_for_a_new_occurrence() -> None:
+    m = LineMatcher(PACK)
+    assert names(m.feed(b"* Compacting conversation\xe2\x80\xa6 (0s)")) == ["compacting"]
+    assert m.feed(b"\r* Compacting conversation\xe2\x80\xa6 (1s)") == []  # repainted
+    assert m.feed(b"\x1b[29G2") == []  # only the cell that changed
+    assert m.feed(b"\r\x1b[2K* Compacting conversation\xe2\x80\xa6 (3s)") == []  # erased, redrawn
+    # the row shows something else, then the sentinel again: a new occurrence
+    assert m.feed(b"\r\x1b[2K* Thinking\xe2\x80\xa6\r\n") == []
+    assert names(m.feed(b"\x1b[A\r* Compacting conversation\xe2\x80\xa6")) == ["compacting"]
+
+
+def test_a_row_redrawn_over_other_text_cell_by_cell() -> None:
+    """Ink redraws only the cells that differ: here over "Running PreCompact
+    hooks…", as in tests/fixtures/captured (no space is written, letters that
+    are already in place are skipped)."""
+    m = LineMatcher(PACK)
+    assert m.feed(b"* Running PreCompact hooks\xe2\x80\xa6 (10s)\r\n\x1b[A") == []
+    redraw = b"\x1b[2CCompacting c\x1b[16Gnversati\x1b[25Gn\xe2\x80\xa6 (11s)"
+    hits = m.feed(redraw)
+    assert names(hits) == ["compacting"]
+    assert hits[0].line == "* Compacting conversation\u2026 (11s))"  # and a cell left over
+
+
+def test_prompt_rules_fire_when_drawn_and_check_partial_also_reads_groups() -> None:
     prompt = Rule(
         "prompt", re.compile(r"Continue\? $"), action="inject", echo_check=False, partial=True
     )
     answered = Rule("answered", re.compile(r"Continue\? y"))
     m = LineMatcher([prompt, answered])
-    assert m.feed(b"\x1b[1mContinue?\x1b[0m ") == []
-    assert names(m.check_partial()) == ["prompt"]
-    assert m.check_partial() == []  # nothing changed
-    m.add_rule(Rule("other", re.compile("zzz")))
+    assert names(m.feed(b"\x1b[1mContinue?\x1b[0m ")) == ["prompt"]  # on screen: fires
     assert m.check_partial() == []  # reported once per line
-    # the same line completes: only the rule that had not hit yet is reported
+    m.add_rule(Rule("other", re.compile("zzz")))
+    assert m.check_partial() == []
     assert names(m.feed(b"y\r\n")) == ["answered"]
-    assert names(m.feed(b"Continue? \n")) == ["prompt"]  # a new line hits again
+    assert names(m.feed(b"Continue? \r\n")) == ["prompt"]  # a new line hits again
+    # named groups wait for the line to be final; check_partial reads them now
+    asked = Rule("asked", re.compile(r"(?P<what>\w+)\? $"), echo_check=False, partial=True)
+    m = LineMatcher([asked])
+    assert m.feed(b"Continue? ") == []
+    assert [(h.rule.name, h.groups) for h in m.check_partial()] == [("asked", {"what": "Continue"})]
+    assert m.feed(b"\r\n") == []
 
 
-def test_check_partial_ignores_a_long_unterminated_line() -> None:
-    m = LineMatcher([Rule("compacting", COMPACTING.pattern, partial=True)])
-    m.feed(b"Compacting conversation" + b"." * PARTIAL_MAX)
+def test_check_partial_ignores_a_long_line() -> None:
+    rule = Rule("compacting", re.compile("(?P<what>Compacting) conversation"), partial=True)
+    m = LineMatcher([rule])
+    assert m.feed(b"Compacting conversation" + b"." * PARTIAL_MAX) == []
     assert m.check_partial() == []  # no prompt is that long
-    assert names(m.feed(b"\n")) == ["compacting"]  # matched when it completes
+    assert names(m.feed(b"\r\n")) == ["compacting"]  # final when the cursor leaves it
 
 
-def test_check_partial_leaves_sentinels_to_complete_lines() -> None:
+@pytest.mark.parametrize("cut", [b"reset at 3", b"reset at", b"reset at 3p", b"reset at 3pm"])
+def test_a_rule_with_named_groups_waits_for_its_line_to_be_final(cut: bytes) -> None:
+    """`reset at 3` is never taken for `reset at 3pm`, however the line is cut."""
     usage = Rule("usage", re.compile(r"reset at (?P<until>[^.]+)"))
     m = LineMatcher([usage])
-    m.feed(b"usage limit reached, reset at 3")
-    assert m.check_partial() == []  # half drawn: the group would be "3"
-    hits = m.feed(b"pm.\r\n")
-    assert [h.groups["until"] for h in hits] == ["3pm"]
+    line = b"usage limit reached, reset at 3pm (Europe/Berlin)."
+    assert m.feed(b"usage limit reached, " + cut) == []
+    assert m.check_partial() == []  # not a prompt rule
+    assert m.feed(line[len(b"usage limit reached, " + cut) :]) == []  # still the cursor's line
+    hits = m.feed(b"\r\n")
+    assert [h.groups["until"] for h in hits] == ["3pm (Europe/Berlin)"]
 
 
-def test_flush_matches_the_last_unterminated_line() -> None:
+def test_flush_ends_the_line_under_the_cursor() -> None:
     m = LineMatcher(PACK)
-    assert m.feed(b"Context limit reached \xc2") == []
-    assert names(m.flush()) == ["limit"]
+    assert names(m.feed(b"Context limit reached \xc2")) == ["limit"]  # drawn: fired
+    assert m.flush() == []
+    usage = Rule("usage", re.compile(r"reset at (?P<until>\S+)"))
+    m = LineMatcher([usage])
+    assert m.feed(b"usage limit reached, reset at 3pm") == []
+    assert [h.groups for h in m.flush()] == [{"until": "3pm"}]
     assert m.flush() == []
 
 
@@ -302,19 +399,22 @@ def test_echo_partial_line_is_not_reported_by_check_partial() -> None:
     assert m.feed(b" errors\r\n") == []
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_real_tui_argv_echo_and_its_redraws_are_not_hits(name: str) -> None:
-    """The captures show the argv prompt, then redraw it while the agent works."""
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.raw")), ids=lambda p: p.name)
+@pytest.mark.parametrize("chunk", [1, 7, 4096])
+def test_real_tui_argv_echo_and_its_redraws_are_not_hits(path: Path, chunk: int) -> None:
+    """The captures show the argv prompt, then redraw it while the agent works.
+    Drawn a few characters a chunk, its row is matched again and again as it
+    grows: the injected text it shows is consumed once."""
     echo_rule = Rule("echo", re.compile("cache layer"))
     m = LineMatcher([*PACK, echo_rule])
     m.expect_echo("Refactor the cache layer. Next action: replace the redis calls.")
-    data = (FIXTURES / name).read_bytes()
+    data = path.read_bytes()
     hits: list[Hit] = []
-    for i in range(0, len(data), 4096):  # as the session reads: check_partial after each
-        hits += m.feed(data[i : i + 4096])
+    for i in range(0, len(data), chunk):  # as the session reads: check_partial after each
+        hits += m.feed(data[i : i + chunk])
         hits += m.check_partial()
     hits += m.flush()
-    assert sorted(names(hits)) == sorted(EXPECTED[name])
+    assert sorted(names(hits)) == sorted(CAPTURES[path])
     # without the echo expectation the prompt line would hit
     assert "echo" in names(run([data], [echo_rule]))
 
