@@ -38,6 +38,14 @@ from agentd.memory.layout import LayoutFile, parse_files, preset_names
 SENTINEL_NAME = r"^[A-Za-z0-9_.:-]{1,64}$"
 
 
+def refuse_empty_match(pattern: re.Pattern[str], key: str) -> None:
+    """A pattern that matches an empty line matches every line (``re.search``):
+    its session would end at the first line of output, again and again."""
+    if pattern.search("") is not None:
+        raise KeyProblem((key,), f"{pattern.pattern!r} matches an empty line, so it would match "
+                         "every line of output; make it match only the text you mean")
+
+
 class Sentinel(StrictModel):
     name: Annotated[str, Field(pattern=SENTINEL_NAME)]
     match: str
@@ -54,6 +62,7 @@ class Sentinel(StrictModel):
     @model_validator(mode="after")
     def _compile(self) -> Sentinel:
         self._pattern = compile_regex(self.match)
+        refuse_empty_match(self._pattern, "match")
         return self
 
     @property
@@ -180,6 +189,7 @@ class HandoffSpec(StrictModel):
     def _threshold(self) -> HandoffSpec:
         if self.when is not None:
             self._pattern = compile_regex(self.when)
+            refuse_empty_match(self._pattern, "when")
             has_left = any(g.startswith(LEFT_GROUP) for g in self._pattern.groupindex)
             if self.below is not None and not has_left:
                 raise KeyProblem(("below",), f"needs a group named {LEFT_GROUP} (or "

@@ -4,7 +4,8 @@ The YAML is read with the line of every key (``agentd.config.yamllines``) and
 pydantic's errors are mapped back to ``file:line: key.path: message``
 (``agentd.config.problems``). A unit file can run any command as the
 daemon's user, so one that others could write, or that someone else owns, is
-refused before it is parsed.
+refused before it is parsed, and so is a file over ``MAX_UNIT_BYTES`` (1 MiB):
+parsing a huge YAML document takes seconds and hundreds of megabytes.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from pydantic import ValidationError
 from agentd.config.problems import validation_problems
 from agentd.config.unit import UNIT_NAME, Unit
 from agentd.config.yamllines import read_yaml
-from agentd.errors import UnitError
+from agentd.errors import PathError, UnitError
+
+MAX_UNIT_BYTES = 1024 * 1024
 
 
 class UnitInvalid(UnitError):
@@ -41,11 +44,14 @@ def unit_paths(units_dir: Path) -> list[Path]:
     """The unit files in ``units_dir``, sorted; hidden files (editor locks) skipped."""
     if not units_dir.is_dir():
         return []
-    found = [
-        p
-        for p in units_dir.iterdir()
-        if p.suffix in (".yaml", ".yml") and not p.name.startswith(".") and p.is_file()
-    ]
+    try:
+        found = [
+            p
+            for p in units_dir.iterdir()
+            if p.suffix in (".yaml", ".yml") and not p.name.startswith(".") and p.is_file()
+        ]
+    except OSError as exc:
+        raise PathError(f"cannot list the units dir {units_dir}: {exc.strerror}") from None
     return sorted(found)
 
 
@@ -108,18 +114,29 @@ def load_unit(path: Path, *, check_permissions: bool = True) -> Unit:
     """The unit in ``path``, named after the file; UnitError says what is wrong where."""
     _check_name(path.stem, path)
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open
+            raise UnitError("not a regular file", file=path)
         with path.open("rb") as handle:  # check what was opened: no swap after the check
+            st = os.fstat(handle.fileno())
             if check_permissions:
-                _refuse_unsafe(os.fstat(handle.fileno()), path)
-            raw = handle.read()
+                _refuse_unsafe(st, path)
+            _refuse_large(st.st_size, path)
+            raw = handle.read(MAX_UNIT_BYTES + 1)
+        _refuse_large(len(raw), path)  # it grew since
     except OSError as exc:
-        raise UnitError(f"cannot read: {exc.strerror}", file=path) from None
+        raise UnitError(f"cannot read: {exc.strerror or exc}", file=path) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise UnitError("not UTF-8 text", file=path, line=line) from None
     return _validate(text, str(path), path.stem, Path(os.path.abspath(path)))
+
+
+def _refuse_large(size: int, path: Path) -> None:
+    if size > MAX_UNIT_BYTES:
+        raise UnitError(f"{size} bytes: over the {MAX_UNIT_BYTES // 1024} KiB a unit file may "
+                        "hold (refused unread); is this the right file?", file=path)
 
 
 def parse_unit(text: str, *, file: str, name: str) -> Unit:
