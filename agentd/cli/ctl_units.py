@@ -88,7 +88,8 @@ def reload(as_json: bool) -> None:
             if result[key]:
                 click.echo(f"{key}: {', '.join(result[key])}")
         for bad in result["invalid"]:
-            click.echo(f"invalid: {bad['file']}:{bad['line'] or '?'}: {bad['error']}", err=True)
+            where = bad["file"] + (f":{bad['line']}" if bad.get("line") else "")
+            click.echo(f"invalid: {where}: {bad['error']}", err=True)
         if not any(result[k] for k in ("loaded", "changed", "removed", "invalid")):
             click.echo("no changes")
     if result["invalid"]:

@@ -188,7 +188,7 @@ def sessions(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _known(ctx: Context, names: list[str]) -> list[str]:
-    unknown = [n for n in names if n not in ctx.sup.services]
+    unknown = [n for n in names if not ctx.sup.known(n)]
     if unknown:
         raise ProtocolError(f"unknown unit{'s' if len(unknown) > 1 else ''}: "
                             f"{', '.join(unknown)} (agentctl status lists the loaded units)",

@@ -9,6 +9,11 @@ internals.
 new units are added, deleted ones stopped and removed, changed ones take
 effect from their next session. A removed service is "retiring" until its
 processes are gone: its pids still count as owned, so nothing else reaps them.
+
+A unit file that does not load is still a unit (``set_invalid``): ``status``
+shows it as ``invalid`` with what is wrong (or, when its last good definition
+is kept, its real state and the file's problem); the verbs that need a
+definition refuse it with that message (``InvalidUnit``).
 """
 
 from __future__ import annotations
@@ -16,12 +21,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentd.config.times import iso
 from agentd.config.unit import Unit
+from agentd.errors import AgentdError
 from agentd.events import EventLog
 from agentd.memory.bootstrap import Bootstrap
 from agentd.paths import Paths
@@ -29,10 +37,23 @@ from agentd.process.reaper import Reaper, enable_subreaper
 from agentd.supervisor.history import History
 from agentd.supervisor.notifier import Notifier
 from agentd.supervisor.service import Service
+from agentd.supervisor.sessionloop import last_end
+from agentd.supervisor.states import State
 
 
 class UnknownUnit(KeyError):
     pass
+
+
+class InvalidUnit(AgentdError):
+    """The unit's file does not load, and there is no earlier definition to use."""
+
+    def __init__(self, name: str, problem: dict[str, Any]) -> None:
+        where = f"{problem['file']}" + (f":{problem['line']}" if problem.get("line") else "")
+        key = f"{problem['key']}: " if problem.get("key") else ""
+        super().__init__(f"{name}: its unit file does not load ({where}: {key}"
+                         f"{problem['message']}); fix it (agentd check {problem['file']}) and "
+                         "agentd loads it by itself")
 
 
 @dataclass
@@ -49,6 +70,7 @@ class Supervisor:
         self.paths = paths
         self.events = events
         self.services: dict[str, Service] = {}
+        self.invalid: dict[str, dict[str, Any]] = {}  # name -> problem, for files that do not load
         self._retiring: set[Service] = set()
         self._retirements: set[asyncio.Task[None]] = set()
         # As a child subreaper, double-forked grandchildren of sessions are
@@ -80,10 +102,24 @@ class Supervisor:
         try:
             return self.services[name]
         except KeyError:
+            if name in self.invalid:
+                raise InvalidUnit(name, self.invalid[name]) from None
             raise UnknownUnit(name) from None
 
     def names(self) -> list[str]:
+        """The units with a definition (loaded, or kept while their file is invalid)."""
         return sorted(self.services)
+
+    def known(self, name: str) -> bool:
+        """A loaded unit, or a unit file that does not load."""
+        return name in self.services or name in self.invalid
+
+    def set_invalid(self, problems: dict[str, dict[str, Any]]) -> None:
+        """The unit files that do not load now, by unit name: ``{file, line, key, message}``
+        each (``since`` is kept while a file stays invalid)."""
+        before, now = self.invalid, time.time()
+        self.invalid = {name: {**problem, "since": before.get(name, {}).get("since", now)}
+                        for name, problem in problems.items()}
 
     def definition(self, name: str) -> Unit:
         """The unit's newest definition (what its next session will use)."""
@@ -157,8 +193,29 @@ class Supervisor:
         return service.status()
 
     def status(self, names: list[str] | None = None) -> list[dict[str, Any]]:
-        chosen = names if names else sorted(self.services)
-        return [self.get(n).status() for n in chosen]
+        chosen = names if names else sorted({*self.services, *self.invalid})
+        return [self._status(n) for n in chosen]
+
+    def _status(self, name: str) -> dict[str, Any]:
+        problem = self.invalid.get(name)
+        if name in self.services:
+            out = self.services[name].status()
+        elif problem is not None:
+            out = self._invalid_status(name, problem)
+        else:
+            raise UnknownUnit(name)
+        if problem is not None:
+            out["invalid"] = {k: v for k, v in problem.items() if k != "since"}
+        return out
+
+    def _invalid_status(self, name: str, problem: dict[str, Any]) -> dict[str, Any]:
+        """What is known of a unit whose file does not load: its record on disk."""
+        records = History(self.paths.unit_logs(name) / "history.jsonl").recent()
+        reason, at = last_end(records)
+        return {"unit": name, "state": str(State.INVALID), "pid": None,
+                "session": max((int(r.get("session", 0)) for r in records), default=0),
+                "uptime_s": 0.0, "restarts": 0, "last_reason": reason,
+                "last_at": iso(at) if at is not None else None, "since": iso(problem["since"])}
 
     def history(self, name: str, limit: int = 1000) -> list[dict[str, Any]]:
         """The unit's history records (``logs/UNIT/history.jsonl``), oldest first.
@@ -166,7 +223,7 @@ class Supervisor:
         A unit no longer loaded is still known while its history exists.
         """
         path = self.paths.unit_logs(name) / "history.jsonl"
-        if name not in self.services and not path.exists():
+        if not self.known(name) and not path.exists():
             raise UnknownUnit(name)
         return History(path).recent(limit)
 
@@ -175,7 +232,7 @@ class Supervisor:
         if name in self.services:
             return self.services[name].transcript.path
         path = self.paths.unit_logs(name) / "transcript.log"
-        if not path.exists():
+        if not self.known(name) and not path.exists():
             raise UnknownUnit(name)
         return path
 

@@ -227,6 +227,8 @@ class Service:
         }
         if self.state == State.PAUSED and self.pauses.paused_until is not None:
             out["paused_until"] = iso(self.pauses.paused_until)
+        if self.detail:  # e.g. the OS error of a command that cannot be executed
+            out["detail"] = self.detail
         return out
 
     # -- state -----------------------------------------------------------------------
