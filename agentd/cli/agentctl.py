@@ -26,6 +26,8 @@ VERBS: Mapping[str, str] = {
     "start": "agentd.cli.ctl_units:start",
     "stop": "agentd.cli.ctl_units:stop",
     "restart": "agentd.cli.ctl_units:restart",
+    "enable": "agentd.cli.ctl_units:enable",
+    "disable": "agentd.cli.ctl_units:disable",
     "reload": "agentd.cli.ctl_units:reload",
     "logs": "agentd.cli.ctl_logs:logs",
     "events": "agentd.cli.ctl_logs:events",

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from agentd import __version__
 from agentd.daemon.protocol import (
     Code,
+    EnableArgs,
     EventsArgs,
     LogsArgs,
     NoArgs,
@@ -101,6 +102,25 @@ async def restart(ctx: Context, args: RestartArgs) -> list[dict[str, Any]]:
     return await _wait(ctx, names, lambda before, now: (
         now["state"] not in ("starting", "stopping")
         and (now["session"] > before["session"] or now["state"] != "running")))
+
+
+@command("enable")
+async def enable(ctx: Context, args: EnableArgs) -> list[dict[str, Any]]:
+    """Start the units whenever the daemon starts (kept across restarts); ``now``: also
+    start them now, as ``start`` does."""
+    names = _targets(ctx, args)
+    for name in names:
+        ctx.sup.enable(name, True)
+    return await start(ctx, args) if args.now else ctx.sup.status(names)
+
+
+@command("disable")
+async def disable(ctx: Context, args: EnableArgs) -> list[dict[str, Any]]:
+    """Do not start the units when the daemon starts; ``now``: also stop them now."""
+    names = _targets(ctx, args)
+    for name in names:
+        ctx.sup.enable(name, False)
+    return await stop(ctx, args) if args.now else ctx.sup.status(names)
 
 
 @command("reload")

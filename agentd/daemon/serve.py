@@ -10,12 +10,15 @@ Life::
 
     lock run/agentd.lock -> bind the control socket -> load units
     (unit.loaded / unit.invalid) -> reclaim sessions a killed agentd left ->
-    autostart -> watch units/ -> READY=1 -> serve signals until TERM/INT
+    start the enabled units -> watch units/ -> READY=1 -> serve signals until TERM/INT
     -> stop every session (whole trees) -> daemon.stop -> exit 0
 
 Reload (SIGHUP, ``agentctl reload``, or the watcher): new unit files are
-loaded (and started if ``autostart``), deleted ones stopped and forgotten,
-changed ones apply from their next session; an invalid file is reported with
+loaded (and started if enabled: ``agentctl enable|disable``, else their
+``autostart``; never one a person stopped or that ended done, failed or
+stalled: that state is kept until someone starts it), deleted ones stopped
+and forgotten, changed ones apply from their next session; an invalid file
+is reported with
 its file and line (one ``unit.invalid`` per change of what is wrong), shown
 by ``agentctl status``, and the unit keeps its last good definition. The
 watcher re-parses only files whose stat changed; SIGHUP and ``agentctl
@@ -98,12 +101,13 @@ class Daemon:
             loop.add_signal_handler(sig, self._signals.put_nowait, sig)
         try:
             self.control = ControlServer(self.sup, reload=self.reload)
-            await self.control.listen()
+            await self.control.listen(open_now=False)  # requests wait for the units
             ensure_private_dir(self.paths.units)
             self.events.emit(ev.DAEMON_START, pid=os.getpid(), version=__version__,
                              socket=str(self.paths.socket), units_dir=str(self.paths.units),
                              subreaper=self.sup.subreaper)
             await self._apply(await self._scan(force=True))
+            self.control.open()
             self._watch()
             self.systemd.send("READY=1", f"STATUS={self.summary()}")
             self._ping_watchdog()
@@ -205,7 +209,7 @@ class Daemon:
         self._report(changes, units)
         for name in changes.added:
             self.sup.reclaim(name)
-            if units[name].autostart:  # a usage-limit pause survives a daemon restart
+            if self.sup.starts_with_daemon(name):  # a usage-limit pause survives a restart
                 self.sup.start(name, resume_pause=True)
         return {"loaded": changes.added, "changed": changes.changed, "removed": changes.removed,
                 "invalid": [{"file": str(p), "line": e.line, "error": describe_error(e)}

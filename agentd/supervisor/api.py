@@ -34,7 +34,9 @@ from agentd.events import EventLog
 from agentd.memory.bootstrap import Bootstrap
 from agentd.paths import Paths
 from agentd.process.reaper import Reaper, enable_subreaper
+from agentd.supervisor import lifecycle
 from agentd.supervisor.history import History
+from agentd.supervisor.lifecycle import Lifecycle
 from agentd.supervisor.notifier import Notifier
 from agentd.supervisor.service import Service
 from agentd.supervisor.sessionloop import last_end
@@ -143,7 +145,7 @@ class Supervisor:
 
     async def _retire(self, service: Service) -> None:
         try:
-            await service.stop()
+            await service.stop(remember=False)  # its file is gone: nothing to remember for
             await service.join()
             service.close()
         finally:
@@ -167,7 +169,21 @@ class Supervisor:
         self.get(name).start(resume_pause=resume_pause)
 
     async def stop(self, name: str) -> None:
+        """A person stops the unit: it stays stopped across daemon restarts."""
         await self.get(name).stop()
+
+    def enable(self, name: str, enabled: bool) -> None:
+        """Start the unit when the daemon starts (or not); an invalid unit's file is
+        remembered for when it loads."""
+        if name in self.services:
+            self.services[name].set_enabled(enabled)
+        elif name in self.invalid:
+            Lifecycle(self.paths.unit_lifecycle(name)).update(enabled=enabled)
+        else:
+            raise UnknownUnit(name)
+
+    def starts_with_daemon(self, name: str) -> bool:
+        return self.get(name).starts_with_daemon()
 
     def watch_terminal(self, name: str,
                        listener: Callable[[bytes], None]) -> Callable[[], None]:
@@ -212,10 +228,12 @@ class Supervisor:
         """What is known of a unit whose file does not load: its record on disk."""
         records = History(self.paths.unit_logs(name) / "history.jsonl").recent()
         reason, at = last_end(records)
+        kept = lifecycle.read(self.paths.unit_lifecycle(name))
         return {"unit": name, "state": str(State.INVALID), "pid": None,
                 "session": max((int(r.get("session", 0)) for r in records), default=0),
-                "uptime_s": 0.0, "restarts": 0, "last_reason": reason,
-                "last_at": iso(at) if at is not None else None, "since": iso(problem["since"])}
+                "uptime_s": 0.0, "restarts": kept.restarts, "last_reason": reason,
+                "last_at": iso(at) if at is not None else None, "since": iso(problem["since"]),
+                "enabled": kept.enabled}
 
     def history(self, name: str, limit: int = 1000) -> list[dict[str, Any]]:
         """The unit's history records (``logs/UNIT/history.jsonl``), oldest first.
@@ -242,7 +260,7 @@ class Supervisor:
 
     async def shutdown(self) -> None:
         """Stop every unit (their whole trees) and release their files."""
-        await asyncio.gather(*(s.stop() for s in self._all()))
+        await asyncio.gather(*(s.stop(remember=False) for s in self._all()))
         for service in list(self.services.values()):
             await service.join()
             service.close()
