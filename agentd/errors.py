@@ -54,11 +54,18 @@ class UnitError(AgentdError):
 
 
 class SpawnError(AgentdError):
-    """The agent command could not be started (missing binary, bad workdir...)."""
+    """The agent command could not be started (missing binary, bad workdir...).
 
-    def __init__(self, message: str, *, unit: str | None = None, argv: list[str] | None = None):
+    ``permanent``: it cannot be executed as it is (not found, not executable,
+    arguments too long), so trying again changes nothing until someone acts;
+    otherwise (out of processes or memory) a later try may work.
+    """
+
+    def __init__(self, message: str, *, unit: str | None = None, argv: list[str] | None = None,
+                 permanent: bool = True):
         self.unit = unit
         self.argv = argv
+        self.permanent = permanent
         super().__init__(f"{unit}: {message}" if unit else message)
 
 

@@ -5,7 +5,10 @@ restart count goes on."""
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -119,3 +122,25 @@ def test_lifecycle_writes_only_changes_and_reads_them_back(tmp_path: Path) -> No
     assert read(path) == Remembered(enabled=False, state=State.DONE, reason="exit:0",
                                     since=1_700_000_000.0, restarts=3)
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_missing_command_is_failed_after_one_attempt_with_the_os_error(
+        dhome: Path, serve: list[Served]) -> None:
+    write_unit(dhome, "gone", {"command": ["/nonexistent/agent-cli"],
+                               "restart": {"delay": "50ms", "burst": 5}})
+    d = Served(dhome)
+    serve.append(d.ready())
+    poll_for(lambda: d.status("gone")["state"] == "failed", what="gone failed")
+    status = d.status("gone")
+    assert status["session"] == 1 and status["last_reason"] == "spawn-error"
+    assert "[Errno 2] No such file or directory" in status["detail"]
+    ctl = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "history", "gone",
+                          "--json"], capture_output=True, text=True, timeout=30,
+                         env=dict(os.environ, AGENTD_HOME=str(dhome)))
+    [row] = json.loads(ctl.stdout)
+    assert row["reason"] == "spawn-error" and row["outcome"] == "crashed"
+    assert "[Errno 2] No such file or directory" in row["error"]
+    table = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "status"],
+                           capture_output=True, text=True, timeout=30,
+                           env=dict(os.environ, AGENTD_HOME=str(dhome))).stdout
+    assert "No such file or directory" in table
