@@ -8,6 +8,7 @@ the daemon uses; ``agentd check`` validates unit files like ``nginx -t``;
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import click
 
 from agentd import __version__
 from agentd.cli.run import run_unit
-from agentd.config.unitfile import load_unit, resolve_unit_arg, unit_paths
+from agentd.config.unitfile import load_unit, read_unit, resolve_unit_arg, unit_paths
 from agentd.console import Console
 from agentd.errors import AgentdError, UnitError
 from agentd.paths import Paths
@@ -79,17 +80,34 @@ def run(paths: Paths, unit: str, quiet: bool) -> None:
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @click.pass_obj
 def check(paths: Paths, files: tuple[Path, ...]) -> None:
-    """Validate unit FILEs (default: every unit in the units dir); exit 1 on errors."""
+    """Validate unit FILEs (default: every unit in the units dir); exit 1 on errors.
+
+    Beyond what the daemon refuses, it finds what a session would meet: a
+    command that is not found or not executable (an error), a bootstrap on
+    the command line that `ps` shows or that may outgrow the argument limit
+    (warnings).
+    """
+    from agentd.config.lint import ArgLimits, lint
+    from agentd.config.yamllines import format_key, line_of
+
     targets = list(files) or unit_paths(paths.units)
     if not targets:
         raise click.ClickException(f"no unit files to check in {paths.units}")
-    bad = 0
+    bad, limits = 0, ArgLimits.of_this_system()
     for path in targets:
         try:
-            unit = load_unit(path)
-        except (UnitError, OSError) as exc:
+            unit, lines = read_unit(path)
+        except UnitError as exc:
             bad += 1
-            click.echo(str(exc) if isinstance(exc, UnitError) else f"{path}: {exc}", err=True)
+            click.echo(str(exc), err=True)
+            continue
+        findings = lint(unit, os.environ, limits)
+        for f in findings:
+            label = "warning: " if f.level == "warning" else ""
+            click.echo(f"{path}:{line_of(f.key, lines)}: {format_key(f.key)}: {label}"
+                       f"{f.message}", err=True)
+        if any(f.level == "error" for f in findings):
+            bad += 1
             continue
         click.echo(f"{path}: ok ({unit.name}: {' '.join(unit.command)[:60]})")
     if bad:

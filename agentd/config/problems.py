@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from agentd.config.keys import did_you_mean
 from agentd.config.presets import apply_preset
-from agentd.config.yamllines import Index, Lines, format_key
+from agentd.config.yamllines import Index, Lines, format_key, line_of
 from agentd.errors import KeyProblem, UnitError
 
 
@@ -69,13 +69,7 @@ def _unknown(path: tuple[Any, ...]) -> str:
 
 def _at(path: tuple[Any, ...], message: str, lines: Lines, file: str) -> UnitError:
     """A UnitError at the line of ``path``, or of its nearest parent with one."""
-    for end in range(len(path), -1, -1):
-        if path[:end] in lines:
-            line = lines[path[:end]]
-            break
-    else:
-        line = 1
-    return UnitError(message, file=file, line=line, key=format_key(path) or None)
+    return UnitError(message, file=file, line=line_of(path, lines), key=format_key(path) or None)
 
 
 def _data_path(loc: tuple[Any, ...], data: Any, *, missing: bool) -> tuple[Any, ...]:

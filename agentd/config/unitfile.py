@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from agentd.config.problems import validation_problems
 from agentd.config.unit import UNIT_NAME, Unit
-from agentd.config.yamllines import read_yaml
+from agentd.config.yamllines import Lines, read_yaml
 from agentd.errors import PathError, UnitError
 
 MAX_UNIT_BYTES = 1024 * 1024
@@ -112,6 +112,11 @@ def _refuse_unsafe(st: os.stat_result, path: Path) -> None:
 
 def load_unit(path: Path, *, check_permissions: bool = True) -> Unit:
     """The unit in ``path``, named after the file; UnitError says what is wrong where."""
+    return read_unit(path, check_permissions=check_permissions)[0]
+
+
+def read_unit(path: Path, *, check_permissions: bool = True) -> tuple[Unit, Lines]:
+    """``load_unit``, and the line of each key path in the file (for ``agentd check``)."""
     _check_name(path.stem, path)
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open
@@ -142,7 +147,7 @@ def _refuse_large(size: int, path: Path) -> None:
 def parse_unit(text: str, *, file: str, name: str) -> Unit:
     """The unit in ``text`` as if read from ``file`` (no file access but the workdir)."""
     _check_name(name, file)
-    return _validate(text, file, name, Path(os.path.abspath(file)))
+    return _validate(text, file, name, Path(os.path.abspath(file)))[0]
 
 
 def _check_name(name: str, file: Path | str) -> None:
@@ -154,7 +159,7 @@ def _check_name(name: str, file: Path | str) -> None:
         )
 
 
-def _validate(text: str, file: str, name: str, source: Path) -> Unit:
+def _validate(text: str, file: str, name: str, source: Path) -> tuple[Unit, Lines]:
     data, lines = read_yaml(text, file)
     if not isinstance(data, dict):
         raise UnitError(
@@ -172,7 +177,7 @@ def _validate(text: str, file: str, name: str, source: Path) -> Unit:
             key="name",
         )
     try:
-        return Unit.model_validate({**data, "name": name, "source": source})
+        return Unit.model_validate({**data, "name": name, "source": source}), lines
     except ValidationError as exc:
         problems = validation_problems(exc, data, lines, file)
     raise problems[0] if len(problems) == 1 else UnitInvalid(problems)

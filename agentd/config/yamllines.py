@@ -197,6 +197,14 @@ class _Builder:
             self.constructor.constructed_objects.clear()
 
 
+def line_of(path: tuple[Any, ...], lines: Lines) -> int:
+    """The line of ``path``, or of its nearest parent with one (a key a preset brought)."""
+    for end in range(len(path), -1, -1):
+        if path[:end] in lines:
+            return lines[path[:end]]
+    return 1
+
+
 def format_key(path: tuple[Any, ...]) -> str:
     """``("sentinels", 1, "match")`` -> ``sentinels[1].match``."""
     out = ""
