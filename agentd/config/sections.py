@@ -224,6 +224,7 @@ class Budget(StrictModel):
 class LogSpec(StrictModel):
     max_bytes: Size = 10_000_000
     backups: NonNegative = 5
+    keep_bootstraps: NonNegative = 100
 
 
 NotifyEvent = Literal["done", "failed", "stalled", "paused", "stopped", "restart"]

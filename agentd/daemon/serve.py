@@ -18,10 +18,10 @@ loaded (and started if enabled: ``agentctl enable|disable``, else their
 ``autostart``; never one a person stopped or that ended done, failed or
 stalled: that state is kept until someone starts it), deleted ones stopped
 and forgotten, changed ones apply from their next session; an invalid file
-is reported with
-its file and line (one ``unit.invalid`` per change of what is wrong), shown
-by ``agentctl status``, and the unit keeps its last good definition. The
-watcher re-parses only files whose stat changed; SIGHUP and ``agentctl
+is reported with its file and line (one ``unit.invalid`` per change of what
+is wrong), shown by ``agentctl status``, and the unit keeps its last good
+definition. The watcher re-parses only files whose stat changed; SIGHUP
+(which also reopens the log files, as logrotate expects) and ``agentctl
 reload`` re-parse all (e.g. after a missing workdir was created). Unit files
 are read and parsed on a worker thread, never on the loop: a slow or huge
 file cannot hold up sessions or requests.
@@ -131,6 +131,9 @@ class Daemon:
         return bool(await handler())
 
     async def handle_hup(self) -> bool:
+        """Reopen the log files (logrotate moved them) and reload the units."""
+        self.events.reopen()
+        self.sup.reopen_logs()
         await self.reload("SIGHUP")
         return True
 

@@ -269,6 +269,11 @@ class Supervisor:
         self.reaper.reap()
         self.detach()
 
+    def reopen_logs(self) -> None:
+        """Open every transcript at its path again (SIGHUP, as logrotate expects)."""
+        for service in self._all():
+            service.transcript.reopen()
+
     def kill_all(self) -> list[int]:
         pids: list[int] = []
         for service in self._all():

@@ -3,12 +3,15 @@
 Between sessions agentd remembers two things for the next bootstrap: the
 hashes of the layout's readonly files as the first session saw them (to warn
 when one changed) and the git HEAD (for "changes since the last session").
-Each rendered bootstrap is kept as ``logs/UNIT/bootstrap-N.md`` and, in file
-mode, also written where the agent reads it.
+Each rendered bootstrap is kept as ``logs/UNIT/bootstrap-N.md`` (the last
+``logs.keep_bootstraps`` of them; 0 keeps all) and, in file mode, also
+written where the agent reads it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -18,6 +21,8 @@ from agentd.memory.bootstrap import Bootstrap, BootstrapContext, render
 from agentd.memory.layout import resolve
 from agentd.memory.statedir import write_atomic
 from agentd.supervisor.policy import SessionEnd
+
+_KEPT = re.compile(r"bootstrap-(\d+)\.md")
 
 
 class Briefing:
@@ -68,4 +73,15 @@ class Briefing:
             write_atomic(target, boot.text, mode=0o600)
         self._emit(ev.SESSION_BOOTSTRAP, unit=unit.name, session=number, file=str(log_copy),
                    tokens=boot.tokens, warnings=boot.warnings or None, cut=boot.cut or None)
+        self._prune(number, unit.logs.keep_bootstraps)
         return target
+
+    def _prune(self, number: int, keep: int) -> None:
+        """Delete the kept bootstraps older than the last ``keep`` (0: keep all)."""
+        if not keep:
+            return
+        for path in self.logs_dir.iterdir():
+            found = _KEPT.fullmatch(path.name)
+            if found and int(found.group(1)) <= number - keep:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()

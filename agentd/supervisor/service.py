@@ -66,7 +66,7 @@ class Service:
         base = dict(os.environ if base_env is None else base_env)
         base.pop("NOTIFY_SOCKET", None)  # systemd's notify socket is the daemon's, not the agent's
         logs_dir = paths.unit_logs(unit.name)
-        history = History(logs_dir / "history.jsonl")
+        history = History(logs_dir / "history.jsonl", max_bytes=unit.logs.max_bytes)
         self.lifecycle = Lifecycle(paths.unit_lifecycle(unit.name))
         kept = self.lifecycle.value
         self.state = kept.state or State.STOPPED  # done, failed... until someone starts it
