@@ -71,3 +71,13 @@ class SpawnError(AgentdError):
 
 class PathError(AgentdError):
     """A place agentd needs (home, socket, logs) is unusable; names the path."""
+
+    @classmethod
+    def cannot(cls, doing: str, path: Path | str, exc: OSError) -> PathError:
+        """``cannot create /proc/nope/run: No such file or directory (check AGENTD_HOME)``;
+        the OS names the path that failed when it knows a closer one than ``path``."""
+        failed = exc.filename if exc.filename is not None else path
+        why = "it exists and is not a directory" if isinstance(exc, FileExistsError) \
+            else exc.strerror or str(exc)
+        return cls(f"cannot {doing} {failed}: {why} "
+                   "(check AGENTD_HOME, --home and the XDG_* variables)")

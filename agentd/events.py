@@ -17,12 +17,14 @@ from typing import Any, TextIO
 
 import structlog
 
+from agentd.errors import PathError
 from agentd.logfiles import replaced, rotate
 
 # Event names (SPEC 6); kept here so a typo is a NameError, not a silent new event.
 DAEMON_START = "daemon.start"
 DAEMON_STOP = "daemon.stop"
 DAEMON_RELOAD = "daemon.reload"
+DAEMON_ERROR = "daemon.error"
 UNIT_LOADED = "unit.loaded"
 UNIT_INVALID = "unit.invalid"
 UNIT_STATE = "unit.state"
@@ -66,8 +68,11 @@ class EventLog:
         self.max_bytes = max_bytes
         self.backups = backups
         if path is not None:
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._open()
+            try:
+                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                self._open()
+            except OSError as exc:  # logs dir not writable, under a regular file...
+                raise PathError.cannot("write the event log", path, exc) from None
         processors: list[Any] = [
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),

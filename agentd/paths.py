@@ -75,6 +75,9 @@ class Paths:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) with mode 0700 if missing."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """Create ``path`` (and parents) with mode 0700 if missing; PathError if it cannot be."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:  # a read-only home, one under a regular file, /proc...
+        raise PathError.cannot("create", path, exc) from None
     return path

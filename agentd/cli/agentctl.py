@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from agentd import __version__
+from agentd.cli.oneline import OneLineErrors
 
 # verb -> "module:command"; the module is imported when the verb runs.
 VERBS: Mapping[str, str] = {
@@ -40,9 +41,9 @@ VERBS: Mapping[str, str] = {
 }
 
 
-class LazyGroup(click.Group):
+class LazyGroup(OneLineErrors):
     """A click group whose commands are imported by name on first use (click's
-    documented "lazily loading subcommands" pattern)."""
+    documented "lazily loading subcommands" pattern); failures are one line."""
 
     def __init__(self, *args: Any, lazy: Mapping[str, str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

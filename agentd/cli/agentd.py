@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from agentd import __version__
+from agentd.cli.oneline import OneLineErrors
 from agentd.cli.run import run_unit
 from agentd.config.unitfile import load_unit, read_unit, resolve_unit_arg, unit_paths
 from agentd.console import Console
@@ -22,7 +23,7 @@ from agentd.errors import AgentdError, UnitError
 from agentd.paths import Paths
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]},
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]},
              invoke_without_command=True)
 @click.option("--home", type=click.Path(file_okay=False, path_type=Path), default=None,
               envvar="AGENTD_HOME", help="Keep units, logs and run files under DIR.")

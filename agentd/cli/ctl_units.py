@@ -53,7 +53,10 @@ def _units_verb(name: str, doc: str, **extra: Any) -> click.Command:
             print_json(result)
         for s in [] if as_json else result:
             pid = f", pid {s['pid']}" if s.get("pid") else ""
-            why = f" ({s['last_reason']})" if s["state"] in TROUBLE and s.get("last_reason") else ""
+            why = ""
+            if s["state"] in TROUBLE and s.get("last_reason"):
+                more = f": {s['detail']}" if s.get("detail") else ""
+                why = f" ({s['last_reason']}{more})"
             said = f"{s['state']}{why} (session {s['session']}{pid})"
             if name in ("enable", "disable"):
                 said = f"{'enabled' if s.get('enabled') else 'disabled'}; {said}"

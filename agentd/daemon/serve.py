@@ -44,7 +44,7 @@ from agentd.daemon.control import ControlServer
 from agentd.daemon.notify import SystemdNotify
 from agentd.daemon.unitdir import Scan, UnitDir, describe_error, problem
 from agentd.daemon.watch import UnitsWatcher
-from agentd.errors import AgentdError, UnitError
+from agentd.errors import AgentdError, PathError, UnitError
 from agentd.events import EventLog
 from agentd.lockfile import Held, hold
 from agentd.paths import Paths, ensure_private_dir
@@ -65,6 +65,8 @@ def acquire_lock(paths: Paths) -> int:
     path = paths.run / "agentd.lock"
     try:
         return hold(path, str(paths.socket))
+    except OSError as exc:
+        raise PathError.cannot("take the lock", path, exc) from None
     except Held as held:
         raise AlreadyRunning(
             f"agentd is already running (pid {held.pid}, socket {held.note or paths.socket}, "

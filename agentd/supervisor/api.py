@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentd import events as ev
 from agentd.config.times import iso
 from agentd.config.unit import Unit
 from agentd.errors import AgentdError
@@ -84,15 +85,24 @@ class Supervisor:
         self._sigchld = False
 
     def attach(self) -> None:
-        """Watch SIGCHLD on the running loop (exit fallback + reaping adopted orphans)."""
+        """Watch SIGCHLD on the running loop (exit fallback + reaping adopted orphans);
+        an error no task awaited becomes an event, not a traceback on stderr."""
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGCHLD, self._on_sigchld)
+        loop.set_exception_handler(self._on_loop_error)
         self._sigchld = True
 
     def detach(self) -> None:
         if self._sigchld:
-            asyncio.get_running_loop().remove_signal_handler(signal.SIGCHLD)
+            loop = asyncio.get_running_loop()
+            loop.remove_signal_handler(signal.SIGCHLD)
+            loop.set_exception_handler(None)
             self._sigchld = False
+
+    def _on_loop_error(self, _loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        said = f"{type(exc).__name__}: {exc}" if exc is not None else context.get("message")
+        self.events.emit(ev.DAEMON_ERROR, level="error", error=str(said))
 
     # -- units -----------------------------------------------------------------------
     def add(self, unit: Unit) -> Service:

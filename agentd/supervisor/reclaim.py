@@ -43,6 +43,8 @@ class UnitLock:
         except Held as held:
             return (f"{unit.name} is already supervised by another agentd (pid {held.pid}); "
                     f"use `agentctl` for that one, or stop it first")
+        except OSError as exc:
+            return f"{unit.name}: cannot take {self.path}: {exc.strerror or exc}"
         return None
 
     def release(self) -> None:

@@ -121,7 +121,8 @@ def test_start_says_when_a_unit_did_not_start_cleanly(dhome: Path, serve: list[S
     d = Served(dhome)
     serve.append(d.ready())
     res = agentctl("start", "x")
-    assert res.exit_code == 1 and "x: backoff (spawn-error)" in res.stdout
+    assert res.exit_code == 1 and "x: failed (spawn-error: cannot start" in res.stdout
+    assert "[Errno 2] No such file or directory" in res.stdout  # the OS error
     assert "agentctl logs x" in res.stderr
 
 
