@@ -1,9 +1,9 @@
 """What every ``agentctl`` daemon verb shares: one request to the daemon, unit
 name arguments, ``--json`` output, and failures as a message and an exit code.
 
-Exit codes: 0 ok, 1 failure (the daemon unreachable, a command that failed,
-an unknown unit), 2 usage error (also an invalid unit name); a verb may map
-an unknown unit to its own code (``status``: 4).
+Exit codes, the same for every verb: 0 ok, 1 failure (the daemon
+unreachable, a command that failed), 2 usage error (also an invalid unit
+name), 4 an unknown unit (``status`` adds LSB's 3: a named unit not running).
 
 The protocol (``agentd.daemon.protocol``) is imported when a request is
 made, not with this module.
@@ -30,17 +30,16 @@ def fail(message: str, code: int = 1) -> NoReturn:
     sys.exit(code)
 
 
-def call(cmd: str, *, timeout: float | None = 30.0, unknown_code: int = 1, **args: Any) -> Any:
+def call(cmd: str, *, timeout: float | None = 30.0, **args: Any) -> Any:
     """One request to the daemon; its result, or exit with a message."""
-    with connected(cmd, timeout=timeout, unknown_code=unknown_code) as client:
+    with connected(cmd, timeout=timeout) as client:
         return client.call(cmd, **args)
 
 
 @contextlib.contextmanager
-def connected(cmd: str, *, timeout: float | None = 30.0,
-              unknown_code: int = 1) -> Iterator[Client]:
+def connected(cmd: str, *, timeout: float | None = 30.0) -> Iterator[Client]:
     """A client for the daemon; any failure becomes a message and an exit code."""
-    from agentd.daemon.client import Client, Code, RemoteError, Unreachable
+    from agentd.daemon.client import Client, RemoteError, Unreachable
     from agentd.errors import PathError
 
     try:
@@ -51,7 +50,7 @@ def connected(cmd: str, *, timeout: float | None = 30.0,
     except (Unreachable, PathError) as exc:
         fail(str(exc))
     except RemoteError as exc:
-        fail(str(exc), unknown_code if exc.code == Code.UNKNOWN_UNIT else exc.code)
+        fail(str(exc), exc.code)  # the reply's code is the exit code: 4 an unknown unit
     except TimeoutError:
         fail(f"agentd did not answer {cmd!r} within {timeout:g}s; is it stuck? "
              "(see its log: journalctl --user -u agentd)")

@@ -31,7 +31,7 @@ def status(units: list[str], as_json: bool) -> None:
     Exit 0 if every named unit is running, 3 if one is not, 4 if one is
     unknown, 1 if agentd cannot be reached.
     """
-    result = call("status", unknown_code=4, units=units)
+    result = call("status", units=units)
     if as_json:
         print_json(result)
     elif result:

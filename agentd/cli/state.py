@@ -1,8 +1,9 @@
-"""``agentctl state [--dir DIR] VERB``: the agent's memory, without the daemon.
+"""``agentctl state [--dir DIR] VERB [--dir DIR]``: the agent's memory, without the daemon.
 
-The state dir is ``--dir``, else ``$AGENTD_STATE_DIR`` (set for every agent
-session), else ``./.agent``. Exit codes: 0 ok, 1 failure (the message on
-stderr says what was wrong and what to do), 2 usage error.
+The state dir is ``--dir`` (before or after the verb), else
+``$AGENTD_STATE_DIR`` (set for every agent session), else ``./.agent``.
+Exit codes: 0 ok, 1 failure (the message on stderr says what was wrong and
+what to do), 2 usage error.
 
 Agents run the write verbs after every step, so this module imports only what
 they need; ``init``, ``show``, ``check`` and ``archive`` import their own
@@ -52,8 +53,26 @@ def _text(value: str, what: str = "TEXT") -> str:
     return text
 
 
-@click.group("state")
-@click.option("--dir", "state_dir", type=click.Path(file_okay=False, path_type=Path),
+_DIR_TYPE = click.Path(file_okay=False, path_type=Path)
+
+
+def _dir_after_verb(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
+    if value is not None:  # `state VERB --dir X` wins over `state --dir X VERB`
+        ctx.obj = value
+
+
+class _StateVerbs(click.Group):
+    """Every verb also takes ``--dir`` after its name, as people type it."""
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        cmd.params.append(click.Option(
+            ["--dir"], type=_DIR_TYPE, expose_value=False, callback=_dir_after_verb,
+            help="The state dir (as `agentctl state --dir DIR VERB`)."))
+        super().add_command(cmd, name)
+
+
+@click.group("state", cls=_StateVerbs)
+@click.option("--dir", "state_dir", type=_DIR_TYPE,
               envvar="AGENTD_STATE_DIR", default=Path(".agent"), show_default=True,
               help="The state dir (default: $AGENTD_STATE_DIR, else ./.agent).")  # fmt: skip
 @click.pass_context

@@ -13,7 +13,6 @@ import contextlib
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 from agentd import __version__
@@ -32,7 +31,7 @@ from agentd.daemon.protocol import (
     UnitsArgs,
 )
 from agentd.memory.statedir import tail_lines
-from agentd.supervisor.api import Supervisor
+from agentd.supervisor.api import Supervisor, UnknownUnit
 from agentd.supervisor.history import History
 
 START_WAIT = 60.0  # start/restart reply once the new session runs, or after this
@@ -145,7 +144,7 @@ async def logs(ctx: Context, args: LogsArgs) -> dict[str, Any]:
 @command("events")
 async def events(ctx: Context, args: EventsArgs) -> list[dict[str, Any]]:
     """The last events (of one unit, if named) from ``logs/agentd.jsonl``."""
-    return recent_events(ctx.sup.paths.events_file, args)
+    return recent_events(ctx.sup, args)
 
 
 @command("history")
@@ -172,11 +171,15 @@ async def precompact(ctx: Context, args: SessionArgs) -> dict[str, Any]:
 
 
 # -- helpers -----------------------------------------------------------------------------
-def recent_events(events_file: Path, args: EventsArgs) -> list[dict[str, Any]]:
-    """The last ``args.lines`` events of ``events_file`` (of one unit, if named)."""
+def recent_events(sup: Supervisor, args: EventsArgs) -> list[dict[str, Any]]:
+    """The last ``args.lines`` events of the event log (of one unit, if named); a unit
+    neither loaded nor ever run is unknown."""
+    if args.unit is not None and not sup.known(args.unit) \
+            and not sup.paths.unit_logs(args.unit).exists():
+        raise UnknownUnit(args.unit)
     if not args.lines:
         return []
-    found = History(events_file).recent(limit=1_000_000)
+    found = History(sup.paths.events_file).recent(limit=1_000_000)
     if args.unit is not None:
         found = [e for e in found if e.get("unit") == args.unit]
     return found[-args.lines:]
