@@ -45,9 +45,11 @@ def main(ctx: click.Context, home: Path | None) -> None:
 def serve(paths: Paths, quiet: bool) -> None:
     """Run the daemon in the foreground (for systemd Type=notify and launchd).
 
-    Loads every unit in the units dir, starts those with autostart, and serves
-    agentctl on the control socket. SIGHUP reloads the units; SIGTERM or
-    SIGINT stops every session, then exits 0.
+    Loads every unit in the units dir, starts the enabled ones (agentctl
+    enable, else autostart) unless a person stopped them or they ended done,
+    failed or stalled, and serves agentctl on the control socket. SIGHUP
+    reloads the units and reopens the logs; SIGTERM or SIGINT stops every
+    session, then exits 0.
     """
     from agentd.daemon.serve import serve as serve_daemon
 

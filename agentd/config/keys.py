@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from agentd.memory.layout import LayoutFile
 
 # Not for people to write: the loader sets it from the file's path.
 INTERNAL = frozenset({"source"})
+FILE_NAME = "(the file's name)"  # the default of `name`, which the loader fills in
 
 # The layout's file entries are checked dataclasses of the memory layer, which
 # carry no docstrings per field; their words live here, beside the walk that
@@ -75,7 +77,9 @@ def _fields(schema: Any) -> dict[str, tuple[Any, Any, str, Any]]:
         for name, info in schema.model_fields.items():
             if schema.__name__ == "Unit" and name in INTERNAL:
                 continue
-            out[name] = (info.annotation, info.metadata, info.description or "", _default(info))
+            doc = " ".join((info.description or "").split())
+            default = FILE_NAME if schema.__name__ == "Unit" and name == "name" else _default(info)
+            out[name] = (info.annotation, info.metadata, doc, default)
         return out
     hints = get_type_hints(schema)
     docs = LAYOUT_FILE_DOCS if schema is LayoutFile else {}
@@ -173,7 +177,10 @@ def _kind(annotation: Any, metadata: Any) -> str:
     if origin in (Union, types.UnionType):
         return " or ".join(dict.fromkeys(_kind(a, ()) for a in args))
     if origin in (list, tuple):
-        return f"list of {_plural(_kind(args[0], ()))}" if args else "list"
+        inner = _kind(args[0], ()) if args else ""
+        if inner.startswith("one of: "):
+            return "list of: " + inner.removeprefix("one of: ")
+        return f"list of {_plural(inner)}" if args else "list"
     if origin is dict:
         return "mapping of text to text"
     if isinstance(annotation, type):
@@ -193,8 +200,10 @@ def _shown(value: Any, metadata: Any) -> str:
     func = _converter(metadata)
     if value is None:
         return "null"
+    if value == FILE_NAME:
+        return value
     if func is parse_duration:
-        return f"{value:g}s" if value else "0"
+        return _duration(value)
     if func is parse_size:
         return _size(int(value))
     if isinstance(value, Enum):
@@ -207,7 +216,14 @@ def _shown(value: Any, metadata: Any) -> str:
         return "[" + ", ".join(_shown(v, ()) for v in value) + "]" if value else "[]"
     if isinstance(value, dict):
         return "{}" if not value else str(value)
-    return repr(value) if isinstance(value, str) else str(value)
+    return json.dumps(value) if isinstance(value, str) else str(value)
+
+
+def _duration(seconds: float) -> str:
+    for unit, factor in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds and seconds % factor == 0:
+            return f"{seconds / factor:g}{unit}"
+    return f"{seconds:g}s" if seconds else "0"
 
 
 def _size(n: int) -> str:
