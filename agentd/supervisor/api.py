@@ -171,6 +171,9 @@ class Supervisor:
             elif self.services[name].definition != unit:
                 self.services[name].redefine(unit)
                 changes.changed.append(name)
+            else:
+                continue
+            await asyncio.sleep(0)  # hundreds of new units: requests are served between them
         changes.removed = sorted(set(self.services) - set(units))
         await asyncio.gather(*(self.remove(name) for name in changes.removed))
         return changes
