@@ -19,7 +19,9 @@ def describe(event: dict[str, Any]) -> str | None:
     """One line for the events a person watching a run cares about (None: skip)."""
     name = event.get("event")
     s = event.get("session")
-    if name in ("unit.error", "daemon.error"):
+    if name == "unit.error":
+        return f"error: {event.get('error')}"
+    if name == "daemon.error":
         return f"internal error: {event.get('error')}"
     if name == "unit.state":
         to, why = event.get("to"), event.get("reason") or ""

@@ -69,7 +69,8 @@ async def _run(unit: Unit, paths: Paths, console: Console) -> int:
         return 1
     control = await _listen(sup, console)
     try:
-        service.start()
+        if service.start() is not None:  # refused: the unit.error event said why
+            return 1
         await service.wait(lambda s: s in FINAL)
         await service.join()
     finally:

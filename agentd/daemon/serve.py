@@ -30,6 +30,7 @@ file cannot hold up sessions or requests.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from collections import Counter
@@ -215,7 +216,8 @@ class Daemon:
         for name in changes.added:
             self.sup.reclaim(name)
             if self.sup.starts_with_daemon(name):  # a usage-limit pause survives a restart
-                self.sup.start(name, resume_pause=True)
+                with contextlib.suppress(AgentdError):  # a refusal is a unit.error event
+                    self.sup.start(name, resume_pause=True)
         return {"loaded": changes.added, "changed": changes.changed, "removed": changes.removed,
                 "invalid": [{"file": str(p), "line": e.line, "error": describe_error(e)}
                             for p, e in scan.errors.items()]}

@@ -179,7 +179,11 @@ class Supervisor:
         return changes
 
     def start(self, name: str, *, resume_pause: bool = False) -> None:
-        self.get(name).start(resume_pause=resume_pause)
+        """Start the unit; AgentdError says why it cannot (another agentd runs it, another
+        unit uses its state dir)."""
+        refused = self.get(name).start(resume_pause=resume_pause)
+        if refused:
+            raise AgentdError(refused)
 
     async def stop(self, name: str) -> None:
         """A person stops the unit: it stays stopped across daemon restarts."""

@@ -38,10 +38,10 @@ from agentd.supervisor.definition import Definition
 from agentd.supervisor.history import History
 from agentd.supervisor.lifecycle import REMEMBERED, Lifecycle
 from agentd.supervisor.pauses import Pauses, restored_pause
-from agentd.supervisor.reclaim import UnitLock
+from agentd.supervisor.reclaim import StateDirLock, UnitLock
 from agentd.supervisor.sessionloop import SessionLoop
 from agentd.supervisor.sessionrun import Host
-from agentd.supervisor.states import ACTIVE, TRANSITIONS, State, TransitionError
+from agentd.supervisor.states import ACTIVE, TERMINAL, TRANSITIONS, State, TransitionError
 from agentd.supervisor.triggers import Trigger
 
 PRECOMPACT = "precompact"  # the sentinel name a PreCompact hook ends a session with
@@ -81,6 +81,7 @@ class Service:
                                       briefing=self.briefing)
         self.terminal = Terminal(lambda: self.session if self.state == State.RUNNING else None)
         self._lock = UnitLock(paths.run / "units" / f"{unit.name}.lock")
+        self._state_lock = StateDirLock(paths.run / "statedirs")
         self.pauses = Pauses(set_state=self._set_state, wall=wall, emit=events.emit,
                              on_deadline=lambda reason: self._loop.after_wait(reason),
                              restored=restored_pause(history.recent()))
@@ -93,19 +94,24 @@ class Service:
         self._loop.restarts = kept.restarts
 
     # -- control ---------------------------------------------------------------------
-    def start(self, reason: str = "start", *, resume_pause: bool = False) -> None:
-        """Start now (from stopped, a terminal state, backoff or pause); no-op if active."""
+    def start(self, reason: str = "start", *, resume_pause: bool = False) -> str | None:
+        """Start now (from stopped, a terminal state, backoff or pause); no-op if active.
+
+        Why it cannot start, if it cannot: another agentd supervises it, or
+        another unit uses its state dir (also said as a ``unit.error`` event).
+        """
         if self.state in ACTIVE:
-            return
-        refused = self.claim()
+            return None
+        refused = self.claim() or self._state_lock.claim(self.definition)
         if refused:
             self.events.emit(ev.UNIT_ERROR, level="error", unit=self.unit.name, error=refused)
-            return
+            return refused
         self.pauses.reset(resume=resume_pause)
         self._stop_requested = False
         self._remember_stop = True
         self._set_state(State.STARTING, reason)  # at once, so waiters see it is under way
         self._loop.start(reason)
+        return None
 
     async def stop(self, *, remember: bool = True) -> None:
         """Stop the unit and wait until its session's processes are gone.
@@ -127,7 +133,7 @@ class Service:
         if self.state in (State.RUNNING, State.STARTING):
             self._loop.fire(Trigger(reason if reason.startswith("manual") else f"manual:{reason}"))
         elif self.state != State.STOPPING:
-            self.start(reason)
+            self.start(reason)  # a refusal is an event
 
     def precompact(self, session: int) -> bool:
         """The CLI of session ``session`` is about to compact (its PreCompact hook):
@@ -188,6 +194,7 @@ class Service:
         self.pauses.cancel()
         self._definition.close()
         self._lock.release()
+        self._state_lock.release()
 
     def watch(self, listener: Callable[[bytes], None]) -> Callable[[], None]:
         """Have ``listener`` get the terminal output of this unit's sessions; the undo."""
@@ -289,6 +296,8 @@ class Service:
         self.events.emit(ev.UNIT_STATE, unit=self.unit.name, session=self.session_no or None,
                          detail=detail or None,
                          **{"from": str(old), "to": str(new), "reason": reason})
+        if new in TERMINAL:  # it will not run again by itself: its state dir is free
+            self._state_lock.release()
         if new in REMEMBERED and (new != State.STOPPED or self._remember_stop):
             self._remember(state=new, reason=reason, detail=detail, since=self.since,
                            restarts=self._loop.restarts)

@@ -55,6 +55,7 @@ def daemon(dhome: Path, serve: list[Served]) -> Served:
     write_unit(dhome, "a", {"command": fake("out:\\x1b[31mred\\x1b[0m alert", "wait"),
                             "stop": {"grace": "300ms"}})
     write_unit(dhome, "b", {"command": fake("out:b-up", "wait"), "autostart": False,
+                            "state": {"dir": ".agent-b"},  # two units may not share one
                             "stop": {"grace": "300ms"}})
     d = Served(dhome)
     serve.append(d.ready())

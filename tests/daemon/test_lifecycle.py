@@ -34,8 +34,9 @@ def _restart(d: Served, home: Path, serve: list[Served], sig: int = signal.SIGTE
 def test_a_done_and_a_stopped_unit_stay_so_across_a_daemon_restart(
         dhome: Path, serve: list[Served]) -> None:
     rec_done, rec_run = dhome / "done.jsonl", dhome / "run.jsonl"
-    write_unit(dhome, "fin", {"command": fake(f"record:{rec_done}", "exit:0")})
-    write_unit(dhome, "held", {"command": fake("wait"), "stop": STOP})
+    write_unit(dhome, "fin", {"command": fake(f"record:{rec_done}", "exit:0"),
+                              "state": {"dir": ".fin"}})
+    write_unit(dhome, "held", {"command": fake("wait"), "stop": STOP, "state": {"dir": ".held"}})
     write_unit(dhome, "runs", {"command": fake(f"record:{rec_run}", "wait"), "stop": STOP})
     d = Served(dhome)
     serve.append(d.ready())
@@ -62,7 +63,8 @@ def test_a_done_and_a_stopped_unit_stay_so_across_a_daemon_restart(
 
 def test_enable_and_disable_decide_what_starts_with_the_daemon(
         dhome: Path, serve: list[Served]) -> None:
-    write_unit(dhome, "off", {"command": fake("wait"), "autostart": False, "stop": STOP})
+    write_unit(dhome, "off", {"command": fake("wait"), "autostart": False, "stop": STOP,
+                              "state": {"dir": ".off"}})
     write_unit(dhome, "on", {"command": fake("wait"), "stop": STOP})
     d = Served(dhome)
     serve.append(d.ready())
@@ -144,3 +146,20 @@ def test_a_missing_command_is_failed_after_one_attempt_with_the_os_error(
                            capture_output=True, text=True, timeout=30,
                            env=dict(os.environ, AGENTD_HOME=str(dhome))).stdout
     assert "No such file or directory" in table
+
+
+def test_two_units_that_share_a_state_dir_refuse_to_run_at_once(
+        dhome: Path, serve: list[Served]) -> None:
+    shared = {"command": fake("wait"), "state": {"dir": ".agent"}, "stop": STOP,
+              "autostart": False}
+    write_unit(dhome, "one", shared)
+    write_unit(dhome, "two", shared)
+    d = Served(dhome)
+    serve.append(d.ready())
+    d.result("start", units=["one"])
+    refused = d.call("start", units=["two"])
+    assert refused["code"] == 1 and "is in use by unit one" in refused["error"]
+    assert d.status("two")["state"] == "stopped"
+    d.result("stop", units=["one"])  # the state dir is free again
+    [two] = d.result("start", units=["two"])
+    assert two["state"] == "running"
