@@ -14,7 +14,9 @@
   before a restart runs after it.
 - ``restarts``: counted across daemon restarts, as session numbers are.
 
-Written atomically (temp file, fsync, rename) and only when something changed.
+Written atomically (temp file, rename) and only when something changed; a
+change of state or enablement is fsync'd, the restart count (written at each
+session's start) is not.
 A missing, unreadable or torn file reads as "nothing remembered".
 """
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -54,12 +57,19 @@ class Lifecycle:
 
     def update(self, **changes: Any) -> None:
         """Change the remembered values; OSError if they cannot be written."""
-        new = dataclasses.replace(self.value, **changes)
-        if new == self.value:
+        old, new = self.value, dataclasses.replace(self.value, **changes)
+        if new == old:
             return
         self.value = new
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        write_atomic(self.path, json.dumps(_to_json(new), indent=1) + "\n", mode=0o600)
+        text = json.dumps(_to_json(new), indent=1) + "\n"
+        if (new.state, new.enabled) != (old.state, old.enabled):
+            write_atomic(self.path, text, mode=0o600)  # fsync'd: it must survive a power cut
+        else:  # only the restart count, at each session's start: no fsync on that path
+            tmp = self.path.with_name(f".{self.path.name}.tmp")
+            tmp.write_text(text, encoding="utf-8")
+            tmp.chmod(0o600)
+            os.replace(tmp, self.path)
 
 
 def read(path: Path) -> Remembered:
