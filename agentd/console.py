@@ -28,6 +28,12 @@ def describe(event: dict[str, Any]) -> str | None:
         if to in ("backoff", "paused", "done", "failed", "stalled", "stopped"):
             return f"{to}" + (f" ({why})" if why else "")
         return None
+    if name == "state.init":
+        created = event.get("created") or []
+        return (f"state dir {event.get('dir')} created and initialised (layout "
+                f"{event.get('layout')}, {len(created)} files)")
+    if name == "state.error":
+        return f"state dir: {event.get('error')}"
     if name == "session.start":
         return f"session {s} started, pid {event.get('pid')}"
     if name == "session.bootstrap":

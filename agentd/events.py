@@ -39,6 +39,8 @@ SESSION_HANDOFF = "session.handoff"
 SESSION_KILL = "session.kill"
 SESSION_EXIT = "session.exit"
 SESSION_ORPHAN_KILLED = "session.orphan_killed"
+STATE_INIT = "state.init"  # a unit's missing state dir, created and initialised
+STATE_ERROR = "state.error"  # agentd could not do its part in the state dir
 
 Listener = Callable[[dict[str, Any]], None]
 Redact = Callable[[str], str]

@@ -1,9 +1,10 @@
 """The command line: ``agentd`` and ``agentctl``.
 
-``agentd`` (``agentd``: serve, run, check, demo; ``run``) and ``agentctl``
-(``agentctl``), whose verb groups are modules of their own, imported only
-when one of their verbs runs: the daemon verbs (``ctl_units``, ``ctl_logs``,
-``ctl_attach``, ``ctl_service``, over ``ctl_client`` and ``ctl_format``), the
+``agentd`` (``agentd``: serve, run, check, demo; ``run``, ``run_attach`` for
+``run -i``) and ``agentctl`` (``agentctl``), whose verb groups are modules of
+their own, imported only when one of their verbs runs: the daemon verbs
+(``ctl_units``, ``ctl_logs``, ``ctl_attach``, ``ctl_watch`` with ``top``,
+``ctl_service``, over ``ctl_client`` and ``ctl_format``), the
 state verbs (``state``), the CLI hooks (``ctl_hooks`` over ``hooks``); and the
 bundled demo (``demo/``).
 

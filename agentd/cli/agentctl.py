@@ -35,6 +35,8 @@ VERBS: Mapping[str, str] = {
     "history": "agentd.cli.ctl_logs:history",
     "bootstrap": "agentd.cli.ctl_logs:bootstrap",
     "attach": "agentd.cli.ctl_attach:attach",
+    "screen": "agentd.cli.ctl_watch:screen",
+    "top": "agentd.cli.ctl_watch:top",
     "install-service": "agentd.cli.ctl_service:install_service",
     "hooks": "agentd.cli.ctl_hooks:hooks_cmd",
     "hook": "agentd.cli.ctl_hooks:hook",

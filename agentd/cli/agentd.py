@@ -63,19 +63,27 @@ def serve(paths: Paths, quiet: bool) -> None:
 @main.command()
 @click.argument("unit")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the final summary.")
+@click.option("-i", "--attach", is_flag=True,
+              help="Show the agent's terminal in yours and pass your keys to it.")
 @click.pass_obj
-def run(paths: Paths, unit: str, quiet: bool) -> None:
+def run(paths: Paths, unit: str, quiet: bool, attach: bool) -> None:
     """Supervise one unit (a name in the units dir, or a FILE) in the foreground.
 
-    Ends when the unit is done (exit 0), failed, stalled or stopped (exit 1).
-    Ctrl-C stops the session gracefully; a second Ctrl-C kills it at once.
+    Ends when the unit is done (exit 0), failed, stalled or stopped (exit 1);
+    if not done, names the transcript and shows its last lines. Ctrl-C stops
+    the session gracefully; a second Ctrl-C kills it at once. agentctl reaches
+    the run from another terminal (status, logs, screen, attach...).
+
+    With -i/--attach the agent runs in your terminal (its size), every key
+    goes to it (Ctrl-C too) and agentd says only when a session starts or
+    ends; Ctrl-] detaches the view, then Ctrl-C stops the run.
     """
     try:
         path = resolve_unit_arg(unit, paths.units)
         loaded = load_unit(path)
-    except UnitError as exc:
+        code = run_unit(loaded, paths, console=Console(quiet=quiet), attach=attach)
+    except (UnitError, AgentdError) as exc:
         raise click.ClickException(str(exc)) from None
-    code = run_unit(loaded, paths, console=Console(quiet=quiet))
     sys.exit(code)
 
 

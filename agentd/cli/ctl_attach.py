@@ -1,8 +1,11 @@
 """``agentctl attach UNIT``: watch a unit's live terminal and type into it.
 
-The daemon relays the unit's pty both ways over one connection (see
-``agentd.daemon.protocol``, ``attach``); a thread prints what comes, the main
-thread reads stdin until Ctrl-] (``DETACH``), EOF or the end of the stream.
+The daemon (or the unit's ``agentd run``) relays the unit's pty both ways over
+one connection (see ``agentd.daemon.protocol``, ``attach``), starting with a
+repaint of the current screen; a thread prints what comes, the main thread
+reads the keyboard (raw mode) until Ctrl-] (``DETACH``), EOF or the end of
+the stream. Ctrl-C is held back until it is pressed twice in a row (one
+Ctrl-C may end the agent's session), unless ``--raw-keys``.
 """
 
 from __future__ import annotations
@@ -16,20 +19,34 @@ from typing import Any
 
 import click
 
-from agentd.cli.ctl_client import connected, unit_name
+from agentd.cli.ctl_client import connected, fail, unit_name
+from agentd.paths import Paths
 
 DETACH = b"\x1d"  # Ctrl-]
+INTERRUPT = 0x03  # Ctrl-C
+ENDS = {"daemon stopping": "{who} is stopping", "client too slow":
+        "{who} dropped this client: it fell behind the output"}
 
 
 @click.command()
 @click.argument("unit", callback=unit_name)
-def attach(unit: str) -> None:
+@click.option("--raw-keys", is_flag=True,
+              help="Pass every key on at once, Ctrl-C too (only Ctrl-] is kept).")
+def attach(unit: str, raw_keys: bool) -> None:
     """Watch UNIT's live terminal and type into it; Ctrl-] detaches.
 
-    Output of every session of the unit is shown as it comes (it follows the
-    unit across restarts); what you type goes to the running session.
+    The unit's current screen is drawn first, then its output as it comes (it
+    follows the unit across restarts); what you type goes to the running
+    session. Ctrl-C goes to the agent only when pressed twice in a row (the
+    first one asks), or at once with --raw-keys. Needs a terminal on stdin.
     """
-    with connected("attach", timeout=30.0) as client:
+    if not sys.stdin.isatty():
+        fail("attach needs a terminal: stdin is not one. To read the screen from a "
+             f"script use `agentctl screen {unit}`; to follow the output, "
+             f"`agentctl logs {unit} -f`")
+    with connected("attach", timeout=30.0, unit=unit) as client:
+        run = client.path == Paths.resolve().run_socket(unit)
+        who = f"the agentd run of {unit}" if run else "agentd"
         info = client.request("attach", unit=unit)["result"]
         click.echo(f"agentctl: attached to {unit} (session {info['session']}, {info['state']}); "
                    "Ctrl-] detaches", err=True)
@@ -43,18 +60,20 @@ def attach(unit: str) -> None:
                         out.write(base64.b64decode(item["data"]))
                         out.flush()
                     elif "end" in item:
-                        ended.append(str(item["end"]))
+                        why = str(item["end"])
+                        ended.append(ENDS.get(why, "{who}: " + why).format(who=who))
             except (OSError, ValueError):  # we detached and closed the connection
                 return
             if not ended:
-                ended.append("the daemon closed the connection")
+                ended.append(f"{who} closed the connection")
             os.kill(os.getpid(), signal.SIGUSR1)  # wake the stdin reader
 
         signal.signal(signal.SIGUSR1, _stream_ended)
         threading.Thread(target=show, daemon=True).start()
-        _type_until_detach(client)
-    click.echo(f"\r\nagentctl: detached from {unit}" + (f" ({ended[0]})" if ended else ""),
-               err=True)
+        why = _type_until_detach(client, raw_keys)
+    if why is None:  # the far side ended it: the stream said why
+        why = ended[0] if ended else f"{who} closed the connection"
+    click.echo(f"\r\nagentctl: detached from {unit}: {why}", err=True)
 
 
 class _StreamEnded(Exception):
@@ -66,28 +85,53 @@ def _stream_ended(*_: object) -> None:
     raise _StreamEnded
 
 
-def _type_until_detach(client: Any) -> None:
-    """Send stdin to the session (raw mode on a terminal) until Ctrl-], EOF or the end."""
+def _type_until_detach(client: Any, raw_keys: bool) -> str | None:
+    """Send the keyboard to the session (raw mode) until Ctrl-] or EOF (says which) or
+    the end of the stream (None)."""
     import termios
     import tty
 
     fd = sys.stdin.fileno()
-    saved = termios.tcgetattr(fd) if os.isatty(fd) else None
-    if saved is not None:
-        tty.setraw(fd, termios.TCSANOW)
+    saved = termios.tcgetattr(fd)
+    tty.setraw(fd, termios.TCSANOW)
+    armed = False  # a first Ctrl-C was held back
     try:
         while True:
             data = os.read(fd, 4096)
             if not data:
-                return
+                return "stdin closed"
             data, detach, _ = data.partition(DETACH)
+            if not raw_keys:
+                data, armed, held = hold_interrupts(data, armed)
+                if held:
+                    os.write(sys.stderr.fileno(), b"\r\nagentctl: Ctrl-C not sent (it may end "
+                             b"the agent's session): press it again to send it; Ctrl-] "
+                             b"detaches\r\n")
             if data:
                 client.send({"input": base64.b64encode(data).decode()})
             if detach:
-                return
+                return "you pressed Ctrl-]"
     except _StreamEnded:
-        return
+        return None
     finally:
         signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # no late wake-up after this
-        if saved is not None:
-            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+def hold_interrupts(data: bytes, armed: bool) -> tuple[bytes, bool, bool]:
+    """Keys to send, with a Ctrl-C passed on only right after another one.
+
+    ``armed``: the key before was a held-back Ctrl-C. Returns what to send, the
+    new ``armed``, and whether a Ctrl-C was just held back (to say so).
+    """
+    if INTERRUPT not in data and not armed:
+        return data, False, False
+    out = bytearray()
+    held = False
+    for key in data:
+        if key == INTERRUPT and not armed:
+            armed = held = True
+            continue
+        armed = False
+        out.append(key)
+    return bytes(out), armed, held

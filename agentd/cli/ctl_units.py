@@ -2,7 +2,9 @@
 and changing them.
 
 ``status`` uses the LSB exit codes: 3 a named unit is not running, 4 an
-unknown unit (and 1 when agentd cannot be reached). ``enable``/``disable``
+unknown unit (and 1 when agentd cannot be reached). Units under ``agentd run``
+are asked through their run's socket: ``status`` lists them beside the
+daemon's, and the verbs that name units reach them there. ``enable``/``disable``
 are systemctl's: whether the daemon starts a unit when it starts (``--now``:
 start or stop it now too).
 """
@@ -15,7 +17,15 @@ from typing import Any
 
 import click
 
-from agentd.cli.ctl_client import call, fail, json_option, print_json, unit_names
+from agentd.cli.ctl_client import (
+    call,
+    call_units,
+    fail,
+    json_option,
+    print_json,
+    run_units,
+    unit_names,
+)
 from agentd.cli.ctl_format import status_rows
 from agentd.paths import Paths
 
@@ -31,7 +41,7 @@ def status(units: list[str], as_json: bool) -> None:
     Exit 0 if every named unit is running, 3 if one is not, 4 if one is
     unknown, 1 if agentd cannot be reached.
     """
-    result = call("status", units=units)
+    result = call_units("status", units) if units else every_status()
     if as_json:
         print_json(result)
     elif result:
@@ -42,13 +52,23 @@ def status(units: list[str], as_json: bool) -> None:
         sys.exit(3)
 
 
+def every_status() -> list[dict[str, Any]]:
+    """The daemon's units and those of every ``agentd run`` (the run's entry wins: it
+    holds the unit's lock); exit 1 when neither answers."""
+    runs = [s for name in run_units() for s in call("status", via=name, units=[name])]
+    daemon = call("status", units=[], offline=(lambda _why: []) if runs else None)
+    merged = {s["unit"]: s for s in daemon} | {s["unit"]: s for s in runs}
+    return [merged[name] for name in sorted(merged)]
+
+
 def _units_verb(name: str, doc: str, **extra: Any) -> click.Command:
     def verb(units: list[str], all_units: bool, as_json: bool, **opts: Any) -> None:
         if bool(units) == all_units:
             raise click.UsageError("name one or more units, or give --all")
         stopping = name == "stop" or (name == "disable" and opts.get("now"))
-        result = call(name, timeout=None if stopping else 180.0, units=units,
-                      all=all_units, **opts)
+        timeout = None if stopping else 180.0
+        result = call(name, timeout=timeout, units=[], all=True, **opts) if all_units \
+            else call_units(name, units, timeout=timeout, **opts)
         if as_json:
             print_json(result)
         for s in [] if as_json else result:

@@ -4,9 +4,12 @@ The same supervisor as the daemon, for one unit. Its control socket is a
 private one (``run/units/UNIT.sock``, 0600 in a 0700 dir, peer uid checked,
 removed on exit) that answers for that unit alone: the session's
 ``AGENTD_SOCKET`` names it, so ``agentctl`` inside the session (and the CLI's
-hooks) reach this run as they would reach the daemon. The first
+hooks) reach this run as they would reach the daemon, and so do ``agentctl
+status|logs|screen|history|attach UNIT`` from another terminal. The first
 SIGINT/SIGTERM/SIGHUP stops the session gracefully, a second one kills its
-tree at once.
+tree at once. With ``attach`` the agent's terminal is shown in ours
+(``run_attach``). A run that does not end ``done`` names the transcript and
+shows its last lines.
 """
 
 from __future__ import annotations
@@ -15,13 +18,15 @@ import asyncio
 import dataclasses
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
+from agentd.cli.run_attach import AttachedView, terminal_size
 from agentd.config.unit import Unit
 from agentd.console import Console
 from agentd.daemon.control import ControlServer
 from agentd.daemon.protocol import Code, ProtocolError
-from agentd.errors import PathError
+from agentd.errors import AgentdError, PathError
 from agentd.events import EventLog
 from agentd.paths import Paths
 from agentd.supervisor.api import Supervisor
@@ -31,20 +36,35 @@ from agentd.supervisor.states import State
 FINAL = frozenset({State.DONE, State.FAILED, State.STALLED, State.STOPPED})
 
 
-def run_unit(unit: Unit, paths: Paths, *, console: Console | None = None) -> int:
-    """Supervise ``unit`` until it settles; returns the process exit code."""
-    return asyncio.run(_run(unit, paths, console or Console()))
+TAIL_LINES = 12  # of the transcript, after a run that did not end done
 
 
-async def _run(unit: Unit, paths: Paths, console: Console) -> int:
+def run_unit(unit: Unit, paths: Paths, *, console: Console | None = None,
+             attach: bool = False) -> int:
+    """Supervise ``unit`` until it settles; returns the process exit code. With
+    ``attach`` (stdin and stdout must be a terminal) the agent's terminal is ours,
+    its pty of our terminal's size."""
+    console = console or Console()
+    if attach:
+        size = terminal_size()
+        if size is None:
+            raise AgentdError("--attach needs a terminal on stdin and stdout")
+        cols, rows = (max(10, min(1000, n)) for n in size)  # the unit's bounds for a pty
+        unit = unit.model_copy(update={"pty": unit.pty.model_copy(update={"cols": cols,
+                                                                          "rows": rows})})
+    return asyncio.run(_run(unit, paths, console, attach=attach))
+
+
+async def _run(unit: Unit, paths: Paths, console: Console, *, attach: bool) -> int:
     loop = asyncio.get_running_loop()
     events = EventLog(paths.events_file)
-    events.subscribe(console)
     # Sessions get AGENTD_SOCKET from the supervisor's paths: this run's own socket.
     paths = dataclasses.replace(paths, socket=paths.run_socket(unit.name))
     sup = Supervisor(paths, events, subreaper=True)
     sup.attach()
     service = sup.add(unit)
+    view = AttachedView(service, console) if attach else None
+    events.subscribe(view.on_event if view is not None else console)
     signals: list[int] = []
     stopping: list[asyncio.Task[None]] = []  # keep a reference: the loop holds tasks weakly
 
@@ -69,11 +89,15 @@ async def _run(unit: Unit, paths: Paths, console: Console) -> int:
         return 1
     control = await _listen(sup, console)
     try:
+        if view is not None:
+            view.start()
         if service.start() is not None:  # refused: the unit.error event said why
             return 1
         await service.wait(lambda s: s in FINAL)
         await service.join()
     finally:
+        if view is not None:
+            view.stop()
         await sup.shutdown()
         if control is not None:
             await control.close()
@@ -88,8 +112,23 @@ async def _run(unit: Unit, paths: Paths, console: Console) -> int:
     detail = f"; {why}" if why else ""
     console.say(f"agentd: {unit.name} {service.state} after {service.session_no} session(s) in "
                 f"{took:.1f}s (last: {status['last_reason'] or '-'}{detail})", always=True)
+    if service.state != State.DONE or signals:
+        _show_transcript(service.transcript.path, console)
     # SPEC 8: 0 ok, 1 failure; only `done` is ok (an interrupted run is not).
     return 0 if service.state == State.DONE and not signals else 1
+
+
+def _show_transcript(path: Path, console: Console) -> None:
+    """Where the agent's output is, and how it ended (its last lines, escapes removed)."""
+    from agentd.cli.ctl_format import clean
+    from agentd.session.transcript import read_tail
+
+    text, _ = read_tail(path, TAIL_LINES)
+    lines = clean(text).splitlines()
+    console.say(f"agentd: transcript: {path}" + (", last lines:" if lines else " (empty)"),
+                always=True)
+    for line in lines:
+        console.say(f"  | {line}", always=True)
 
 
 async def _listen(sup: Supervisor, console: Console) -> ControlServer | None:

@@ -1,9 +1,9 @@
-"""``agentctl state [--dir DIR] VERB [--dir DIR]``: the agent's memory, without the daemon.
+"""``agentctl state [--dir DIR] VERB``: the agent's memory, without the daemon.
 
 The state dir is ``--dir`` (before or after the verb), else
-``$AGENTD_STATE_DIR`` (set for every agent session), else ``./.agent``.
-Exit codes: 0 ok, 1 failure (the message on stderr says what was wrong and
-what to do), 2 usage error.
+``$AGENTD_STATE_DIR`` (set for every agent session), else ``./.agent``. Exit
+codes: 0 ok, 1 failure (the message on stderr says what was wrong and what to
+do), 2 usage error.
 
 Agents run the write verbs after every step, so this module imports only what
 they need; ``init``, ``show``, ``check`` and ``archive`` import their own
@@ -29,6 +29,7 @@ from agentd.memory.ops import StateDir, open_dir, stamp
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_BUDGET = 3000
+ALL_BUDGET = 10**9  # `show --all`: no budget to speak of
 
 
 def _failures(fn: F) -> F:
@@ -53,26 +54,23 @@ def _text(value: str, what: str = "TEXT") -> str:
     return text
 
 
-_DIR_TYPE = click.Path(file_okay=False, path_type=Path)
-
-
-def _dir_after_verb(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
-    if value is not None:  # `state VERB --dir X` wins over `state --dir X VERB`
-        ctx.obj = value
-
-
-class _StateVerbs(click.Group):
-    """Every verb also takes ``--dir`` after its name, as people type it."""
+class _DirAfterVerb(click.Group):
+    """Every verb also takes ``--dir`` after its name (``state next TEXT --dir D``)."""
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
         cmd.params.append(click.Option(
-            ["--dir"], type=_DIR_TYPE, expose_value=False, callback=_dir_after_verb,
-            help="The state dir (as `agentctl state --dir DIR VERB`)."))
+            ["--dir", "state_dir"], type=click.Path(file_okay=False, path_type=Path),
+            expose_value=False, callback=_set_dir, help="The state dir (as before the verb)."))
         super().add_command(cmd, name)
 
 
-@click.group("state", cls=_StateVerbs)
-@click.option("--dir", "state_dir", type=_DIR_TYPE,
+def _set_dir(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
+    if value is not None:
+        ctx.obj = value
+
+
+@click.group("state", cls=_DirAfterVerb)
+@click.option("--dir", "state_dir", type=click.Path(file_okay=False, path_type=Path),
               envvar="AGENTD_STATE_DIR", default=Path(".agent"), show_default=True,
               help="The state dir (default: $AGENTD_STATE_DIR, else ./.agent).")  # fmt: skip
 @click.pass_context
@@ -103,20 +101,47 @@ def init(ctx: click.Context, layout: str | None) -> None:
 @click.option("--budget", type=click.IntRange(min=1), default=DEFAULT_BUDGET, show_default=True,
               help="Token budget of the bootstrap.")
 @click.option("--unit", default=None, help="Unit name for the header (default: $AGENTD_UNIT).")
+@click.option("--explain", is_flag=True,
+              help="Instead of the text: per file, tokens shown of its total, what was cut "
+                   "and why.")  # fmt: skip
+@click.option("--all", "show_all", is_flag=True,
+              help="Everything, without the budget, and the handoffs already shown.")
 @click.pass_context
 @_failures
-def show(ctx: click.Context, budget: int, unit: str | None) -> None:
+def show(ctx: click.Context, budget: int, unit: str | None, explain: bool,
+         show_all: bool) -> None:  # fmt: skip
     """Print the bootstrap a fresh session would get from this state dir."""
-    from agentd.memory import bootstrap
+    from agentd.memory import bootstrap, handoffs
 
     sd = _open(ctx)
     workdir = sd.workdir.resolve()
     context = bootstrap.BootstrapContext(
         unit=unit or os.environ.get("AGENTD_UNIT") or workdir.name or "agent",
         session=_session(), last_reason=None, state_dir=sd.path.resolve(), workdir=workdir,
-        layout=sd.layout.files, budget_tokens=budget, now=time.time(),
+        layout=sd.layout.files, budget_tokens=ALL_BUDGET if show_all else budget,
+        now=time.time(),
     )  # fmt: skip
-    click.echo(bootstrap.render(context).text, nl=False)
+    boot = bootstrap.render(context)
+    if explain:
+        click.echo(explained(boot))
+        return
+    click.echo(boot.text, nl=False)
+    if show_all and (past := handoffs.history(sd.path).strip()):
+        click.echo(f"\n# Handoffs already shown ({sd.path / handoffs.HISTORY})\n\n{past}")
+
+
+def explained(boot: Any) -> str:
+    """``boot.account`` as a table: one row per part, then the total."""
+    rows = [("PART", "KEEP", "SHOWN", "TOTAL", "WHAT WAS CUT, AND WHY")]
+    for row in boot.account:
+        rows.append((row.name, row.keep, str(row.tokens), str(round(row.total)),
+                     "; ".join(row.notes) or "-"))  # fmt: skip
+    shown = sum(row.tokens for row in boot.account)
+    cut = f"not shown in full: {', '.join(boot.cut)}" if boot.cut else "-"
+    rows.append(("total", "", str(shown), f"budget {boot.budget}", cut))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4]
+                     for r in rows)  # fmt: skip
 
 
 def _session() -> int:
@@ -175,10 +200,20 @@ def _verb(name: str, help_text: str) -> None:
         click.echo(stateverbs.write(_open(ctx), name, _text(text), time.time(), cwd=Path.cwd()))
 
 
+_verb("mission", "Set the mission: what the whole run is for (clears a completion mark).")
 _verb("task", "Set the current task.")
 _verb("next", "Set the next action.")
 _verb("block", "Record a blocker.")
-_verb("handoff", "Leave a note for the next session.")
+_verb("handoff", "Leave a dated note for the next session (shown to it once).")
+
+
+@state.command()
+@click.argument("summary")
+@click.pass_context
+@_failures
+def complete(ctx: click.Context, summary: str) -> None:
+    """Mark the mission complete: when the session ends, the unit ends `done`."""
+    click.echo(stateverbs.mark_complete(_open(ctx), _text(summary, "SUMMARY"), time.time()))
 
 
 @state.command()

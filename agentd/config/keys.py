@@ -44,6 +44,10 @@ LAYOUT_FILE_DOCS = {
     "max_tokens": "At most this many tokens of the file; the rest is cut with a marker.",
     "optional": "A missing file is not worth a warning.",
     "readonly": "agentd records its hash and the bootstrap warns when it changed.",
+    "keep": "What the budget keeps first: `must` (facts, never cut while anything of lower "
+            "priority is shown), `record` (append-only records: the newest items, a guaranteed "
+            "`tail` first), `free` (free text: only what is left). Default: decision logs, "
+            "entries and `tail:` files are records, everything else is must-keep.",
 }
 
 

@@ -216,6 +216,7 @@ HANDOFF_MESSAGE = (
     "`agentctl restart \"$AGENTD_UNIT\"`. A fresh session continues from the state files."
 )
 LEFT_GROUP = "left"  # the handoff pattern's group(s) holding the percent of context left
+USED_GROUP = "used"  # ... or the percent used (Gemini CLI shows `N% used`): left = 100 - used
 
 
 class HandoffSpec(StrictModel):
@@ -226,9 +227,9 @@ class HandoffSpec(StrictModel):
     when: str | None = None  # regex; off when None
     """A regular expression for the CLI's context-pressure line (presets set it); off when not set.
     """
-    below: Annotated[int, Field(ge=0, le=100)] | None = None  # percent left, with a `left` group
-    """With a group named `left` in `when` holding the percent of context left: hand over only at
-    or below this percent.
+    below: Annotated[int, Field(ge=0, le=100)] | None = None  # percent left (`left`|`used` group)
+    """With a group in `when` named `left` (the percent of context left) or `used` (the percent
+    used): hand over only when at most this percent is left.
     """
     message: Annotated[str, Field(min_length=1)] = HANDOFF_MESSAGE
     """What is typed into the session to ask the agent to record its state and hand over."""
@@ -250,10 +251,12 @@ class HandoffSpec(StrictModel):
         if self.when is not None:
             self._pattern = compile_regex(self.when)
             refuse_empty_match(self._pattern, "when")
-            has_left = any(g.startswith(LEFT_GROUP) for g in self._pattern.groupindex)
-            if self.below is not None and not has_left:
+            groups = self._pattern.groupindex
+            has_percent = any(g.startswith((LEFT_GROUP, USED_GROUP)) for g in groups)
+            if self.below is not None and not has_percent:
                 raise KeyProblem(("below",), f"needs a group named {LEFT_GROUP} (or "
-                                 f"{LEFT_GROUP}_...) in `when` holding the percent left")
+                                 f"{LEFT_GROUP}_...) in `when` holding the percent left, or "
+                                 f"{USED_GROUP} (or {USED_GROUP}_...) holding the percent used")
         return self
 
     @property
@@ -263,10 +266,14 @@ class HandoffSpec(StrictModel):
         return self._pattern
 
     def percent_left(self, groups: dict[str, str]) -> int | None:
-        """The percent of context left a hit's groups hold, if any."""
+        """The percent of context left a hit's groups hold (or 100 minus the percent used)."""
         for name, value in groups.items():
-            if name.startswith(LEFT_GROUP) and value and value.isdigit():
+            if not (value and value.isdigit()):
+                continue
+            if name.startswith(LEFT_GROUP):
                 return int(value)
+            if name.startswith(USED_GROUP):
+                return max(0, 100 - int(value))
         return None
 
     def wanted(self, groups: dict[str, str]) -> bool:

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _ZONE_IN_PARENS = re.compile(r"(.*?)\s*\(\s*([^()]+?)\s*\)")
-_BARE_ZONE = re.compile(r"(.*?\S)\s+([A-Za-z][A-Za-z0-9_+\-/]*)")
+_BARE_ZONE = re.compile(r"(.*?\S)\s+([A-Za-z][A-Za-z0-9_+\-/:]*)")
 _CLOCK = re.compile(
     r"(?:(?P<mon>[a-z]{3,9})\.?\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?,?\s+"
     r"(?:(?P<year>\d{4}),?\s+)?(?:at\s+)?)?"

@@ -39,6 +39,17 @@ def encode(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
 
 
+def listening(path: Path, timeout: float = 1.0) -> bool:
+    """Does something accept connections on the Unix socket ``path``?"""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(timeout)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+        return True
+
+
 class Unreachable(AgentdError):
     """No daemon answers on the socket."""
 

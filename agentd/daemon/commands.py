@@ -9,7 +9,6 @@ two streaming verbs, ``events -f`` and ``attach``, are in ``streams``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -30,9 +29,9 @@ from agentd.daemon.protocol import (
     UnitArgs,
     UnitsArgs,
 )
-from agentd.memory.statedir import tail_lines
+from agentd.session.transcript import read_tail
 from agentd.supervisor.api import Supervisor, UnknownUnit
-from agentd.supervisor.history import History
+from agentd.supervisor.history import recent_events_of, sessions
 
 START_WAIT = 60.0  # start/restart reply once the new session runs, or after this
 
@@ -132,13 +131,8 @@ async def reload(ctx: Context, _args: NoArgs) -> dict[str, Any]:
 async def logs(ctx: Context, args: LogsArgs) -> dict[str, Any]:
     """The last lines of the unit's transcript, raw, and where to follow it."""
     path = ctx.sup.transcript(args.unit)
-    try:
-        with path.open("rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            lines, _ = tail_lines(f, args.lines)
-    except FileNotFoundError:
-        lines, size = [], 0
-    return {"path": str(path), "text": "".join(f"{line}\n" for line in lines), "size": size}
+    text, size = read_tail(path, args.lines)
+    return {"path": str(path), "text": text, "size": size}
 
 
 @command("events")
@@ -162,6 +156,15 @@ async def bootstrap(ctx: Context, args: UnitArgs) -> dict[str, Any]:
             "warnings": boot.warnings, "cut": boot.cut}
 
 
+@command("screen")
+async def screen(ctx: Context, args: UnitArgs) -> dict[str, Any]:
+    """The unit's current screen as a terminal shows it: rows of text and the cursor.
+    Drawn on a worker thread: the terminal emulator is slow, the loop must not wait."""
+    capture = ctx.sup.screen(args.unit)
+    drawn = await asyncio.to_thread(capture.draw)
+    return drawn.as_json()
+
+
 @command("precompact")
 async def precompact(ctx: Context, args: SessionArgs) -> dict[str, Any]:
     """A session's CLI is about to compact (its PreCompact hook): end that session
@@ -177,37 +180,7 @@ def recent_events(sup: Supervisor, args: EventsArgs) -> list[dict[str, Any]]:
     if args.unit is not None and not sup.known(args.unit) \
             and not sup.paths.unit_logs(args.unit).exists():
         raise UnknownUnit(args.unit)
-    if not args.lines:
-        return []
-    found = History(sup.paths.events_file).recent(limit=1_000_000)
-    if args.unit is not None:
-        found = [e for e in found if e.get("unit") == args.unit]
-    return found[-args.lines:]
-
-
-def sessions(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """History records (start, end, outcome per session) merged into one row per session."""
-    rows: dict[int, dict[str, Any]] = {}
-    for rec in records:
-        with contextlib.suppress(TypeError, ValueError):
-            number = int(rec.get("session", 0))
-            row = rows.setdefault(number, {"session": number, "started_at": None,
-                                           "duration_s": None, "outcome": None, "reason": None})
-            kind = rec.get("kind")
-            if kind == "start":
-                row.update(started_at=rec.get("at"), started_by=rec.get("reason"),
-                           pid=rec.get("pid"), bootstrap=rec.get("bootstrap"))
-            elif kind == "end":
-                row.update(ended_at=rec.get("at"), reason=rec.get("reason"),
-                           duration_s=rec.get("duration_s"), code=rec.get("code"),
-                           signal=rec.get("signal"))
-                if rec.get("error"):
-                    row["error"] = rec["error"]
-            elif kind == "outcome":
-                row.update(outcome=rec.get("outcome"), detail=rec.get("detail"))
-                if rec.get("reset_at"):  # usage-limited / budget: when it may go on
-                    row["reset_at"] = rec["reset_at"]
-    return [rows[n] for n in sorted(rows)]
+    return recent_events_of(sup.paths.events_file, args.unit, args.lines)
 
 
 def _known(ctx: Context, names: list[str]) -> list[str]:

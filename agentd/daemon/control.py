@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agentd.daemon.client import listening
 from agentd.daemon.commands import HANDLERS, Context, Reload
 from agentd.daemon.protocol import (
     MAX_REQUEST,
@@ -45,6 +46,7 @@ from agentd.paths import Paths, ensure_private_dir
 from agentd.supervisor.api import Supervisor, UnknownUnit
 
 CONTROL_ERROR = "control.error"
+CLOSE_GRACE = 0.5  # closing waits this long for the replies under way and streams' goodbyes
 
 
 class ControlServer:
@@ -55,6 +57,9 @@ class ControlServer:
         self._server: asyncio.AbstractServer | None = None
         self._bound: tuple[int, int] | None = None
         self._clients: set[asyncio.Task[Any]] = set()
+        self._busy = 0  # requests being served: closing lets them reply (`agentctl stop` of
+        self._idle = asyncio.Event()  # the unit an `agentd run` ends with)
+        self._idle.set()
         self._context = Context(sup, reload)
         self._streams = Streams(sup)
         self._open = asyncio.Event()
@@ -80,8 +85,10 @@ class ControlServer:
         if self._server is not None:
             self._server.close()
             self._server = None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), CLOSE_GRACE)
         if self._streams.end_all() and self._clients:
-            await asyncio.wait(list(self._clients), timeout=0.5)  # streams say goodbye
+            await asyncio.wait(list(self._clients), timeout=CLOSE_GRACE)  # streams say goodbye
         for task in list(self._clients):
             task.cancel()
         await asyncio.gather(*self._clients, return_exceptions=True)
@@ -134,7 +141,7 @@ class ControlServer:
                 assert isinstance(args, UnitArgs)
                 await self._streams.attach(args, reader, writer)
                 return False
-            reply = ok(await HANDLERS[cmd](self._context, args))
+            reply = ok(await self._handle(cmd, args))
         except ProtocolError as exc:
             reply = error(str(exc), exc.code)
         except UnknownUnit as exc:
@@ -147,6 +154,16 @@ class ControlServer:
         writer.write(reply)
         await writer.drain()
         return more
+
+    async def _handle(self, cmd: str, args: Any) -> Any:
+        self._busy += 1
+        self._idle.clear()
+        try:
+            return await HANDLERS[cmd](self._context, args)
+        finally:
+            self._busy -= 1
+            if not self._busy:
+                self._idle.set()
 
 
 # --- the socket ------------------------------------------------------------------------
@@ -162,7 +179,7 @@ def bind_socket(paths: Paths) -> socket.socket:
         if not stat.S_ISSOCK(os.lstat(path).st_mode):
             raise PathError(f"{path} exists and is not a socket; move it away or set "
                             "AGENTD_SOCKET to another path")
-        if _listening(path):
+        if listening(path):
             raise PathError(f"another agentd already listens on {path}")
         os.unlink(path)  # stale: its daemon died
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -186,16 +203,6 @@ def _private_dir(directory: Path, *, ours: bool) -> None:
     st = os.stat(directory)
     if ours and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != 0o700:
         os.chmod(directory, 0o700)
-
-
-def _listening(path: Path) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        probe.settimeout(1.0)
-        try:
-            probe.connect(str(path))
-        except OSError:
-            return False
-        return True
 
 
 def peer_uid(sock: Any) -> int | None:

@@ -36,7 +36,9 @@ The stream also ends when the client closes its side or sends anything.
 "stream": true}`` and then relays the unit's terminal both ways, across its
 sessions, until either side closes: the daemon sends ``{"data": BASE64}``
 (raw pty output) and ``{"end": WHY}``; the client sends ``{"input": BASE64}``
-(typed into the live session).
+(typed into the live session). The first ``data`` repaints the unit's current
+screen (clear, then its text, colours and cursor), so what was shown before
+the client came is there at once; then the output streams as it comes.
 
 Commands (args with defaults) -> result:
 
@@ -57,16 +59,21 @@ bootstrap  {unit}                                               {session, text, 
                                                                  warnings}
 attach     {unit}                                               {unit, session, state}, then
                                                                  a two-way stream
+screen     {unit}                                               {rows: [text], cursor: [row,
+                                                                 col], cols, session}
 precompact {unit, session}                                      {ending: bool}: the CLI's
                                                                  PreCompact hook; true when
                                                                  that session is being ended
 =========  ===================================================  ==========================
 
-``status`` objects: unit, state, pid (null), session, uptime_s, restarts,
-last_reason, last_at, since, enabled, paused_until (when paused), detail
-(what a failed or stalled state says more, e.g. the OS error of a command
-that cannot be executed), invalid (when the unit file does not load: file,
-line, key, message, and problems when there are several). ``logs`` returns the
+``status`` objects: unit, state, pid (null), session, uptime_s, output_bytes
+(of the running session), restarts, last_reason, last_at, since, enabled,
+paused_until (when paused), detail (what a failed or stalled state says
+more, e.g. the OS error of a command that cannot be executed), invalid (when
+the unit file does not load: file, line, key, message, and problems when
+there are several). ``screen`` draws the last session's screen (running or
+not) as a terminal would show it; rows are cut of trailing blanks, like
+``tmux capture-pane -p``. ``logs`` returns the
 raw transcript tail (agentctl strips ANSI) and the file's path and size, from
 which ``agentctl logs -f`` follows the file itself.
 """
@@ -146,6 +153,7 @@ COMMANDS: dict[str, type[Args]] = {
     "restart": RestartArgs, "enable": EnableArgs, "disable": EnableArgs, "reload": NoArgs,
     "logs": LogsArgs, "events": EventsArgs,
     "history": TailArgs, "bootstrap": UnitArgs, "attach": UnitArgs, "precompact": SessionArgs,
+    "screen": UnitArgs,
 }
 
 

@@ -60,14 +60,18 @@ class Streams:
 
     async def attach(self, args: UnitArgs, reader: asyncio.StreamReader,
                      writer: asyncio.StreamWriter) -> None:
-        """Relay the unit's terminal both ways until either side closes (see the protocol)."""
+        """Repaint the unit's current screen, then relay its terminal both ways until
+        either side closes (see the protocol)."""
         status = self.sup.status([args.unit])[0]  # UnknownUnit: an error reply
         feed = _Feed()
         unwatch = self.sup.watch_terminal(args.unit, feed.put)
+        screen = self.sup.screen(args.unit)  # at once: the feed has all output after it
         self._queues.add(feed.queue)
         typing = asyncio.ensure_future(self._relay_input(args.unit, reader))
         try:
             writer.write(ok({k: status[k] for k in ("unit", "session", "state")}, stream=True))
+            drawn = await asyncio.to_thread(screen.draw, redraw=True)
+            writer.write(encode({"data": base64.b64encode(drawn.redraw).decode()}))
             await writer.drain()
             await _pump(feed, typing, writer,
                         lambda data: {"data": base64.b64encode(data).decode()})

@@ -12,12 +12,14 @@ The text, in this order::
     ## <title of each layout file>           in layout order, within the budget
     ## Warnings                              only when there are any
     ## Changes since the last session        only in a git repo, when HEAD moved
-    ## Rules                                 restate, record, hand over
+    ## Rules                                 restate, record, hand over, complete
 
 Budget: the header, warnings, changes and rules are always included and are
-reserved first; the layout files share what is left, earlier files first
-(``agentd.memory.fit``). ``Bootstrap.tokens`` counts everything; it exceeds
-``budget_tokens`` only when the always-included parts alone do.
+reserved first; the layout files share what is left by priority - must-keep
+facts, then the newest records, then free text (``agentd.memory.fit``).
+``Bootstrap.tokens`` counts everything; it exceeds ``budget_tokens`` only when
+the always-included parts alone do. ``Bootstrap.account`` says where every
+token went, one row per part, adding up to ``tokens`` exactly.
 
 How each kind of file is shown: ``agentd.memory.filekinds``.
 """
@@ -25,14 +27,15 @@ How each kind of file is shown: ``agentd.memory.filekinds``.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
-from agentd.memory import gitinfo, readonly, statedir
+from agentd.memory import complete, gitinfo, readonly, statedir
 from agentd.memory.context import BootstrapContext
 from agentd.memory.decisions import DECISION_LINE
 from agentd.memory.filekinds import file_block, shown
-from agentd.memory.fit import fit
+from agentd.memory.fit import FileAccount, Fitted, fit, must_cost
+from agentd.memory.parts import Block
 from agentd.memory.statedir import read_tail_lines
 from agentd.tokens import estimate_tokens
 
@@ -46,12 +49,18 @@ class Bootstrap:
     cut: list[str]  # display paths cut or left out for the budget
     readonly_hashes: dict[str, str]  # layout path -> sha256 of each readonly file now
     head: str | None  # git HEAD now; the caller's next since_commit
+    account: list[FileAccount] = field(default_factory=list)  # where the tokens went
+    budget: int = 0
+
+    def explain(self) -> list[dict[str, object]]:
+        """``account`` as JSON-able rows (``state show --explain``, ``session.bootstrap``)."""
+        return [row.as_dict() for row in self.account]
 
 
 def render(ctx: BootstrapContext) -> Bootstrap:
     """The bootstrap for the session ``ctx`` describes (see the module docstring)."""
     warnings: list[str] = []
-    blocks = [file_block(ctx, entry, warnings) for entry in ctx.layout]
+    blocks = [b for entry in ctx.layout if (b := file_block(ctx, entry, warnings)) is not None]
     recorded = readonly.effective(ctx.state_dir, ctx.readonly_hashes)
     show = partial(shown, ctx.workdir)
     hashes, changed = readonly.check(ctx.state_dir, ctx.layout, recorded, show)
@@ -65,28 +74,92 @@ def render(ctx: BootstrapContext) -> Bootstrap:
             f"record progress or a blocker in {_dir_shown(ctx)} before anything else"
         )
     warnings = list(dict.fromkeys(warnings))  # two layout entries may share a file
-    fixed_before = [_header(ctx)]
-    changes = gitinfo.changes(ctx.workdir, ctx.since_commit, head)
-    fixed_after = [s for s in (_warnings_section(warnings), changes) if s]
-    fixed_after.append(_rules(ctx))
-    reserved = sum(estimate_tokens(s) + 1 for s in fixed_before + fixed_after)
-    files_budget = ctx.budget_tokens - reserved
-    # Block costs are summed from estimates of the pieces, which can only
-    # overestimate; the loop corrects the rare overshoot (the left-out line).
-    for _ in range(5):
-        sections, cut = fit(blocks, files_budget)
-        text = "\n\n".join(fixed_before + sections + fixed_after) + "\n"
-        over = estimate_tokens(text) - ctx.budget_tokens
-        if over <= 0 or files_budget <= 0:
-            break
-        files_budget -= over
-    return Bootstrap(text, estimate_tokens(text), warnings, cut, hashes, head)
+    header = _header(ctx, complete.read(ctx.state_dir))
+    fixed = _Fixed(header, warnings, gitinfo.changes(ctx.workdir, ctx.since_commit, head),
+                   _rules(ctx))
+    need = must_cost(blocks)
+    if need > ctx.budget_tokens - fixed.reserved():
+        warnings.append(
+            f"the must-keep state needs about {round(need)} tokens, more than the "
+            f"{max(ctx.budget_tokens - fixed.reserved(), 0)} the budget leaves for files: it "
+            "is cut (marked) and nothing of lower priority is shown; shorten the must-keep "
+            "files or raise state.budget_tokens"
+        )
+    text, parts, fitted = _within_budget(blocks, fixed, ctx.budget_tokens)
+    return Bootstrap(text, estimate_tokens(text), warnings, fitted.cut, hashes, head,
+                     _counted(parts), ctx.budget_tokens)
+
+
+@dataclass(frozen=True)
+class _Fixed:
+    """The parts always shown, around the files."""
+
+    header: str
+    warnings: list[str]
+    changes: str
+    rules: str
+
+    def reserved(self) -> int:
+        fixed = [self.header, _warnings_section(self.warnings), self.changes, self.rules]
+        return sum(estimate_tokens(s) + 1 for s in fixed if s)
+
+    def around(self, sections: list[tuple[str | None, FileAccount]]
+               ) -> list[tuple[str | None, FileAccount]]:  # fmt: skip
+        parts: list[tuple[str | None, FileAccount]] = [(self.header, _fixed("header"))]
+        parts += sections
+        if section := _warnings_section(self.warnings):
+            parts.append((section, _fixed("warnings")))
+        if self.changes:
+            parts.append((self.changes, _fixed("changes")))
+        return [*parts, (self.rules, _fixed("rules"))]
+
+
+def _fixed(name: str) -> FileAccount:
+    return FileAccount(name, "fixed", 0)
+
+
+def _within_budget(blocks: list[Block], fixed: _Fixed, budget: int
+                   ) -> tuple[str, list[tuple[str | None, FileAccount]], Fitted]:  # fmt: skip
+    """The text of ``blocks`` fitted between the fixed parts, within ``budget``.
+
+    Costs are fractional estimates per line, which can round below the
+    estimate of the whole text, and the left-out line is not costed: the
+    loop corrects the rare overshoot, in growing steps (an item is bigger)."""
+    files_budget = budget - fixed.reserved()
+    step = 0
+    while True:
+        fitted = fit(blocks, files_budget)
+        parts = fixed.around(fitted.sections)
+        text = "\n\n".join(p for p, _ in parts if p is not None) + "\n"
+        over = estimate_tokens(text) - budget
+        if over <= 0 or files_budget <= 0 or step > budget:
+            return text, parts, fitted
+        step = max(over, 2 * step)
+        files_budget -= step
+
+
+def _counted(parts: list[tuple[str | None, FileAccount]]) -> list[FileAccount]:
+    """Each part's tokens in the joined text: the growth of the estimate of
+    the text up to its end, so that the rows add up to the whole exactly
+    (a part left out counts 0)."""
+    shown = [p for p, _ in parts if p is not None]
+    before, text, k = 0, "", 0
+    for section, row in parts:
+        if section is None:
+            continue
+        k += 1
+        text += section + ("\n\n" if k < len(shown) else "\n")
+        now = estimate_tokens(text)
+        row.tokens, before = now - before, now
+        if row.keep == "fixed":
+            row.total = row.tokens
+    return [row for _, row in parts]
 
 
 # --- the fixed parts ----------------------------------------------------------
 
 
-def _header(ctx: BootstrapContext) -> str:
+def _header(ctx: BootstrapContext, done: complete.Completion | None) -> str:
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ctx.now))
     if ctx.last_reason is None:
         why = (
@@ -101,6 +174,9 @@ def _header(ctx: BootstrapContext) -> str:
         f"Started {started}. {why} You remember nothing of earlier sessions; "
         f"the state files in `{_dir_shown(ctx)}` are your memory. Where they disagree "
         "with anything you remember from a conversation, the files win."
+        + (f"\n\n**The mission is marked complete** ({done.at}): {done.summary} - if nothing "
+           "is left to do, exit; a new mission (`agentctl state mission`) clears the mark."
+           if done else "")
     )
 
 
@@ -113,6 +189,7 @@ def _explain(reason: str) -> str:
         "idle": "it printed nothing for too long",
         "manual": "it was restarted by hand",
         "sentinel:compaction": "its context was being compacted",
+        "complete": "the mission was marked complete",
     }
     if reason in fixed:
         return fixed[reason]
@@ -133,7 +210,9 @@ def _rules(ctx: BootstrapContext) -> str:
         '`agentctl state decide "TEXT" --why "TEXT" --files PATH`, '
         f'`agentctl state block "TEXT"` - or edit the files in `{_dir_shown(ctx)}`.\n'
         '3. To hand over to a fresh session: `agentctl state handoff "TEXT"`, then exit '
-        'with code 42 (or run `agentctl restart "$AGENTD_UNIT"`).'
+        'with code 42 (or run `agentctl restart "$AGENTD_UNIT"`).\n'
+        '4. When the whole mission is done and verified: `agentctl state complete "RESULT"`, '
+        "then exit: agentd ends the unit `done`, whatever your exit code."
     )
 
 

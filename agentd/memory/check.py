@@ -73,7 +73,8 @@ def _check_file(sd: StateDir, entry: LayoutFile, path: Path, notes: list[str]) -
     except (OSError, UnicodeError) as e:
         return [Problem(path, f"cannot be read: {e}")]
     template = template_text(sd.layout, entry.path)
-    if template is not None and text.encode("utf-8") == template and entry.kind == "text":
+    unfilled = template is not None and text.encode("utf-8") == template
+    if unfilled and entry.kind == "text" and entry.priority == "must":  # records start empty
         notes.append(f"{path} still holds the template `agentctl state init` wrote: fill it in")
     lines = text.splitlines()
     return [Problem(path, f"has no `## {name}` section (the layout shows it)")

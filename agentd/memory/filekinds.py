@@ -1,14 +1,17 @@
 """How each kind of layout file is shown in the bootstrap (``agentd.memory.layout.FileKind``).
 
 ``file_block(ctx, entry, warnings)`` reads one layout file and returns a
-``Block`` (not yet fitted to the budget), or None when there is nothing worth
-a heading (an optional file that is missing or empty). Problems become
-warnings; nothing here raises for a missing or malformed file.
+``Block`` of budget parts (``agentd.memory.fit``, ``agentd.memory.parts``), not
+yet fitted to the budget, or None when there is nothing worth a heading (an
+optional file that is missing or empty). Problems become warnings; nothing
+here raises for a missing or malformed file.
 
-In Markdown, HTML comments (template guidance for people) are left out,
-headings are nested under the block's own ``##`` heading, and a run of more
-than ten done items (``- [x]``) shows its newest ten and counts the rest.
-Tails are read backwards from the end of the file (``statedir.tail_lines``).
+In Markdown, HTML comments (template guidance for people) are left out, so
+are the template's example lines that nobody edited since ``agentctl state
+init`` (they are examples, not rules: the block says how many) and sections
+left empty; headings are nested under the block's own ``##`` heading. Records
+and free text are read from the end of the file (their newest part); a
+decision log is read backwards, never more than the budget could show.
 """
 
 from __future__ import annotations
@@ -19,19 +22,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentd.memory import markdown, mdlists, statedir, taskstate
+from agentd.memory import markdown, statedir, taskstate
 from agentd.memory.decisions import DECISION_FORM, bad_lines
-from agentd.memory.fit import Block
-from agentd.memory.layout import LayoutFile
+from agentd.memory.layout import Keep, LayoutFile, templates
+from agentd.memory.parts import Block, Part, list_part, record_items, with_done_runs
 
 if TYPE_CHECKING:
     from agentd.memory.context import BootstrapContext
 
 DEFAULT_LOG_TAIL = 10
 DEFAULT_ENTRIES = 10
-SHOWN_DONE = 10  # done items of a Markdown checklist: the newest ten
 MAX_SECTION_BYTES = 4 << 20
 COUNT_LINES_LIMIT = 4 << 20  # true line numbers only while counting them is cheap
+LAYOUT_RECORD = ".layout"  # the layout `agentctl state init` wrote the templates of
 
 
 def shown(workdir: Path, path: Path) -> str:
@@ -46,97 +49,155 @@ def shown(workdir: Path, path: Path) -> str:
 def file_block(ctx: BootstrapContext, entry: LayoutFile, warnings: list[str]) -> Block | None:
     path = ctx.state_dir / entry.path
     where = shown(ctx.workdir, path)
-    block = Block(title=entry.heading, shown=where, body=[], max_tokens=entry.max_tokens)
+    block = Block(title=entry.heading, shown=where, max_tokens=entry.max_tokens)
     try:
         if not path.exists():
             if entry.optional:
                 return None
             warnings.append(f"{where} is missing: create it (the layout lists it as required)")
-            block.body = [f"_(missing: `{where}`)_"]
-            return block
+            return _note(block, entry, f"_(missing: `{where}`)_")
         if entry.kind == "latest" or path.is_dir():
             return _latest(ctx, entry, path, block, warnings)
         return _KINDS[entry.kind](ctx, entry, path, block, warnings)
     except (OSError, UnicodeError) as e:
         warnings.append(f"{where} could not be read: {e}")
-        block.body = [f"_(unreadable: `{where}`)_"]
-        return block
+        return _note(block, entry, f"_(unreadable: `{where}`)_")
+
+
+def _read_bytes(ctx: BootstrapContext) -> int:
+    """What is read of a record or free text file: more than the budget can
+    show (4 bytes a token, 4 times over), at least 64 KiB, at most 4 MiB."""
+    return min(max(64 << 10, ctx.budget_tokens * 16), MAX_SECTION_BYTES)
 
 
 def _text(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
           warnings: list[str]) -> Block | None:  # fmt: skip
-    if entry.tail and not entry.sections:
-        with path.open("rb") as f:
+    keep = entry.priority
+    if entry.tail and not entry.sections and keep != "record":
+        with path.open("rb") as f:  # a must or free tail: its last lines, as written
             lines, start = statedir.tail_lines(f, entry.tail)
-        block.body = markdown.nest(markdown.without_comments(lines), block.title)
-        block.keep_end = True
         if start > 0:
             block.lead += [f"_(its last {len(lines)} lines)_", ""]
+        body = markdown.nest(markdown.without_comments(lines), block.title)
+        block.parts = [Part(keep, lines=body, keep_end=True)]
         return _empty_optional(entry, block)
-    cap = MAX_SECTION_BYTES if entry.sections else max(64 << 10, ctx.budget_tokens * 16)
-    text, truncated = statedir.read_head(path, cap)
+    if entry.sections or keep == "must":  # all of it: the budget, not a read cap, cuts facts
+        text, truncated = statedir.read_head(path, MAX_SECTION_BYTES)
+    else:  # records and free text: their newest part is the end
+        text, truncated = statedir.read_end(path, _read_bytes(ctx))
     lines = text.splitlines()
-    block.complete = not truncated or bool(entry.sections)
+    if truncated and keep == "must":
+        block.complete = False  # the marker goes after what was read
+    elif truncated:
+        block.lead += [f"_(the end of a long file: read {block.shown} for the rest)_", ""]
+        block.notes.append("only the end of the file was read (it is long)")
     if len(entry.sections) == 1:
-        name = entry.sections[0]
-        found = markdown.section_body(lines, [name])
+        found = markdown.section_body(lines, [entry.sections[0]])
         if found is None:
-            warnings.append(f"{block.shown} has no `## {name}` section")
-            block.body = [f"_(no `## {name}` section)_"]
-            return block
+            return _no_section(block, entry, entry.sections[0], warnings)
         lines = found
-        if entry.tail:
-            lines, block.keep_end = lines[-entry.tail :], True
     elif entry.sections:
         lines = _sections(lines, entry.sections, block.shown, warnings)
-    lines = mdlists.collapse_checked(markdown.without_comments(lines), SHOWN_DONE, block.shown)
-    block.body = markdown.strip_blank(markdown.nest(lines, block.title))
+    lines, examples = _without_examples(ctx, entry, markdown.without_comments(lines))
+    lines = markdown.drop_empty_sections(markdown.single_blank(lines))
+    body = markdown.strip_blank(markdown.nest(lines, block.title))
+    if examples:
+        count = f"{examples} example line{'' if examples == 1 else 's'}"
+        block.notes.append(f"{count} of the template, never edited, left out")
+        if not markdown.has_content(body):  # still the template: say so, not "(empty)"
+            return _note(block, entry, f"_(still the template: {count}, never edited; "
+                                       "examples are not rules)_")  # fmt: skip
+        block.lead += [f"_({count} of the template, never edited, left out: examples are "
+                       "not rules)_", ""]  # fmt: skip
+    if keep == "record":
+        block.parts = [list_part("record", record_items(body), entry.tail or DEFAULT_ENTRIES,
+                                 what="items", path=block.shown,
+                                 unread=None if truncated else 0)]  # fmt: skip
+    elif keep == "free":
+        block.parts = [Part("free", lines=body, keep_end=True)]
+    else:
+        block.parts = with_done_runs(body, keep, block.shown)
     return _empty_optional(entry, block)
 
 
 def _empty_optional(entry: LayoutFile, block: Block) -> Block | None:
     """An optional file with nothing in it is not worth a heading; a required
     one says it is empty."""
-    if not markdown.has_content(block.body):
+    lines = [ln for p in block.parts for ln in p.lines] + [
+        ln for p in block.parts for item in p.items for ln in item]
+    if not markdown.has_content(lines):
         if entry.optional:
             return None
-        block.body = block.body or ["_(empty)_"]
+        return _note(block, entry, "_(empty)_")
     return block
+
+
+def _note(block: Block, entry: LayoutFile, text: str) -> Block:
+    """``block`` saying only ``text`` (missing, empty): a fact, whatever the file's priority."""
+    block.parts = [Part("must", lines=[text])]
+    return block
+
+
+def _no_section(block: Block, entry: LayoutFile, name: str, warnings: list[str]) -> Block:
+    warnings.append(f"{block.shown} has no `## {name}` section")
+    return _note(block, entry, f"_(no `## {name}` section)_")
 
 
 def _sections(lines: list[str], names: Sequence[str], shown: str, warnings: list[str]
               ) -> list[str]:  # fmt: skip
-    """The sections ``names`` of a Markdown file, in that order, each under ``### NAME``."""
+    """The sections ``names`` of a Markdown file, in that order, each under
+    ``### NAME``; a missing one is warned about, an empty one left out later."""
     out: list[str] = []
     for name in names:
         body = markdown.section_body(lines, [name])
         if body is None:
             warnings.append(f"{shown} has no `## {name}` section")
             body = [f"_(no `## {name}` section)_"]
-        body = markdown.strip_blank(markdown.without_comments(body))
-        out += [f"### {name}", "", *(body or ["_(empty)_"]), ""]
+        out += [f"### {name}", "", *markdown.strip_blank(body), ""]
     return out
+
+
+def _without_examples(ctx: BootstrapContext, entry: LayoutFile, lines: list[str]
+                      ) -> tuple[list[str], int]:  # fmt: skip
+    """``lines`` without the template's example lines nobody edited, and how many."""
+    examples = example_lines(ctx.state_dir, entry.path)
+    kept = [ln for ln in lines if ln.rstrip() not in examples] if examples else lines
+    return kept, len(lines) - len(kept)
+
+
+def example_lines(state_dir: Path, rel: str) -> frozenset[str]:
+    """The content lines of the template ``agentctl state init`` wrote for
+    ``rel`` (none when the state dir records no layout): examples, not rules."""
+    try:
+        name = (state_dir / LAYOUT_RECORD).read_text(encoding="utf-8").strip()
+        template = (templates(name) / rel).read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return frozenset()
+    return frozenset(
+        ln.rstrip() for ln in markdown.without_comments(template.splitlines())
+        if ln.strip() and not markdown.HEADING.match(ln) and not markdown.is_placeholder(ln)
+    )  # fmt: skip
 
 
 def _entries(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
              warnings: list[str]) -> Block | None:  # fmt: skip
-    """A Markdown file of ``## `` entries, newest last: the newest ``tail``."""
+    """A Markdown file of ``## `` entries, newest last: a record of them."""
     text, truncated = statedir.read_head(path, MAX_SECTION_BYTES)
     lines = markdown.without_comments(text.splitlines())
     preamble, entries = markdown.split_entries(lines)
-    keep = entry.tail or DEFAULT_ENTRIES
     if not entries:
-        block.body = markdown.strip_blank(markdown.nest(preamble, block.title))
-        if not markdown.has_content(block.body):
-            return None if entry.optional else _note(block, "_(no entries yet)_")
+        body = markdown.strip_blank(markdown.nest(preamble, block.title))
+        if not markdown.has_content(body):
+            return None if entry.optional else _note(block, entry, "_(no entries yet)_")
+        # only the file's preamble so far: text, behind the records of other files
+        block.parts = [Part("free" if entry.priority == "record" else entry.priority,
+                            lines=body)]  # fmt: skip
         return block
-    if len(entries) > keep or truncated:
-        more = "+" if truncated else ""
-        block.lead = [f"_(the newest {keep} of {len(entries)}{more} entries; "
-                      f"read {block.shown} for the rest)_", ""]  # fmt: skip
-        entries = entries[-keep:]
-    block.body = markdown.strip_blank(markdown.nest([ln for e in entries for ln in e], ""))
-    block.keep_end = True
+    items = [[*markdown.strip_blank(markdown.nest(e, "")), ""] for e in entries]
+    items[-1] = items[-1][:-1]
+    block.parts = [list_part(entry.priority, items, entry.tail or DEFAULT_ENTRIES,
+                             what="entries", path=block.shown,
+                             unread=None if truncated else 0)]  # fmt: skip
     return block
 
 
@@ -145,29 +206,28 @@ def _latest(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
     """The newest file (by name) of the directory ``path``: snapshots/."""
     if not path.is_dir():
         warnings.append(f"{block.shown} should be a directory")
-        return block
+        return _note(block, entry, f"_(not a directory: `{block.shown}`)_")
     latest, count = statedir.latest_file(path)
     if latest is None:
-        return None if entry.optional else _note(block, f"_(no files in `{block.shown}`)_")
+        return None if entry.optional else _note(block, entry, f"_(no files in `{block.shown}`)_")
     block.lead = [f"_(latest of {count} files: `{shown(ctx.workdir, latest)}`)_", ""]
     block.shown = shown(ctx.workdir, latest)
     if latest.suffix == ".json":
         text, truncated = statedir.read_head(latest, MAX_SECTION_BYTES)
-        block.body, block.fence, block.complete = text.splitlines(), "json", not truncated
+        block.parts = [Part(entry.priority, lines=text.splitlines(), fence="json")]
+        block.complete = not truncated
         return block
-    inner = replace(entry, kind="text", optional=False)
+    inner = replace(entry, kind="text", optional=False, keep=entry.priority)
     return _text(ctx, inner, latest, block, warnings)
-
-
-def _note(block: Block, text: str) -> Block:
-    block.body = [text]
-    return block
 
 
 def _decision_log(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
                   warnings: list[str]) -> Block | None:  # fmt: skip
+    least = entry.tail or DEFAULT_LOG_TAIL
+    # a record reads as much more as the budget could show (4 bytes a token)
+    more = min(ctx.budget_tokens * 4, MAX_SECTION_BYTES) if entry.priority == "record" else 0
     with path.open("rb") as f:
-        lines, start = statedir.tail_lines(f, entry.tail or DEFAULT_LOG_TAIL)
+        lines, start = statedir.tail_window(f, least, more)
     before = statedir.count_lines_before(path, start, COUNT_LINES_LIMIT)
     bad = [str(before + i + 1) if before is not None else str(len(lines) - i)
            for i in bad_lines(lines)]  # fmt: skip
@@ -178,10 +238,12 @@ def _decision_log(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: B
             f"{block.shown}: {where} {'are' if len(bad) > 1 else 'is'} not in the six-field form "
             f"`{DECISION_FORM}`"
         )
-    block.body = [line for line in lines if line.strip()]
-    if not block.body:
-        return None if entry.optional else _note(block, "_(no decisions yet)_")
-    block.fence, block.keep_end = "text", True
+    items = [[line] for line in lines if line.strip()]
+    if not items:
+        return None if entry.optional else _note(block, entry, "_(no decisions yet)_")
+    unread = None if before is None else before
+    block.parts = [list_part(entry.priority, items, least, what="decisions", path=block.shown,
+                             fence="text", unread=unread)]  # fmt: skip
     return block
 
 
@@ -195,10 +257,28 @@ def _task_state(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Blo
         if data is not None:  # valid JSON, but not an object (invalid JSON is warned)
             warnings.append(f"{block.shown} should hold a JSON object")
         block.lead = ["_(shown raw: repair it so it parses as a JSON object)_", ""]
-        block.body, block.fence = raw.splitlines() or ["(empty file)"], "json"
+        block.parts = [Part(entry.priority, lines=raw.splitlines() or ["(empty file)"],
+                            fence="json")]  # fmt: skip
         return block
-    block.body = taskstate.to_markdown(data, _warner(block, warnings))
+    block.parts = [_state_part(p, entry.priority, block.shown)
+                   for p in taskstate.to_parts(data, _warner(block, warnings))]  # fmt: skip
     return block
+
+
+def _state_part(part: list[str] | taskstate.ListPart, keep: Keep, where: str) -> Part:
+    if not isinstance(part, taskstate.ListPart):
+        return Part(keep, lines=markdown.strip_blank(part), gap=True)
+    label = part.label
+
+    def caption(shown: int, total: int) -> list[str]:
+        newest = f" the newest {shown} of {total} (the rest: {where})" if shown < total else ""
+        return [f"**{label}:**{newest}"]
+
+    items = [[line] for line in part.items]
+    made = list_part("record", items, taskstate.SHOWN_ITEMS, what=label.lower(), path=where,
+                     caption=caption)  # fmt: skip
+    made.gap = True
+    return made
 
 
 def _warner(block: Block, warnings: list[str]) -> taskstate.Warn:
@@ -213,7 +293,7 @@ def _handoff(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
     text = taskstate.handoff(loaded.data, _warner(block, warnings))
     if text is None:
         return None  # no handoff: nothing to say, not even a heading
-    block.body = text.splitlines()
+    block.parts = [Part(entry.priority, lines=text.splitlines())]
     return block
 
 

@@ -4,8 +4,8 @@ where ``agentctl state`` verbs write.
 A layout is data. Presets live in ``agentd/memory/layouts/NAME.yaml``::
 
     description: one line
-    files:            # the bootstrap, in order (earlier files win the budget)
-      - {path: TASK_STATE.md, title: Task state, section: [CURRENT, NEXT]}
+    files:            # the bootstrap, in order; `keep` says what the budget keeps first
+      - {path: TASK_STATE.md, title: Task state, section: [CURRENT, NEXT], keep: must}
     state:            # where `agentctl state VERB` writes (a Target per verb)
       next: {path: TASK_STATE.md, section: NEXT, form: first-item}
     archive:          # what `agentctl state archive` moves out (Target + keep, to)
@@ -41,6 +41,16 @@ from agentd.memory.schema import check_fields, from_mapping
 # state.json; `entries`: a Markdown file of `## ` entries, the newest `tail`
 # of them; `latest`: the newest file of a directory (by name).
 FileKind = Literal["text", "task-state", "decision-log", "handoff", "entries", "latest"]
+
+# What the budget keeps first (``agentd.memory.fit``). `must`: facts the
+# agent cannot work without (mission, next action, blockers, constraints, the
+# handoff), never cut while anything of lower priority is shown; `record`: an
+# append-only record (decisions, done items, gotchas), its newest `tail` items
+# guaranteed, then more of the newest as room allows; `free`: free text
+# (scratch, notes) that gets only what is left, its newest part first. Lists
+# of done items inside a must-keep file (a Markdown `- [x]` run, a state.json's
+# completed steps and key decisions) are records of their own.
+Keep = Literal["must", "record", "free"]
 
 # How a verb writes its text into a target. JSON (`field`): `text` sets a
 # string, `item` appends to a list, `step` appends {text, at, verified},
@@ -80,10 +90,20 @@ class LayoutFile(_Checked):
     max_tokens: int | None = dataclasses.field(default=None, metadata=_POSITIVE)
     optional: bool = False
     readonly: bool = False
+    keep: Keep | None = None  # None: as the kind implies (`priority`)
 
     @property
     def heading(self) -> str:
         return self.title or self.path
+
+    @property
+    def priority(self) -> Keep:
+        """``keep``, or what the file's kind implies when the layout does not say."""
+        if self.keep is not None:
+            return self.keep
+        if self.kind in ("decision-log", "entries") or (self.kind == "text" and self.tail):
+            return "record"
+        return "free" if self.kind == "latest" else "must"
 
     @property
     def sections(self) -> tuple[str, ...]:
@@ -136,6 +156,7 @@ class ArchiveRule(Target):
 
 @dataclass(frozen=True, kw_only=True)
 class StateVerbs(_Checked):
+    mission: Target | None = None
     task: Target | None = None
     next: Target | None = None
     done: Target | None = None

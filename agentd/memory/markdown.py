@@ -18,7 +18,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 HEADING = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<name>.*?)\s*#*\s*$")
-ITEM = re.compile(r"^(?P<indent>\s*)[-*+]\s+(?:\[(?P<mark>[ xX])\]\s+)?(?P<text>.*?)\s*$")
+# `(?:.*\S)?\s*$`, not `.*?\s*$`: the same text without trailing blanks, but
+# linear (the lazy form retries the end at every character: 10x slower on the
+# long DONE lists a long run leaves).
+ITEM = re.compile(r"^(?P<indent>\s*)[-*+]\s+(?:\[(?P<mark>[ xX])\]\s+)?(?P<text>(?:.*\S)?)\s*$")
 COMMENT = re.compile(r"^\s*<!--.*-->\s*$")
 # What a section holds when there is nothing in it: `- none`, `- 无`, `(none)`.
 NONE_MARKERS = frozenset({"none", "(none)", "无", "(无)", "-", "n/a", "nothing", "(empty)"})
@@ -47,7 +50,7 @@ def headings(lines: Sequence[str]) -> list[tuple[int, int, str]]:
     """(index, level, name) of every heading outside code fences."""
     found = []
     for i, (line, fenced) in enumerate(zip(lines, _fences(lines), strict=True)):
-        m = HEADING.match(line) if not fenced else None
+        m = HEADING.match(line) if not fenced and line.startswith("#") else None
         if m:
             found.append((i, len(m["hashes"]), m["name"]))
     return found
@@ -118,6 +121,27 @@ def is_placeholder(line: str) -> bool:
     m = ITEM.match(line)
     text = m["text"] if m else line.strip()
     return normalized(text) in NONE_MARKERS
+
+
+def single_blank(lines: Sequence[str]) -> list[str]:
+    """``lines`` with each run of blank lines made one (what is left out leaves runs)."""
+    return [ln for i, ln in enumerate(lines) if ln.strip() or i == 0 or lines[i - 1].strip()]
+
+
+def drop_empty_sections(lines: Sequence[str]) -> list[str]:
+    """``lines`` without the sections that hold nothing (``has_content``): their
+    heading goes, with the blank lines and placeholders under it."""
+    heads = headings(lines)
+    starts = [i for i, _, _ in heads]
+    rows = set(starts)
+    drop: set[int] = set()
+    for k, (i, level, _) in enumerate(heads):
+        end = next((j for j, lv, _ in heads[k + 1 :] if lv <= level), len(lines))
+        own_end = starts[k + 1] if k + 1 < len(starts) else len(lines)
+        body = [ln for j, ln in enumerate(lines[i + 1 : end], start=i + 1) if j not in rows]
+        if not has_content(body):
+            drop.update(range(i, own_end))
+    return [line for j, line in enumerate(lines) if j not in drop]
 
 
 def set_body(lines: list[str], names: Sequence[str], body: Sequence[str]) -> list[str]:

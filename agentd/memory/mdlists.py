@@ -120,29 +120,3 @@ def get_key(lines: Sequence[str], names: Sequence[str], key: str) -> str | None:
         if m := want.match(line):
             return m["v"].strip()
     return None
-
-
-def collapse_checked(lines: Sequence[str], keep: int, where: str) -> list[str]:
-    """Runs of more than ``keep`` done items (``- [x] ...``) shortened to their
-    newest ``keep`` after one line counting the rest: long DONE lists shown
-    as their most recent entries."""
-    out: list[str] = []
-    run: list[list[str]] = []  # each done item with its continuation lines
-
-    def flush() -> None:
-        if len(run) > keep:
-            out.append(f"- _({len(run) - keep} earlier done items: see {where})_")
-        out.extend(line for item in run[max(len(run) - keep, 0) :] for line in item)
-        run.clear()
-
-    for line in lines:
-        m = ITEM.match(line)
-        if m and not m["indent"] and _mark(line) == "x":
-            run.append([line])
-        elif run and m is None and line.startswith((" ", "\t")) and line.strip():
-            run[-1].append(line)  # an item's continuation line stays with it
-        else:
-            flush()
-            out.append(line)
-    flush()
-    return out

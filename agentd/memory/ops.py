@@ -149,6 +149,10 @@ class Docs:
         self.json(rel)["updated_at"] = stamp(now)
         self._dirty.add(rel)
 
+    def changed(self, rel: str) -> None:
+        """``rel`` (loaded with ``json``) is to be saved, without a new ``updated_at``."""
+        self._dirty.add(rel)
+
     def save(self) -> None:
         for rel in sorted(self._dirty):
             path = self.sd.path / rel

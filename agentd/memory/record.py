@@ -1,11 +1,14 @@
-"""``agentctl state task|next|done|block|handoff|decide``: record, locked.
+"""``agentctl state mission|task|next|done|block|handoff|decide|complete``: record, locked.
 
 Every layout keeps ``decisions.log`` (the six-field lines, ``agentd.memory.decisions``)
 and ``snapshots/`` in the state dir root; a layout with a decision file of its
 own (``decisions.md``, ``key_decisions`` in state.json) gets the decision
 there too. The snapshot is written before the log line that names it.
 
-``task|next|done|block|handoff`` run after every step of an agent, so the
+A handoff is dated (``agentd.memory.handoffs``); a new mission clears the
+completion mark that ``complete`` writes (``agentd.memory.complete``).
+
+``mission|task|next|done|block|handoff`` run after every step of an agent, so the
 decision machinery (``decisions``, whose line grammar is a large regex, and
 ``snapshots``) is imported only when a decision is recorded.
 """
@@ -17,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentd.memory import statedir
+from agentd.memory import complete, statedir
 from agentd.memory.markdown import next_entry_number, strip_trailing_blank
 from agentd.memory.ops import Docs, StateDir, StateError, apply, read, stamp
 
@@ -25,7 +28,7 @@ if TYPE_CHECKING:
     from agentd.memory.decisions import Decision
 
 LOG = "decisions.log"
-VERBS = ("task", "next", "done", "block", "handoff")
+VERBS = ("mission", "task", "next", "done", "block", "handoff")
 TASK_SWITCH_WHY = "the task changed: the decisions after this line serve the new task"
 
 
@@ -35,10 +38,15 @@ def write(sd: StateDir, verb: str, text: str, now: float, *, verified: str | Non
     target = getattr(sd.layout.state, verb)
     if target is None:
         raise StateError(f"layout {sd.layout.name!r} has no place for `{verb}`")
+    if verb == "handoff" and target.form != "checkpoint":  # a checkpoint dates itself
+        from agentd.memory.handoffs import dated
+
+        text = dated(text, now)
     with statedir.locked(sd.path):
         docs = Docs(sd)
         apply(docs, target, text, now, verified=verified)
         docs.save()
+        cleared = verb == "mission" and complete.clear(sd.path)
         if verb == "task" and sd.layout.state.task_switch_decision:
             from agentd.memory.decisions import Decision
 
@@ -46,7 +54,16 @@ def write(sd: StateDir, verb: str, text: str, now: float, *, verified: str | Non
                          tag="task")  # fmt: skip
             _record(sd, d, [], now, cwd or Path.cwd())
     part = target.field or target.section
-    return f"{verb}: recorded in {sd.path / target.path}" + (f" ({part})" if part else "")
+    note = " (the completion mark is cleared: a new mission)" if cleared else ""
+    return f"{verb}: recorded in {sd.path / target.path}" + (f" ({part})" if part else "") + note
+
+
+def mark_complete(sd: StateDir, summary: str, now: float) -> str:
+    """``agentctl state complete``: the mission is done; returns what was done."""
+    with statedir.locked(sd.path):
+        path = complete.mark(sd.path, summary, stamp(now))
+    return (f"complete: recorded in {path}; when this session ends, agentd ends the unit "
+            "`done` (a new `agentctl state mission` clears it)")  # fmt: skip
 
 
 def check_decision(d: Decision) -> None:
@@ -66,7 +83,7 @@ def decide(sd: StateDir, d: Decision, files: list[str], now: float, cwd: Path) -
 def _record(sd: StateDir, d: Decision, files: list[str], now: float, cwd: Path) -> str:
     """Under the lock: snapshot, log line, the layout's own decision record."""
     from agentd.memory import snapshots
-    from agentd.memory.decisions import format_entry, format_line
+    from agentd.memory.decisions import format_line
 
     name = snapshots.next_name(sd.path)
     d = replace(d, snapshot=name)
@@ -83,12 +100,19 @@ def _record(sd: StateDir, d: Decision, files: list[str], now: float, cwd: Path) 
     }  # fmt: skip
     snapshots.take(sd.path, name, record, files, cwd, sd.workdir)
     statedir.append_line(sd.path / LOG, line)
-    for t in sd.layout.state.decide:
+    own_record(docs, d, now)
+    docs.save()
+    return name
+
+
+def own_record(docs: Docs, d: Decision, now: float) -> None:
+    """Add ``d`` to the layout's own decision record (beside decisions.log), in ``docs``."""
+    from agentd.memory.decisions import format_entry
+
+    for t in docs.sd.layout.state.decide:
         if t.form == "entry":
             lines = strip_trailing_blank(docs.lines(t.path))
             entry = format_entry(next_entry_number(lines), d)
             docs.set_lines(t.path, [*lines, *([""] if lines else []), *entry])
         else:
             apply(docs, t, d.decision, now, why=d.why)
-    docs.save()
-    return name

@@ -75,6 +75,40 @@ def tail_lines(f: BinaryIO, n: int, max_bytes: int = TAIL_MAX_BYTES) -> tuple[li
     return [p.decode("utf-8", "replace").rstrip("\r") for p in keep], start
 
 
+def tail_window(f: BinaryIO, least: int, more_bytes: int) -> tuple[list[str], int]:
+    """The last ``least`` lines of ``f`` (``tail_lines``) and, before them, as
+    many more whole lines as the last ``more_bytes`` bytes hold: what a record
+    may show when the budget has room. Returns the lines and where the first starts."""
+    lines, start = tail_lines(f, least)
+    end = f.seek(0, os.SEEK_END)
+    begin = max(end - max(more_bytes, 0), 0)
+    if begin >= start:
+        return lines, start
+    f.seek(begin)
+    data = f.read(start - begin)
+    if begin > 0:  # the window starts inside a line unless a newline is right before it
+        f.seek(begin - 1)
+        if f.read(1) != b"\n":
+            cut = data.find(b"\n")
+            data = data[cut + 1 :] if cut >= 0 else b""
+    more = [p.decode("utf-8", "replace").rstrip("\r") for p in data.split(b"\n")[:-1]]
+    return more + lines, start - len(data)
+
+
+def read_end(path: Path, max_bytes: int) -> tuple[str, bool]:
+    """The end of a text file (at most ``max_bytes``, from a line start) and
+    whether the start was left out: records and free text keep their newest part."""
+    with path.open("rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size <= max_bytes:
+            f.seek(0)
+            return f.read().decode("utf-8", "replace"), False
+        f.seek(size - max_bytes - 1)
+        data = f.read()
+    cut = data.find(b"\n")
+    return data[cut + 1 :].decode("utf-8", "replace"), True
+
+
 def read_tail_lines(path: Path, n: int) -> list[str]:
     """The last ``n`` lines of the file at ``path``, read from its end."""
     with path.open("rb") as f:

@@ -9,9 +9,10 @@ of them differently, and those names are read too: ``next`` for
 ``blockers`` and ``status`` for ``phase``.
 
 Most important first: the agent must see the mission (or task) and the next
-action even if the rest is cut. Long lists show their newest entries and
-count the rest; completed steps without ``verified`` are shown as pending
-(seed 004: "没填的条目视为未完成").
+action even if the rest is cut. Completed steps and key decisions only grow:
+they are records (``ListPart``), of which the bootstrap keeps the newest;
+completed steps without ``verified`` are shown as pending (seed 004:
+"没填的条目视为未完成").
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from agentd.memory import statedir
 from agentd.memory.markdown import NONE_MARKERS, strip_blank
 
 MAX_JSON_BYTES = 4 << 20  # a state.json bigger than this is not read whole
-SHOWN_ITEMS = 10  # completed steps and key decisions: the newest ten
+SHOWN_ITEMS = 10  # completed steps and key decisions: the newest ten are guaranteed
+GROWING = ("completed_steps", "key_decisions")  # lists that are records (``ListPart``)
 ALIASES: dict[str, tuple[str, ...]] = {
     "next_action": ("next_action", "next"),
     "completed_steps": ("completed_steps", "completed"),
@@ -83,10 +85,22 @@ def field(data: dict[str, object], canon: str) -> tuple[str, object]:
     return canon, None
 
 
-def to_markdown(data: dict[str, object], warn: Warn, unset: Warn | None = None) -> list[str]:
-    """state.json (schema 1) as Markdown lines, most important first. What is
-    malformed goes to ``warn``; a required field not set yet to ``unset``
-    (default: ``warn`` too)."""
+@dataclass(frozen=True)
+class ListPart:
+    """A list of state.json that only grows (completed steps, key decisions):
+    a record in the bootstrap, its newest items first to be kept."""
+
+    label: str  # "Completed steps"
+    items: list[str]  # "- text" lines, oldest first
+
+
+Parts: TypeAlias = "list[list[str] | ListPart]"
+
+
+def to_parts(data: dict[str, object], warn: Warn, unset: Warn | None = None) -> Parts:
+    """state.json (schema 1) as Markdown, most important first: runs of fact
+    lines, and the growing lists as ``ListPart``s. What is malformed goes to
+    ``warn``; a required field not set yet to ``unset`` (default: ``warn`` too)."""
     unset = unset or warn
     version = data.get("schema_version", 1)
     if version != 1:
@@ -94,28 +108,43 @@ def to_markdown(data: dict[str, object], warn: Warn, unset: Warn | None = None) 
     mission = _scalar(data, "mission", warn)
     task = _scalar(data, "task", warn)
     nxt = _scalar(data, "next_action", warn)
-    out: list[str] = []
+    facts: list[str] = []
     if mission:
-        out += [f"**Mission:** {mission}", ""]
+        facts += [f"**Mission:** {mission}", ""]
     elif "mission" in data or not task:  # seed 004 has a task and no mission field
         key = "task" if "task" in data and "mission" not in data else "mission"
-        out += [f"**{key.capitalize()}:** (not set)", ""]
-        unset(f"`{key}` is not set: write it so the next session knows what it is for", key)
-    out += [f"> **Next action:** {nxt or '(not set)'}", ""]
+        facts += [f"**{key.capitalize()}:** (not set)", ""]
+        unset(f"`{key}` is not set: `agentctl state {key} \"TEXT\"` sets it, so the next "
+              "session knows what it is for", key)  # fmt: skip
+    facts += [f"> **Next action:** {nxt or '(not set)'}", ""]
     if not nxt:
         key = field(data, "next_action")[0]
-        unset(f"`{key}` is not set: write it so the next session knows where to go", key)
+        unset(f"`{key}` is not set: `agentctl state next \"TEXT\"` sets it, so the next "
+              "session knows where to go", key)  # fmt: skip
     phase = _scalar(data, "phase", warn)
-    parts = [f"**{label}:** {v}" for label, v in (("Task", task), ("Phase", phase)) if v]
-    if parts:
-        out += [" · ".join(parts), ""]
-    out += _list_part(data, "completed_steps", "Completed steps", _step, warn)
-    out += _list_part(data, "blockers", "Blockers", _plain_item, warn)
-    out += _list_part(data, "constraints", "Constraints", _plain_item, warn)
-    out += _list_part(data, "key_decisions", "Key decisions", _decision_item, warn)
+    shown = [f"**{label}:** {v}" for label, v in (("Task", task), ("Phase", phase)) if v]
+    if shown:
+        facts += [" · ".join(shown), ""]
+    parts: Parts = [facts]
+    parts.append(_list_part(data, "completed_steps", "Completed steps", _step, warn))
+    parts.append(_list_part(data, "blockers", "Blockers", _plain_item, warn))
+    parts.append(_list_part(data, "constraints", "Constraints", _plain_item, warn))
+    parts.append(_list_part(data, "key_decisions", "Key decisions", _decision_item, warn))
+    tail: list[str] = []
     if updated := _scalar(data, "updated_at", warn):
-        out += [f"_Updated: {updated}_", ""]
-    out += _other_fields(data)
+        tail += [f"_Updated: {updated}_", ""]
+    parts.append(tail + _other_fields(data))
+    return [p for p in parts if p and (isinstance(p, ListPart) or strip_blank(p))]
+
+
+def to_markdown(data: dict[str, object], warn: Warn, unset: Warn | None = None) -> list[str]:
+    """state.json as Markdown lines, every list whole (``to_parts``, flattened)."""
+    out: list[str] = []
+    for part in to_parts(data, warn, unset):
+        if isinstance(part, ListPart):
+            out += [f"**{part.label}:**", *part.items, ""]
+        else:
+            out += part
     return strip_blank(out)
 
 
@@ -141,7 +170,9 @@ def _scalar(data: dict[str, object], canon: str, warn: Warn) -> str | None:
 
 
 def _list_part(data: dict[str, object], canon: str, label: str, item: _Item, warn: Warn
-               ) -> list[str]:  # fmt: skip
+               ) -> list[str] | ListPart:  # fmt: skip
+    """A growing list (completed steps, key decisions) as a ``ListPart``; the
+    others (blockers, constraints: facts) as lines."""
     key, value = field(data, canon)
     if value is None or value == [] or (isinstance(value, str) and _is_none(value)):
         return []
@@ -150,18 +181,16 @@ def _list_part(data: dict[str, object], canon: str, label: str, item: _Item, war
     if not isinstance(value, list):
         warn(f"field `{key}` should be a list, not {_type(value)}", key)
         return [f"**{label}:** {_preview(value, 200)}", ""]
-    # Lists grow at the end: the newest entries are the last ones.
-    shown = value[-SHOWN_ITEMS:] if canon in ("completed_steps", "key_decisions") else value
-    first = len(value) - len(shown)
-    earlier = f" the newest {len(shown)} of {len(value)}" if first else ""
-    lines = [f"**{label}:**{earlier}"]
-    for i, entry in enumerate(shown, start=first):
+    lines = []
+    for i, entry in enumerate(value):
         text = item(entry)
         if text is None:
             warn(f"`{key}[{i}]` is not in the expected form", key)
             text = _preview(entry, 200)
         lines.append(f"- {text}")
-    return [*lines, ""]
+    if canon in GROWING:
+        return ListPart(label, lines)
+    return [f"**{label}:**", *lines, ""]
 
 
 def _is_none(text: str) -> bool:

@@ -2,7 +2,8 @@
 
 The pty child (``child``, the only pexpect user), the non-blocking reader on
 the event loop (``session``), how the bootstrap reaches the agent
-(``inject``) and the transcript on disk (``transcript``).
+(``inject``), the transcript on disk (``transcript``) and the current screen,
+kept cheaply and drawn through pyte when asked (``screen``).
 
 May import: ``agentd.terminal`` (matching), ``agentd.process`` (ending the
 tree), ``agentd.config`` and the shared leaves. Never the supervisor, the

@@ -85,8 +85,9 @@ def session_env(base: Mapping[str, str], unit: Unit, plan: InjectPlan, *, number
     return env
 
 
-def typed_bytes(text: str, submit: str, *, bracketed: bool) -> bytes:
-    """What to write to the pty to hand ``text`` over and submit it.
+def typed_bytes(text: str, *, bracketed: bool) -> bytes:
+    """What to write to the pty to hand ``text`` over (its submit key comes after,
+    see ``Session.submit``).
 
     A program that turned on bracketed paste (``ESC[?2004h``) gets the text as
     one paste, so the newlines inside do not submit it line by line; any
@@ -96,8 +97,16 @@ def typed_bytes(text: str, submit: str, *, bracketed: bool) -> bytes:
     body = text.encode("utf-8")
     if bracketed:
         body = body.replace(PASTE_END, b"").replace(PASTE_START, b"")
-        return PASTE_START + body + PASTE_END + submit.encode("utf-8")
-    return body + submit.encode("utf-8")
+        return PASTE_START + body + PASTE_END
+    return body
+
+
+def hand_over(session: Session, text: str, submit: str) -> int:
+    """Type ``text`` into the session and submit it; the bytes written."""
+    data = typed_bytes(text, bracketed=session.bracketed_paste)
+    key = submit.encode("utf-8")
+    session.submit(data, key)
+    return len(data) + len(key)
 
 
 class Injector:
@@ -133,7 +142,6 @@ class Injector:
         if session is None:
             return
         session.matcher.remove_rule(PROMPT_RULE)
-        data = typed_bytes(self.text, self.plan.submit, bracketed=session.bracketed_paste)
-        session.type(data)
-        self._emit(ev.SESSION_INJECT, mode="stdin", bytes=len(data), tokens=self.tokens,
+        written = hand_over(session, self.text, self.plan.submit)
+        self._emit(ev.SESSION_INJECT, mode="stdin", bytes=written, tokens=self.tokens,
                    bracketed_paste=session.bracketed_paste)

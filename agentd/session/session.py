@@ -1,7 +1,7 @@
 """One session: the agent's pty read and written on the event loop.
 
 A ``Session`` drains the pty continuously (so the agent never blocks on a
-full terminal), feeds the transcript and the line matcher, types injected
+full terminal), feeds the transcript, its screen ring and the line matcher, types injected
 text when the pty has room, and detects the leader's exit from a pidfd (or
 SIGCHLD where there is none) — never from pty EOF, which a grandchild holding
 the slave can postpone forever. Ending the session ends its whole process
@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from agentd.process.ending import EndResult, end_session_tree
 from agentd.session.child import Child
+from agentd.session.screen import ScreenRing
 from agentd.session.transcript import Transcript
 from agentd.terminal.matcher import LineMatcher
 from agentd.terminal.rules import Hit
@@ -32,6 +33,9 @@ FINAL_DRAIN_BYTES = 4 * 1024 * 1024
 # the last output (it flushes the slave->master buffer asynchronously, so a
 # read right after the exit can say EAGAIN with output still on the way).
 EOF_WAIT = 2.0
+# Between typed text and its submit key: TUIs take keys that arrive with a
+# paste, or in one fast burst, as part of it (an Enter sent at once is lost).
+SUBMIT_PAUSE = 0.3
 BRACKETED_ON = b"\x1b[?2004h"
 BRACKETED_OFF = b"\x1b[?2004l"
 
@@ -50,6 +54,7 @@ class Session:
         on_output: OutputHandler,
         clock: Callable[[], float] = time.monotonic,
         on_raw: Callable[[bytes], None] | None = None,
+        screen: ScreenRing | None = None,
     ) -> None:
         self.number = number
         self.child = child
@@ -59,6 +64,7 @@ class Session:
         self.transcript = transcript
         self._on_output = on_output
         self._on_raw = on_raw  # the raw bytes, for `agentctl attach`
+        self.screen = screen if screen is not None else ScreenRing(120, 40, number)
         self.clock = clock
         self.started_at = clock()
         self.last_output_at = self.started_at
@@ -67,6 +73,8 @@ class Session:
         self._tail = b""  # last bytes of output, to see a mode switch split across reads
         self._pending_write = bytearray()
         self._writing = False
+        self._after_write: list[tuple[float, bytes]] = []  # keys to type once it is written
+        self._timers: list[asyncio.TimerHandle] = []
         self._reading = False
         self._pidfd: int | None = None
         self._loop = asyncio.get_running_loop()
@@ -127,6 +135,10 @@ class Session:
         if self._writing:
             self._loop.remove_writer(self.child.fd)
             self._writing = False
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
+        self._after_write.clear()
         if self.child.reaped:
             self.child.close()
         hits = self.matcher.flush()
@@ -181,6 +193,7 @@ class Session:
         self.last_output_at = self.clock()
         self._track_paste_mode(data)
         self.transcript.write(data)
+        self.screen.feed(data)
         if self._on_raw is not None:
             self._on_raw(data)
         hits = self.matcher.feed(data)
@@ -203,16 +216,26 @@ class Session:
             self._loop.add_writer(self.child.fd, self._on_writable)
             self._writing = True
 
+    def submit(self, text: bytes, key: bytes, *, pause: float = SUBMIT_PAUSE) -> None:
+        """Type ``text``, then ``key`` (Enter) ``pause`` seconds after the text is
+        written: a TUI would take an Enter that comes with the text as part of it."""
+        self.type(text)
+        self._after_write.append((pause, key))
+
     def _on_writable(self) -> None:
         n = self.child.write(bytes(self._pending_write[:65536]))
         if n < 0:  # the terminal is gone
             self._pending_write.clear()
+            self._after_write.clear()
         elif n:
             del self._pending_write[:n]
         if not self._pending_write:
             with contextlib.suppress(ValueError, OSError):
                 self._loop.remove_writer(self.child.fd)
             self._writing = False
+            for pause, key in self._after_write:
+                self._timers.append(self._loop.call_later(pause, self.type, key))
+            self._after_write.clear()
 
     @property
     def uptime(self) -> float:

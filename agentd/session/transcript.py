@@ -211,3 +211,17 @@ class Transcript:
             os.close(self._fd)
             self._fd = None
         rotate(self.path, self.backups)
+
+
+def read_tail(path: Path, lines: int) -> tuple[str, int]:
+    """The last ``lines`` lines of the transcript at ``path`` (raw, each ending in a
+    newline) and the file's size, where following it goes on; empty when missing."""
+    from agentd.memory.statedir import tail_lines
+
+    try:
+        with path.open("rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            found, _ = tail_lines(f, lines)
+    except FileNotFoundError:
+        return "", 0
+    return "".join(f"{line}\n" for line in found), size

@@ -35,6 +35,7 @@ from agentd.events import EventLog
 from agentd.memory.bootstrap import Bootstrap
 from agentd.paths import Paths
 from agentd.process.reaper import Reaper, enable_subreaper
+from agentd.session.screen import ScreenCapture
 from agentd.supervisor import lifecycle
 from agentd.supervisor.history import History
 from agentd.supervisor.lifecycle import Lifecycle
@@ -210,6 +211,10 @@ class Supervisor:
     def type_input(self, name: str, data: bytes) -> bool:
         """Type into the unit's live session; False when none is running."""
         return self.get(name).type_input(data)
+
+    def screen(self, name: str) -> ScreenCapture:
+        """What to draw the unit's current screen from (``capture.draw()``: slow, off the loop)."""
+        return self.get(name).screen()
 
     def precompact(self, name: str, session: int) -> bool:
         return self.get(name).precompact(session)

@@ -5,7 +5,14 @@ hashes of the layout's readonly files as the first session saw them (to warn
 when one changed) and the git HEAD (for "changes since the last session").
 Each rendered bootstrap is kept as ``logs/UNIT/bootstrap-N.md`` (the last
 ``logs.keep_bootstraps`` of them; 0 keeps all) and, in file mode, also
-written where the agent reads it.
+written where the agent reads it; event ``session.bootstrap`` carries its
+account (tokens shown of each file, what was cut and why).
+
+Around the rendering of a session's bootstrap, the state dir's lifecycle: a
+unit's missing state dir is created and initialised first (``agentctl state
+init``, never overwriting; event ``state.init``), and the handoff the
+bootstrap showed moves to the state dir's history afterwards, so no later
+session is shown it again (``agentd.memory.handoffs``).
 """
 
 from __future__ import annotations
@@ -17,7 +24,10 @@ from pathlib import Path
 
 from agentd import events as ev
 from agentd.config.unit import Unit
+from agentd.errors import AgentdError
+from agentd.memory import handoffs
 from agentd.memory.bootstrap import Bootstrap, BootstrapContext, render
+from agentd.memory.init import init
 from agentd.memory.layout import resolve
 from agentd.memory.statedir import write_atomic
 from agentd.supervisor.policy import SessionEnd
@@ -50,12 +60,39 @@ class Briefing:
 
     def render(self, unit: Unit, number: int, reason: str, ends: Sequence[SessionEnd],
                now: float) -> Bootstrap:
-        """The bootstrap of session ``number``; remembers what the next one needs."""
+        """The bootstrap of session ``number``; remembers what the next one needs.
+        Creates a missing state dir first, and retires the handoff it shows."""
+        self._ensure_state_dir(unit, number)
         boot = render(self.context(unit, number, reason, ends, now))
         if not self.readonly_hashes:
             self.readonly_hashes = dict(boot.readonly_hashes)
         self.head = boot.head
+        try:
+            handoffs.retire(unit.state_dir, unit.state.layout, number, now)
+        except (OSError, AgentdError) as exc:  # the session starts anyway, with a warning
+            self._emit(ev.STATE_ERROR, level="warning", unit=unit.name, session=number,
+                       error=f"the handoff could not be moved to history: {exc}")
         return boot
+
+    def _ensure_state_dir(self, unit: Unit, number: int) -> None:
+        """Create and initialise a unit's state dir that does not exist yet."""
+        path = unit.state_dir
+        if path.exists():
+            return
+        layout = unit.state.layout
+        try:
+            if isinstance(layout, str):
+                created = [line.split(None, 1)[1] for line in init(path, layout)
+                           if line.startswith("created ")]  # fmt: skip
+            else:  # an inline layout has no templates: the dir is all agentd can make
+                path.mkdir(parents=True, exist_ok=True)
+                created = []
+        except (OSError, AgentdError) as exc:
+            self._emit(ev.STATE_ERROR, level="warning", unit=unit.name, session=number,
+                       error=f"the state dir {path} could not be created: {exc}")
+            return
+        self._emit(ev.STATE_INIT, unit=unit.name, session=number, dir=str(path),
+                   layout=layout if isinstance(layout, str) else "inline", created=created)
 
     def forget_readonly(self) -> None:
         """Other state files (a changed unit): record their hashes afresh."""
@@ -72,7 +109,8 @@ class Briefing:
             target.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(target, boot.text, mode=0o600)
         self._emit(ev.SESSION_BOOTSTRAP, unit=unit.name, session=number, file=str(log_copy),
-                   tokens=boot.tokens, warnings=boot.warnings or None, cut=boot.cut or None)
+                   tokens=boot.tokens, budget=boot.budget, warnings=boot.warnings or None,
+                   cut=boot.cut or None, explain=boot.explain())
         self._prune(number, unit.logs.keep_bootstraps)
         return target
 

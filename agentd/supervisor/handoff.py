@@ -21,7 +21,7 @@ from pathlib import Path
 from agentd import events as ev
 from agentd.config.sections import HandoffSpec
 from agentd.memory.statedir import fingerprint
-from agentd.session.inject import typed_bytes
+from agentd.session.inject import hand_over
 from agentd.session.session import Session
 from agentd.supervisor.triggers import Trigger
 from agentd.terminal.rules import Hit
@@ -56,8 +56,7 @@ class Handoff:
         self._before = fingerprint(self._state_dir)
         self._asked_at = self._clock()
         session.matcher.expect_echo(self.spec.message)  # its echo is no sentinel
-        session.type(typed_bytes(self.spec.message, self._submit,
-                                 bracketed=session.bracketed_paste))
+        hand_over(session, self.spec.message, self._submit)
         self._emit(ev.SESSION_HANDOFF, phase="asked", line=hit.line[:200],
                    left=self.spec.percent_left(hit.groups))
         self._task = asyncio.get_running_loop().create_task(self._wait())

@@ -11,6 +11,7 @@ How an end is classified, first match wins:
 end                                         next        counts as failure
 =========================================  ==========  =================
 agentd stopped it (manual / sentinel stop)  stopped     no
+the state says the mission is complete      done        no
 sentinel ``pause``                          paused      no
 manual restart                              start now   no
 exit code in ``success_codes``              done        no
@@ -28,9 +29,9 @@ A failure waits ``delay`` doubled for each failure in a row, capped at
 ends holds whatever ``min_uptime`` says (also 0): sessions that each end
 within ``QUICK_END`` of their start, ``QUICK_IN_A_ROW`` times in a row, are
 a loop (a sentinel that matches at once, an agent that exits 42 at once),
-not hand-overs. A restart is refused
-(``failed``) once ``max_sessions`` sessions ran, and (``stalled``) when
-``stall_sessions`` sessions in a row left the state dir unchanged.
+not hand-overs. A restart is refused (``failed``) once ``max_sessions``
+sessions ran, and (``stalled``) when ``stall_sessions`` sessions in a row
+left the state dir unchanged.
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ class SessionEnd:
     spawn_error: str | None = None
     spawn_retry: bool = False  # the spawn error may go away by itself (out of processes)
     state_changed: bool = True
+    # The summary of ``agentctl state complete`` when the state said the
+    # mission was complete as the session ended: the unit is done, whatever the code.
+    complete: str | None = None
 
     @property
     def uptime(self) -> float:
@@ -110,7 +114,7 @@ class RestartPolicy:
 
     def is_failure(self, end: SessionEnd, before: Sequence[SessionEnd] = ()) -> bool:
         """Does ``end`` count as a failure (``before``: the ends before it, oldest first)?"""
-        if end.action in ("stop", "pause") or _is_manual(end.trigger):
+        if end.action in ("stop", "pause") or _is_manual(end.trigger) or end.complete is not None:
             return False
         if end.trigger is None and end.exit_code in self.restart.success_codes:
             return False
@@ -129,6 +133,9 @@ class RestartPolicy:
         outcome = _outcome(end)
         if end.action == "stop":
             return Decision("stopped", reason, outcome="stopped")
+        if end.complete is not None:
+            return Decision("done", "complete", outcome="done",
+                            detail=f"mission complete: {end.complete}")
         if end.action == "pause":
             return Decision("paused", reason, until=end.pause_until, outcome=outcome)
         if end.trigger is None and end.exit_code in self.restart.success_codes:

@@ -30,6 +30,7 @@ from agentd.events import EventLog
 from agentd.memory.bootstrap import Bootstrap
 from agentd.paths import Paths
 from agentd.process.ending import kill_now
+from agentd.session.screen import ScreenCapture, ScreenRing
 from agentd.session.session import Session
 from agentd.session.transcript import Redactor, Transcript
 from agentd.supervisor.attach import Terminal
@@ -204,6 +205,13 @@ class Service:
         """Type ``data`` into the live session (an attached person); False if none runs."""
         return self.terminal.type(data)
 
+    def screen(self) -> ScreenCapture:
+        """What to draw the last session's screen from (running or not; blank before one)."""
+        run = self._loop.current
+        ring = run.screen if run is not None else ScreenRing(self.unit.pty.cols,
+                                                             self.unit.pty.rows)
+        return ring.capture()
+
     # -- what it is ------------------------------------------------------------------
     @property
     def unit(self) -> Unit:
@@ -253,6 +261,7 @@ class Service:
             "pid": session.pid if session and self.state == State.RUNNING else None,
             "session": loop.session_no,
             "uptime_s": round(session.uptime, 3) if session else 0.0,
+            "output_bytes": session.bytes_out if session else 0,
             "restarts": loop.restarts,
             "last_reason": loop.last_reason,
             "last_at": iso(loop.last_at) if loop.last_at is not None else None,

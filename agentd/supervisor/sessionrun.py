@@ -20,10 +20,12 @@ from agentd.config.convert import signal_name
 from agentd.config.times import iso
 from agentd.config.unit import Unit
 from agentd.errors import SpawnError
+from agentd.memory import complete
 from agentd.memory.statedir import fingerprint
 from agentd.process.tree import session_env_marker
 from agentd.session import inject
 from agentd.session.child import Child
+from agentd.session.screen import ScreenRing
 from agentd.session.session import Session
 from agentd.session.transcript import Transcript
 from agentd.supervisor.briefing import Briefing
@@ -63,6 +65,7 @@ class SessionRun:
         self.number = number
         self.reason = reason
         self.session: Session | None = None  # from the spawn until the tree is gone
+        self.screen = ScreenRing(unit.pty.cols, unit.pty.rows, number)  # kept after the end
         self._triggers: Triggers | None = None
         self._handoff: Handoff | None = None
 
@@ -95,7 +98,8 @@ class SessionRun:
         )
         session = Session(number=number, child=child, marker=marker,
                           matcher=LineMatcher(rules(unit)), transcript=self.transcript,
-                          on_output=self._on_output, clock=host.clock, on_raw=host.on_raw)
+                          on_output=self._on_output, clock=host.clock, on_raw=host.on_raw,
+                          screen=self.screen)
         self.session = session
         session.start()
         host.history.append({"kind": "start", "session": number, "pid": child.pid,
@@ -118,6 +122,7 @@ class SessionRun:
             action=trigger.action if trigger else "restart",
             pause_until=trigger.pause_until if trigger else None,
             state_changed=fingerprint(unit.state_dir) != state_before,
+            complete=_summary(complete.read(unit.state_dir)),
         )
 
     def fire(self, trigger: Trigger) -> None:
@@ -185,6 +190,10 @@ def rules(unit: Unit) -> list[Rule]:
     if unit.handoff.pattern is not None:
         found.append(Rule(HANDOFF_RULE, unit.handoff.pattern, "handoff"))
     return found
+
+
+def _summary(done: complete.Completion | None) -> str | None:
+    return done.summary if done is not None else None
 
 
 def _exit_reason(child: Child) -> str:

@@ -98,6 +98,8 @@ class Triggers:
     def _on_sentinel(self, hit: Hit) -> None:
         rule = hit.rule
         fields: dict[str, Any] = {"name": rule.name, "action": rule.action, "line": hit.line[:500]}
+        if self._session is not None:  # how far into the session's output it was seen
+            fields["at_byte"] = self._session.bytes_out
         self._emit(ev.SESSION_SENTINEL, **fields)
         reason = f"sentinel:{rule.name}"
         if rule.action in ("restart", "stop"):

@@ -74,11 +74,18 @@ def test_status_loads_the_client_side_only(tmp_path: Path) -> None:
     assert [m for m in modules if m.startswith("agentd.daemon.")] == ["agentd.daemon.client"]
 
 
+def test_top_alone_loads_its_tui_library(tmp_path: Path) -> None:
+    assert loaded(imported(["screen", "x"], tmp_path, AGENTD_HOME=str(tmp_path)),
+                  ("textual", "pyte")) == []
+    assert loaded(imported(["--help"], tmp_path), ("textual", "rich")) == []
+
+
 def test_every_verb_is_listed_with_its_help_and_hook_stays_hidden() -> None:
     ctx = click.Context(main)
     assert main.list_commands(ctx) == sorted(VERBS)
     assert set(VERBS) == {"status", "start", "stop", "restart", "enable", "disable", "reload",
-                          "logs", "events", "history", "bootstrap", "attach", "install-service",
+                          "logs", "events", "history", "bootstrap", "attach", "screen", "top",
+                          "install-service",
                           "state", "hooks", "hook"}
     listing = CliRunner().invoke(main, ["--help"]).stdout.split("Commands:\n", 1)[1]
     shown = {line.split()[0]: line.split(None, 1)[1] for line in listing.splitlines()}

@@ -55,6 +55,8 @@ NOW = at(2026, 11, 30, 10, 0)  # Monday 10:00 in Paris
         ("08:00 UTC", at(2026, 12, 1, 8, 0, zone=ZoneInfo("UTC"))),  # 09:00 Paris < now
         ("11:05 AM GMT+2", at(2026, 11, 30, 9, 5, zone=ZoneInfo("UTC"))),
         ("3:45 PM PST", at(2026, 11, 30, 15, 45)),  # unknown abbreviation: local time
+        ("3:45\u202fPM PST", at(2026, 11, 30, 15, 45)),  # ICU's narrow no-break space
+        ("5:15 AM GMT+5:30", at(2026, 11, 30, 23, 45, zone=ZoneInfo("UTC"))),  # Node, en-US
         ("Oct 9, 5pm", at(2027, 10, 9, 17, 0)),  # passed this year: next year
         ("Dec 1, 5pm", at(2026, 12, 1, 17, 0)),
         ("Nov 30th, 2025 3:45 PM", at(2025, 11, 30, 15, 45)),  # an explicit year is kept

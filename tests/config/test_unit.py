@@ -308,6 +308,11 @@ ERRORS = [
         "units/a.yaml:4: restart.exit_codes: exit code 0 is also in success_codes;"
         " a code means one thing",
     ),
+    (  # a threshold needs to know where the percentage is
+        "command: x\nworkdir: /\nhandoff: {when: low, below: 10}\n",
+        "units/a.yaml:3: handoff.below: needs a group named left (or left_...) in `when` holding"
+        " the percent left, or used (or used_...) holding the percent used",
+    ),
     (
         "command: x\nworkdir: /\nrestart: {exit_codes: [300]}\n",
         "units/a.yaml:3: restart.exit_codes[0]: should be less than or equal to 255 (got 300)",
@@ -623,9 +628,65 @@ def test_each_sentinel_matches_its_real_examples(name: str) -> None:
                 parse_reset_time(match["until"], 1_764_500_000)  # readable, never raises
 
 
+def test_handoff_reads_the_percent_left_or_100_minus_the_percent_used() -> None:
+    spec = parse(
+        r"""
+        command: x
+        workdir: /
+        handoff: {when: '(?P<left>\d+)% left|(?P<used_now>\d+)% used', below: 40}
+        """
+    ).handoff
+    assert spec.percent_left({"left": "30"}) == 30
+    assert spec.percent_left({"used_now": "70"}) == 30
+    assert spec.wanted({"used_now": "65"}) and not spec.wanted({"used_now": "55"})
+
+
 def test_gemini_does_not_restart_on_42() -> None:
     """Gemini CLI exits 42 on an input error: restarting would loop on it."""
     assert 42 not in parse("preset: gemini\nworkdir: /\n").restart.exit_codes
+
+
+# Exit codes as the CLIs' sources define them: gemini packages/core/src/utils/errors.ts
+# and exitCodes.ts; aider exits 0 after a --message-file turn and 1 on a setup error.
+@pytest.mark.parametrize(
+    ("name", "code", "meaning", "kind"),
+    [
+        ("gemini", 0, "done", "success"),
+        ("gemini", 53, "session turn limit (headless)", "restart"),
+        ("gemini", 41, "authentication error", "other"),
+        ("gemini", 42, "input error", "other"),
+        ("gemini", 44, "sandbox error", "other"),
+        ("gemini", 52, "config error", "other"),
+        ("gemini", 54, "tool execution error", "other"),
+        ("gemini", 55, "untrusted workspace", "other"),
+        ("gemini", 130, "cancelled", "other"),
+        ("aider", 0, "one --message-file turn done", "restart"),
+        ("aider", 1, "setup error (message file not found...)", "other"),
+    ],
+)
+def test_preset_exit_codes_follow_the_cli_sources(name: str, code: int, meaning: str,
+                                                  kind: str) -> None:
+    restart = parse(f"preset: {name}\nworkdir: /\n").restart
+    got = ("restart" if code in restart.exit_codes
+           else "success" if code in restart.success_codes else "other")
+    assert got == kind, f"{name} exit {code} ({meaning})"
+
+
+def test_gemini_handoff_reads_the_context_column_not_the_quota() -> None:
+    handoff = parse("preset: gemini\nworkdir: /\n").handoff
+    assert handoff.pattern is not None
+    # The default footer (context column hidden) with Google-login quota: no handoff.
+    assert not handoff.pattern.search("~/work/shop   main   no sandbox   gemini-2.5-pro   80% used")
+    both = handoff.pattern.search("~/w   main   gemini-2.5-pro   45% used   12% used")
+    assert both is not None
+    groups = {k: v for k, v in both.groupdict().items() if v is not None}
+    assert handoff.percent_left(groups) == 55 and handoff.wanted(groups)
+
+
+def test_gemini_reset_time_keeps_the_zone_offset() -> None:
+    sentinels = {s.name: s for s in parse("preset: gemini\nworkdir: /\n").sentinels}
+    hit = sentinels["usage-limit"].pattern.search("Access resets at 5:15 AM GMT+5:30.")
+    assert hit is not None and hit["until"] == "5:15 AM GMT+5:30"
 
 
 def test_claude_code_sentinels_match_the_captured_tui() -> None:

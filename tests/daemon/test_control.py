@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agentd.daemon.client import Client, Code, RemoteError, Unreachable
-from agentd.daemon.commands import HANDLERS, sessions
+from agentd.daemon.commands import HANDLERS
 from agentd.daemon.control import ControlServer, bind_socket, peer_uid
 from agentd.daemon.protocol import (
     COMMANDS,
@@ -31,6 +31,7 @@ from agentd.errors import PathError
 from agentd.events import EventLog
 from agentd.paths import Paths
 from agentd.supervisor.api import Supervisor
+from agentd.supervisor.history import sessions
 from tests.conftest import fake, poll_for
 from tests.daemon import test_daemon
 from tests.daemon.test_daemon import Served

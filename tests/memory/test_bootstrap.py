@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import stat
 import subprocess
 import time
@@ -147,17 +148,22 @@ def test_no_warnings_section_when_all_is_well(tmp_path: Path) -> None:
 # --- budget -----------------------------------------------------------------------
 
 
-def test_budget_cuts_later_file_with_marker_and_leaves_out_the_rest(tmp_path: Path) -> None:
+def test_must_keep_over_the_budget_is_cut_evenly_with_a_marker_and_a_warning(
+    tmp_path: Path,
+) -> None:
     big = "\n".join(f"line {i} " + "x" * 60 for i in range(400))
-    layout = [entry("first.md"), entry("big.md", title="Big"), entry("last.md", title="Last")]
-    b = boot(tmp_path, {"first.md": "FIRST", "big.md": big, "last.md": "LAST"}, layout,
+    layout = [entry("first.md"), entry("big.md", title="Big"), entry("last.md", title="Last"),
+              entry("log", kind="decision-log"), entry("s.md", keep="free")]  # fmt: skip
+    b = boot(tmp_path, {"first.md": "FIRST", "big.md": big, "last.md": "LAST",
+                        "log": GOOD_LINE + "\n", "s.md": "scratch"}, layout,
              budget_tokens=1200)  # fmt: skip
-    assert "FIRST" in b.text
-    assert "line 0 " in b.text and "line 399" not in b.text  # cut from the end
+    assert "FIRST" in b.text and "LAST" in b.text  # the short ones keep every line
+    assert "line 0 " in b.text and "line 399" not in b.text  # the long one is cut, from its end
     assert "[... cut for the token budget: read .agent/big.md for the rest]" in b.text
-    assert "[left out for the token budget: read .agent/last.md]" in b.text
-    assert "LAST" not in b.text
-    assert b.cut == [".agent/big.md", ".agent/last.md"]
+    assert "one cache_manager" not in b.text and "scratch" not in b.text  # nothing below must
+    assert "[left out for the token budget: read .agent/log, .agent/s.md]" in b.text
+    assert b.cut == [".agent/big.md", ".agent/log", ".agent/s.md"]
+    assert any("the must-keep state needs about" in w for w in b.warnings)
     assert b.tokens == estimate_tokens(b.text) <= 1200
     kept = [ln for ln in b.text.splitlines() if ln.startswith("line ")]
     assert all(ln.endswith("x" * 60) for ln in kept)  # cut at a line boundary
@@ -186,12 +192,14 @@ def test_cjk_counts_one_token_per_char(tmp_path: Path, char: str, fits: bool) ->
         assert 500 < shown < 1000 and b.cut == [".agent/n.md"]
 
 
-def test_tail_cut_keeps_newest_lines(tmp_path: Path) -> None:
+def test_a_record_cut_keeps_its_newest_items(tmp_path: Path) -> None:
     log = "\n".join(GOOD_LINE.replace("one cache_manager", f"choice {i}") for i in range(10))
     layout = [entry("decisions.log", kind="decision-log", tail=10, max_tokens=150)]
     b = boot(tmp_path, {"decisions.log": log}, layout)
     assert "choice 9 " in b.text and "choice 0 " not in b.text
-    assert b.text.index("cut for the token budget") < b.text.index("choice 9 ")
+    caption = b.text.index("_(the newest ")
+    assert "of 10 decisions; read .agent/decisions.log for the rest)_" in b.text[caption:]
+    assert caption < b.text.index("choice 9 ")
 
 
 # --- task state -------------------------------------------------------------------------
@@ -205,12 +213,20 @@ def test_task_state_rendering(tmp_path: Path) -> None:
     assert "> **Next action:** replace the 5 calls in order_service" in t
     assert t.index("Mission") < t.index("Next action") < t.index("Completed steps")
     assert "**Task:** replace redis calls · **Phase:** 2/3" in t
-    assert "the newest 10 of 13" in t
-    assert "step 2 " not in t and "- step 3 (pending verification)" in t
+    assert "the newest" not in t and "- step 0 (pending verification)" in t  # room for all
     assert "- one cache_manager - because one place to monitor" in t
     assert "`extra`: [1]" in t
     assert "## Handoff from the last session\n\norder_service.py is half done" in t
     assert b.warnings == []
+    tight = boot(tmp_path, {"state.json": json.dumps(state)}, budget_tokens=400)
+    t = tight.text
+    newest = r"\*\*Completed steps:\*\* the newest \d of 13 \(the rest: .agent/state.json\)"
+    assert re.search(newest, t)
+    assert "- last (pending verification)" in t and "step 0 " not in t  # the newest first
+    assert "do not change controller" in t and "half done" in t  # facts before records
+    notes = [n for row in tight.account for n in row.notes]
+    assert any(n.startswith("completed steps: the newest ") and "(10 guaranteed): the budget "
+               "went to must-keep facts first" in n for n in notes)  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -341,13 +357,16 @@ def test_tail_of_a_50mb_log_reads_only_the_end(tmp_path: Path) -> None:
         for i in range(3):
             f.write((GOOD_LINE.replace("one cache_manager", f"newest {i}") + "\n").encode())
     assert path.stat().st_size > 50_000_000
-    layout = [entry("decisions.log", kind="decision-log", tail=3)]
+    layout = [entry("decisions.log", kind="decision-log", tail=3, keep="must")]
     b = boot(tmp_path, {}, layout)
     shown = [ln for ln in b.text.splitlines() if ln.startswith("[2026")]
     assert len(shown) == 3
     assert all(f"use newest {i} |" in line for i, line in enumerate(shown))
-    b = boot(tmp_path, {}, [entry("decisions.log", kind="decision-log", tail=4)])
+    b = boot(tmp_path, {}, [entry("decisions.log", kind="decision-log", tail=3)])  # a record
+    shown = [ln for ln in b.text.splitlines() if ln.startswith("[2026")]
+    assert len(shown) > 10 and all(f"use newest {i} |" in shown[i - 3] for i in range(3))
     assert "line 4 (counted from the end) is not" in b.warnings[0]  # too big to count lines
+    assert re.search(r"_\(the newest \d+ of \d+\+ decisions; read .agent/decisions.log", b.text)
 
     class Counting(io.FileIO):
         read_bytes = 0
@@ -389,7 +408,7 @@ def test_tail_lines_table(data: bytes, n: int, lines: list[str], tmp_path: Path)
 def test_text_tail_and_latest_in_directory(tmp_path: Path) -> None:
     files: dict[str, str | bytes] = {"notes.md": "\n".join(f"n{i}" for i in range(100))}
     files |= {"snapshots/snapshot-001.json": "{old}", "snapshots/snapshot-002.json": "{new}"}
-    layout = [entry("notes.md", tail=2), entry("snapshots", title="Latest snapshot")]
+    layout = [entry("notes.md", tail=2, keep="must"), entry("snapshots", title="Latest snapshot")]
     b = boot(tmp_path, files, layout)
     assert "n98\nn99" in b.text and "n97" not in b.text
     assert "latest of 2 files: `.agent/snapshots/snapshot-002.json`" in b.text

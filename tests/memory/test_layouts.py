@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -64,10 +65,10 @@ def test_contract_shows_only_the_summary(tmp_path: Path) -> None:
     for absent in ("STACK", "TypeScript", "NAMING", "PascalCase", "IMMUTABLE"):
         assert absent not in t
     order = ["## Project contract (summary)", "## Task state", "### CURRENT", "refactor the auth",
-             "### NEXT", "extract the token check", "### BLOCKERS", "### HANDOFF",
-             "the check is next", "## Rules"]  # fmt: skip
+             "### DONE", "- [x] map the auth flow", "### NEXT", "extract the token check",
+             "### HANDOFF", "the check is next", "## Rules"]  # fmt: skip
     assert [t.index(s) for s in order] == sorted(t.index(s) for s in order)
-    assert "map the auth flow" not in t  # DONE is not in the current area
+    assert "BLOCKERS" not in t  # `- none`: an empty section is left out
     assert b.warnings == []
 
 
@@ -81,10 +82,13 @@ def test_missing_sections_are_warned(tmp_path: Path) -> None:
 def test_entries_show_the_newest_with_a_count(tmp_path: Path) -> None:
     doc = "# Decisions\n\nintro\n\n" + "\n".join(
         f"## {i}. decision {i}\n\n- why: reason {i}\n" for i in range(1, 13))
-    b = boot(tmp_path, {"decisions.md": doc}, [entry("decisions.md", kind="entries", tail=3)])
+    b = boot(tmp_path, {"decisions.md": doc}, [entry("decisions.md", kind="entries", tail=3,
+                                                     max_tokens=60)])  # fmt: skip
     assert "_(the newest 3 of 12 entries; read .agent/decisions.md for the rest)_" in b.text
     assert "### 12. decision 12" in b.text and "reason 10" in b.text
     assert "decision 9" not in b.text and "intro" not in b.text
+    roomy = boot(tmp_path, {"decisions.md": doc}, [entry("decisions.md", kind="entries", tail=3)])
+    assert "### 1. decision 1\n" in roomy.text and "the newest" not in roomy.text
 
 
 def test_latest_file_sorts_numbers_by_value(tmp_path: Path) -> None:
@@ -97,9 +101,11 @@ def test_latest_file_sorts_numbers_by_value(tmp_path: Path) -> None:
 
 def test_long_done_lists_show_the_newest(tmp_path: Path) -> None:
     doc = "## Progress\n\n" + "\n".join(f"- [x] step {i}" for i in range(25)) + "\n- [ ] open\n"
-    b = boot(tmp_path, {"t.md": doc}, [entry("t.md", title="Task")])
-    assert "- _(15 earlier done items: see .agent/t.md)_" in b.text
-    assert "step 14\n" not in b.text and "- [x] step 15" in b.text and "- [ ] open" in b.text
+    b = boot(tmp_path, {"t.md": doc}, [entry("t.md", title="Task", max_tokens=80)])
+    shown = re.search(r"- _\((\d+) earlier done items: see .agent/t.md\)_", b.text)
+    assert shown and 0 < int(shown[1]) < 15  # the newest ten and more, as room allows
+    assert f"- [x] step {int(shown[1]) - 1}\n" not in b.text and "- [x] step 24" in b.text
+    assert "### Progress" in b.text and "- [ ] open" in b.text  # the to-do is must-keep
 
 
 def test_comments_are_hidden_and_headings_nested(tmp_path: Path) -> None:
@@ -211,7 +217,8 @@ def test_a_300k_line_log_renders_fast_without_reading_it_whole(tmp_path: Path) -
     b, read, seconds = _boot_big_log(tmp_path, 300_000)
     size = (tmp_path / ".agent" / "decisions.log").stat().st_size
     assert size > 40_000_000
-    assert b.text.count("[2026-11-30 14:32] [arch]") == 10 and b.warnings == []
+    assert b.text.count("[2026-11-30 14:32] [arch]") >= 10 and b.warnings == []
+    assert b.tokens <= 3000
     assert read < 256 * 1024, f"read {read} bytes of a {size}-byte log"
     assert seconds < 1.0  # measured: ~10 ms; generous for a loaded CI machine
 

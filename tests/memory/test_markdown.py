@@ -132,12 +132,14 @@ def test_is_placeholder(line: str, placeholder: bool) -> None:
     assert md.is_placeholder(line) is placeholder
 
 
-def test_collapse_checked_keeps_the_newest() -> None:
-    lines = ["intro", *(f"- [x] step {i}" for i in range(15)), "  continued", "- [ ] todo"]
-    out = mdlists.collapse_checked(lines, 10, ".agent/T.md")
-    assert out[1] == "- _(5 earlier done items: see .agent/T.md)_"
-    assert out[2] == "- [x] step 5" and out[-3:] == ["- [x] step 14", "  continued", "- [ ] todo"]
-    assert mdlists.collapse_checked(lines[:4], 10, "x") == lines[:4]
+def test_empty_sections_and_blank_runs_are_dropped() -> None:
+    lines = ["# Task", "", "## Next", "", "## Blockers", "", "- none", "", "## Done", "",
+             "### Today", "- [x] a", "", "", "", "## Handoff", "<!-- note -->"]  # fmt: skip
+    assert md.drop_empty_sections(lines) == ["# Task", "", "## Done", "", "### Today", "- [x] a",
+                                             "", "", ""]  # fmt: skip
+    assert md.single_blank(["a", "", "", "b", "", ""]) == ["a", "", "b", ""]
+    assert md.drop_empty_sections(["```", "# not a heading", "```"]) == ["```", "# not a heading",
+                                                                         "```"]  # fmt: skip
 
 
 def test_nest_moves_headings_under_the_block() -> None:

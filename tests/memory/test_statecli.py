@@ -56,14 +56,15 @@ def test_init_creates_the_files_and_show_renders_them(tmp_path: Path, name: str)
     agent = tmp_path / ".agent"
     layout = load_layout(name)
     for f in layout.files:
-        assert (agent / f.path).exists() or f.optional, f.path
+        assert (agent / f.path).exists(), f.path  # every file the layout reads
     assert (agent / ".layout").read_text() == f"{name}\n"
     shown = real(tmp_path, "show", "--budget", "2000")
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout
     titles = [f"## {f.heading}\n" for f in layout.files if not f.optional]
     assert [text.index(t) for t in titles] == sorted(text.index(t) for t in titles)
-    assert text.startswith("# agentd bootstrap") and text.rstrip().endswith("`).")
+    assert text.startswith("# agentd bootstrap") and text.rstrip().endswith("exit code.")
+    assert "Do not change public function signatures" not in text  # examples are not rules
 
 
 def test_init_never_overwrites(tmp_path: Path) -> None:
@@ -230,7 +231,7 @@ def test_usage_errors_exit_2(tmp_path: Path, args: list[str], code: int, message
     state(tmp_path, "init")
     r = state(tmp_path, *args)
     assert r.exit_code == code and message in r.stderr, r.stderr
-    assert not (tmp_path / ".agent" / "decisions.log").exists()
+    assert (tmp_path / ".agent" / "decisions.log").read_text() == ""  # nothing written
 
 
 def test_failures_exit_1_and_say_what_to_do(tmp_path: Path) -> None:

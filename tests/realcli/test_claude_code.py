@@ -8,35 +8,53 @@ a 100k window).
 
 from __future__ import annotations
 
+import os
+import re
 import signal
 import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import poll_for
 from tests.helpers import agentd_popen, events, records, write_unit
+from tests.realcli import fake_anthropic as fa
 from tests.realcli.conftest import ClaudeProject
-from tests.realcli.model import bash, fake_model, first_user_text
+from tests.realcli.model import bash, fake_model, first_user_text, tool_results
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
 BIG = 97_000  # reported input tokens: two such replies make Claude Code compact
 
 
-def _stop(proc: subprocess.Popen[str]) -> str:
+def _stop(proc: subprocess.Popen[str]) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
     try:
-        _, err = proc.communicate(timeout=30)
+        proc.communicate(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
-        _, err = proc.communicate(timeout=10)
-    return err or ""
+        proc.communicate(timeout=10)
 
 
 def _session_starts(home: Path, unit: str) -> list[dict[str, object]]:
     return [r for r in records(home / "logs" / unit / "history.jsonl") if r.get("kind") == "start"]
+
+
+@contextmanager
+def _running(home: Path, unit: str, *, sessions: int = 2, timeout: float = 90) -> Iterator[None]:
+    """`agentd run UNIT` until ``sessions`` sessions started (then the body runs),
+    stopped with SIGINT at the end whatever happens."""
+    proc = agentd_popen(home, "run", unit)
+    try:
+        poll_for(lambda: len(_session_starts(home, unit)) >= sessions, timeout=timeout,
+                 what=f"session {sessions} of {unit}")
+        yield
+    finally:
+        _stop(proc)
 
 
 def test_screen_sentinel_restarts_with_a_bootstrap_that_says_why(
@@ -47,18 +65,138 @@ def test_screen_sentinel_restarts_with_a_bootstrap_that_says_why(
     with fake_model(tmp_path / "requests.jsonl") as model:
         model.control(script=[bash("echo one", BIG), bash("echo two", BIG)])
         write_unit(home, "cc", claude_project.unit(model.url))
-        proc = agentd_popen(home, "run", "cc")
-        try:
-            poll_for(lambda: len(_session_starts(home, "cc")) >= 2, timeout=90,
-                     what="a second session")
-            second = home / "logs" / "cc" / "bootstrap-2.md"
+        with _running(home, "cc", timeout=90):
             poll_for(lambda: any("# agentd bootstrap: cc, session 2" in first_user_text(r["body"])
                                  for r in model.main_requests()),
                      timeout=60, what="session 2's prompt at the model")
-        finally:
-            err = _stop(proc)
+    second = home / "logs" / "cc" / "bootstrap-2.md"
     header = "\n\n".join(second.read_text(encoding="utf-8").split("\n\n")[:2])
     sentinel = events(home, "session.sentinel")[0]
     assert sentinel["name"] in ("compacting", "compacted"), sentinel
     assert f"sentinel:{sentinel['name']}" in header, header
-    assert "stopped" in err  # the run ended by our SIGINT, nothing else
+
+
+def _agentctl(*args: str, cwd: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+
+
+def _with_agentctl_on_path(env: dict[str, str]) -> dict[str, str]:
+    """The CLI's Bash tool finds `agentctl` as a user's shell would: on PATH."""
+    return {**env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+
+def test_precompact_hook_ends_the_session_before_any_summary_request(
+    home: Path, tmp_path: Path, claude_project: ClaudeProject,
+) -> None:
+    """`agentctl hooks claude-code` installed: Claude Code runs the PreCompact hook,
+    which reaches agentd through AGENTD_SOCKET; the session ends while the CLI waits
+    for its hook, so the summary request never reaches the model."""
+    _agentctl("hooks", "claude-code", "--dir", str(claude_project.project), cwd=tmp_path)
+    with fake_model(tmp_path / "requests.jsonl") as model:
+        model.control(script=[bash("echo one", BIG), bash("echo two", BIG)])
+        write_unit(home, "hk", claude_project.unit(model.url))
+        with _running(home, "hk", timeout=90):
+            poll_for(lambda: any("# agentd bootstrap: hk, session 2" in first_user_text(r["body"])
+                                 for r in model.main_requests()),
+                     timeout=60, what="session 2's prompt at the model")
+    assert _session_starts(home, "hk")[1]["reason"] == "sentinel:precompact"
+    assert model.summaries() == [], "a summary request reached the model"
+    outcome = next(r for r in records(home / "logs" / "hk" / "history.jsonl")
+                   if r.get("kind") == "outcome" and r["session"] == 1)
+    assert outcome["outcome"] == "context"
+
+
+def test_agentctl_restart_from_the_cli_bash_tool_under_agentd_run(
+    home: Path, tmp_path: Path, claude_project: ClaudeProject,
+) -> None:
+    """The bootstrap's own rule, `agentctl restart "$AGENTD_UNIT"`, run by Claude
+    Code's Bash tool: the session's socket is agentd run's private one."""
+    with fake_model(tmp_path / "requests.jsonl") as model:
+        model.control(script=[bash('agentctl restart "$AGENTD_UNIT" --reason fresh')])
+        unit = claude_project.unit(model.url)
+        unit["env"] = _with_agentctl_on_path(unit["env"])
+        write_unit(home, "rs", unit)
+        with _running(home, "rs", timeout=90):
+            pass
+    assert _session_starts(home, "rs")[1]["reason"] == "manual:fresh"
+
+
+HANDOFF_ASK = "your context is nearly full"
+
+
+def _handoff_brain(body: dict[str, object]) -> dict[str, object] | None:
+    """Work near the context wall; when agentd asks, record a handoff."""
+    prompt = first_user_text(body)
+    if "session 2" in prompt:
+        return {"reply": "resuming from the handoff", "input_tokens": 1000}
+    last = fa.last_user_text(body)
+    if HANDOFF_ASK in last:
+        return bash('agentctl state handoff "refactor half done: order_service next"', 60_000)
+    if tool_results(body):
+        return {"reply": "step one done", "input_tokens": 60_000}
+    return bash("echo working on step one", 60_000)
+
+
+def test_graceful_handoff_records_state_before_the_wall(
+    home: Path, tmp_path: Path, claude_project: ClaudeProject,
+) -> None:
+    """The model reports usage that puts `10% until auto-compact` in the footer; agentd
+    types its request, the model records a handoff, and session 2's bootstrap has it."""
+    _agentctl("state", "--dir", str(claude_project.project / ".agent"), "init", cwd=tmp_path)
+    with fake_model(tmp_path / "requests.jsonl", brain=_handoff_brain) as model:
+        unit = claude_project.unit(model.url, handoff={"wait": "60s"})
+        unit["env"] = _with_agentctl_on_path(unit["env"])
+        write_unit(home, "ho", unit)
+        with _running(home, "ho", timeout=120):
+            pass
+    asked, done = events(home, "session.handoff")[:2]
+    assert asked["phase"] == "asked" and asked["left"] <= 15
+    assert done["changed"] is True
+    assert _session_starts(home, "ho")[1]["reason"] == "context"
+    assert any(HANDOFF_ASK in fa.last_user_text(r["body"]) for r in model.main_requests())
+    second = (home / "logs" / "ho" / "bootstrap-2.md").read_text(encoding="utf-8")
+    assert "refactor half done: order_service next" in second
+
+
+STEPS = 6
+_STEP = re.compile(r"next action\W*(step-(\d+))", re.IGNORECASE)
+
+
+def _task_brain(body: dict[str, object]) -> dict[str, object] | None:
+    """A model that knows only its prompt: do the bootstrap's next action, then the one
+    after, each as one tool call that records it; stop when the steps run out."""
+    found = _STEP.search(first_user_text(body))
+    if found is None:
+        return {"reply": "no next action in my prompt", "input_tokens": 1000}
+    step = int(found.group(2)) + len(tool_results(body))
+    if step > STEPS:
+        return {"reply": "ALL STEPS DONE", "input_tokens": 1000}
+    return bash(f'echo step-{step} >> work.log && agentctl state done "step-{step}" '
+                f'&& agentctl state next "step-{step + 1}"', BIG)
+
+
+def test_a_task_advances_through_three_compactions_each_step_once_in_order(
+    home: Path, tmp_path: Path, claude_project: ClaudeProject,
+) -> None:
+    """Claude Code compacts after every two steps (hooks installed): each time agentd
+    ends the session first and the next one goes on from the bootstrap's next action."""
+    project = claude_project.project
+    _agentctl("state", "--dir", str(project / ".agent"), "init", cwd=tmp_path)
+    _agentctl("state", "--dir", str(project / ".agent"), "next", "step-1", cwd=tmp_path)
+    _agentctl("hooks", "claude-code", "--dir", str(project), cwd=tmp_path)
+    work = project / "work.log"
+    with fake_model(tmp_path / "requests.jsonl", brain=_task_brain) as model:
+        unit = claude_project.unit(model.url)
+        unit["env"] = _with_agentctl_on_path(unit["env"])
+        write_unit(home, "task", unit)
+        with _running(home, "task", sessions=1):
+            poll_for(lambda: work.exists() and len(work.read_text().split()) >= STEPS,
+                     timeout=150, what="six steps in work.log")
+            poll_for(lambda: any(r.get("note") == "scripted" for r in model.requests()),
+                     timeout=60, what="the model to find no step left")
+    assert work.read_text().split() == [f"step-{n}" for n in range(1, STEPS + 1)]
+    starts = _session_starts(home, "task")
+    assert len(starts) >= 4 and all(s["reason"] == "sentinel:precompact" for s in starts[1:4])
+    assert model.summaries() == [], "a summary request reached the model"

@@ -40,11 +40,26 @@ def end(n: int = 1, *, t0: float = 0.0, up: float = 60.0, **kw: object) -> Sessi
          True),
         # exit 0 after a sentinel asked for a restart is a hand-over, not "done"
         ({"trigger": "sentinel:compaction", "exit_code": 0}, "start", "sentinel:compaction", False),
+        # the state says the mission is complete: done, whatever ended the session
+        ({"exit_code": 143, "complete": "all ported"}, "done", "complete", False),
+        ({"exit_code": 0, "complete": "all ported"}, "done", "complete", False),
+        ({"signal": signal.SIGTERM, "complete": "x"}, "done", "complete", False),
+        ({"trigger": "sentinel:compaction", "complete": "x"}, "done", "complete", False),
+        ({"trigger": "sentinel:limit", "action": "pause", "complete": "x"}, "done", "complete",
+         False),
+        ({"trigger": "manual", "action": "stop", "complete": "x"}, "stopped", "manual", False),
     ],
 )
 def test_classification(kw: dict[str, object], next_: str, reason: str, failure: bool) -> None:
     d = policy().decide(end(**kw), [], now=60.0)
     assert (d.next, d.reason, d.failure) == (next_, reason, failure)
+
+
+def test_complete_says_why_and_is_no_failure_in_a_burst() -> None:
+    d = policy(burst=0).decide(end(exit_code=1, complete="ported all 12 modules"), [], now=60.0)
+    assert (d.next, d.outcome, d.detail) == ("done", "done", "mission complete: ported all 12 "
+                                                             "modules")  # fmt: skip
+    assert not policy().is_failure(end(exit_code=1, complete="x"))
 
 
 def test_short_handoff_counts_as_failure_and_backs_off() -> None:

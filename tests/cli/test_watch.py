@@ -1,0 +1,268 @@
+"""Watching agents: the current screen (``agentctl screen``, the first thing
+``attach`` draws), keys while attached, and ``logs`` of every unit."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+import pyte
+import pytest
+from click.testing import CliRunner, Result
+
+from agentd.cli.agentctl import main as agentctl_main
+from agentd.cli.ctl_attach import hold_interrupts
+from agentd.session.screen import ScreenRing
+from tests.conftest import FIXTURES, LOCAL_FIXTURES, fake, poll_for
+from tests.daemon import test_daemon
+from tests.daemon.test_daemon import Served
+from tests.helpers import write_unit
+
+dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
+TUI_FIXTURES = sorted([*FIXTURES.glob("*.raw"), *(LOCAL_FIXTURES / "captured").glob("*.raw")])
+STOP = {"grace": "300ms"}
+
+
+def agentctl(*args: str) -> Result:
+    return CliRunner().invoke(agentctl_main, list(args), catch_exceptions=False)
+
+
+def ctl_pty(home: Path, *args: str) -> pexpect.spawn:
+    """``agentctl ARGS`` on a real terminal of its own (80x24), for keys and raw mode."""
+    return pexpect.spawn(sys.executable, ["-m", "agentd.cli.agentctl", *args],
+                         env=dict(os.environ, AGENTD_HOME=str(home)), dimensions=(24, 80),
+                         timeout=15)
+
+
+def end(child: pexpect.spawn) -> int:
+    """Wait for ``child`` to exit (killing it after 10 s); its exit status."""
+    if child.isalive():
+        child.expect(pexpect.EOF, timeout=10)
+    child.close(force=True)
+    return int(child.exitstatus if child.exitstatus is not None else -1)
+
+
+def said(home: Path, unit: str, text: str) -> bool:
+    path = home / "logs" / unit / "transcript.log"
+    return path.exists() and text in path.read_text(errors="replace")
+
+
+def serve_units(home: Path, serve: list[Served], said_first: dict[str, str],
+                **units: list[str]) -> Served:
+    """A daemon running ``units`` (name -> fake agent steps), once each unit said its
+    ``said_first`` text."""
+    for name, steps in units.items():
+        write_unit(home, name, {"command": fake(*steps), "inject": {"mode": "none"},
+                                "stop": STOP, "state": {"dir": f".agent-{name}"}})
+    d = Served(home)
+    serve.append(d.ready())
+    poll_for(lambda: all(said(home, u, text) for u, text in said_first.items()),
+             what=f"the units to say {said_first}")
+    return d
+
+
+# --- the screen -----------------------------------------------------------------------------
+
+
+def terminal_rows(data: bytes, cols: int = 120, rows: int = 40) -> list[str]:
+    """What a real terminal shows after ``data``: tmux's (capture-pane -p), else pyte's."""
+    screen = pyte.Screen(cols, rows)
+    pyte.ByteStream(screen).feed(data)
+    drawn = [row.rstrip() for row in screen.display]
+    if shutil.which("tmux") is None:
+        return drawn
+    shown = _tmux_rows(data, cols, rows)
+    assert shown == drawn, "pyte and tmux disagree on this capture"
+    return shown
+
+
+def _tmux_rows(data: bytes, cols: int, rows: int) -> list[str]:
+    with _tmux(cols, rows) as (tmux, workdir):
+        raw = workdir / "screen.raw"
+        raw.write_bytes(data)
+        done = workdir / "done"
+        tmux("respawn-pane", "-k", f"stty raw -echo; cat {raw}; touch {done}; exec sleep 60")
+        poll_for(done.exists, what="tmux to print the capture")
+        poll_for(lambda: tmux("capture-pane", "-p") == tmux("capture-pane", "-p"),
+                 what="tmux's pane to settle")
+        shown = tmux("capture-pane", "-p").split("\n")[:rows]
+    return [row.rstrip() for row in shown] + [""] * (rows - len(shown))
+
+
+class _tmux:
+    """A private tmux server with one window of ``cols`` x ``rows``; call it with a
+    tmux command, get its stdout."""
+
+    def __init__(self, cols: int, rows: int, env: dict[str, str] | None = None) -> None:
+        self.workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"tm{os.getpid()}-{time.time_ns()}"
+        self.workdir.mkdir()
+        self.socket = self.workdir / "s"
+        self.env = dict(os.environ, **(env or {}))
+        self.env.pop("TMUX", None)
+        self("-f", "/dev/null", "new-session", "-d", "-x", str(cols), "-y", str(rows),
+             "exec sleep 600")
+
+    def __call__(self, *args: str) -> str:
+        done = subprocess.run(["tmux", "-S", str(self.socket), *args], capture_output=True,
+                              text=True, timeout=15, env=self.env, stdin=subprocess.DEVNULL)
+        return done.stdout.rstrip("\n")
+
+    def __enter__(self) -> tuple[_tmux, Path]:
+        return self, self.workdir
+
+    def __exit__(self, *exc: object) -> None:
+        self("kill-server")
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+@pytest.mark.parametrize("capture", TUI_FIXTURES, ids=lambda p: p.name)
+def test_screen_shows_what_the_terminal_shows(dhome: Path, serve: list[Served],
+                                              capture: Path) -> None:
+    """A TUI that redraws in place (cursor moves, diff-only repaints): the screen is
+    what a terminal shows after the same bytes, not the transcript's lines."""
+    write_unit(dhome, "tui", {"command": fake(f"replay:{capture}", "wait"),
+                              "inject": {"mode": "none"}, "stop": STOP})
+    d = Served(dhome)
+    serve.append(d.ready())
+    want = terminal_rows(capture.read_bytes())
+    poll_for(lambda: d.status("tui")["output_bytes"] >= capture.stat().st_size,
+             what="the whole capture written")
+    res = agentctl("screen", "tui", "--json")
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.stdout)
+    assert got["rows"] == want
+    assert got["cols"] == 120 and got["session"] == 1 and len(got["cursor"]) == 2
+    text = agentctl("screen", "tui")
+    assert text.stdout == "\n".join(want) + "\n"
+
+
+def test_the_screen_ring_is_bounded_and_starts_over_where_it_must() -> None:
+    ring = ScreenRing(20, 3, session=1, keep=64)
+    for n in range(200):
+        ring.feed(f"line {n}\r\n".encode())
+    capture = ring.capture()
+    assert len(capture.data) <= 128 and capture.start > 0
+    assert capture.draw().rows == ["line 198", "line 199", ""]
+    ring.feed(b"\x1b[2Jx")  # only these bytes are new to the emulator kept since
+    again = ring.capture().draw()
+    assert again.rows == ["", "", "x"] and again.cursor == (2, 1)
+
+
+def test_a_repaint_redraws_the_same_cells() -> None:
+    data = (FIXTURES / "claude-code-2.1.197-autocompact.raw").read_bytes()
+    ring = ScreenRing(120, 40)
+    ring.feed(data)
+    drawn = ring.capture().draw(redraw=True)
+    again, direct = pyte.Screen(120, 40), pyte.Screen(120, 40)
+    pyte.ByteStream(again).feed(b"junk\r\n\x1b[31mmore" + drawn.redraw)
+    pyte.ByteStream(direct).feed(data)
+    cells = [(y, x) for y in range(40) for x in range(120)]
+    assert [again.buffer[y][x] for y, x in cells] == [direct.buffer[y][x] for y, x in cells]
+    assert (again.cursor.y, again.cursor.x) == (direct.cursor.y, direct.cursor.x)
+
+
+# --- attach ---------------------------------------------------------------------------------
+
+
+def test_attach_draws_the_screen_first_then_types_and_guards_ctrl_c(
+        dhome: Path, serve: list[Served]) -> None:
+    d = serve_units(dhome, serve, {"t": "ready> "},  # the prompt, before attaching
+                    t=["out:booting", "prompt:ready> ", "out:bye", "wait"])
+    child = ctl_pty(dhome, "attach", "t")
+    try:
+        child.expect("attached to t")
+        child.expect("ready>", timeout=5)  # at once: nothing new was written since
+        child.send("\x03")
+        child.expect("Ctrl-C not sent")
+        child.send("Ada\r")
+        child.expect("GOT:Ada")
+        assert said(dhome, "t", "GOT:Ada") and not said(dhome, "t", "\x03")
+        child.send("\x1d")
+        child.expect("detached from t: you pressed Ctrl-]")
+        assert end(child) == 0
+    finally:
+        child.close(force=True)
+    assert d.status("t")["state"] == "running"  # neither Ctrl-C nor detaching ended it
+
+
+def test_attach_says_who_closed_the_stream(dhome: Path, serve: list[Served]) -> None:
+    d = serve_units(dhome, serve, {"t": "up"}, t=["out:up", "wait"])
+    child = ctl_pty(dhome, "attach", "t")
+    try:
+        child.expect("attached to t")
+        d.stop()
+        child.expect("detached from t: agentd is stopping")
+        assert end(child) == 0
+    finally:
+        child.close(force=True)
+
+
+def test_attach_needs_a_terminal(dhome: Path, serve: list[Served]) -> None:
+    done = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "attach", "t"],
+                          env=dict(os.environ, AGENTD_HOME=str(dhome)), stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1
+    assert "attach needs a terminal: stdin is not one" in done.stderr
+    assert "agentctl screen t" in done.stderr
+
+
+@pytest.mark.parametrize(("keys", "armed", "sent", "armed_after", "held"), [
+    (b"abc", False, b"abc", False, False),
+    (b"\x03", False, b"", True, True),
+    (b"\x03", True, b"\x03", False, False),
+    (b"\x03\x03", False, b"\x03", False, True),
+    (b"\x03x", False, b"x", False, True),
+    (b"x", True, b"x", False, False),
+])
+def test_ctrl_c_is_passed_on_only_when_pressed_twice(keys: bytes, armed: bool, sent: bytes,
+                                                     armed_after: bool, held: bool) -> None:
+    assert hold_interrupts(keys, armed) == (sent, armed_after, held)
+
+
+# --- logs of every unit ---------------------------------------------------------------------
+
+
+def test_logs_without_a_unit_interleave_every_unit(dhome: Path, serve: list[Served]) -> None:
+    serve_units(dhome, serve, {"one": "from one", "two": "from two"},
+                one=["out:from one", "wait"], two=["out:\\x1b[32mfrom two\\x1b[0m", "wait"])
+    res = agentctl("logs")
+    assert res.exit_code == 0, res.output
+    assert "one | from one" in res.stdout.splitlines()
+    assert "two | from two" in res.stdout.splitlines()
+    data = json.loads(agentctl("logs", "--json").stdout)
+    assert {u["unit"] for u in data} == {"one", "two"}
+
+
+# --- top ------------------------------------------------------------------------------------
+
+
+def test_top_shows_every_unit_and_stops_one_by_key(dhome: Path, serve: list[Served]) -> None:
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (apt-get install tmux): agentctl top is tested in a "
+                    "real terminal, tmux's")
+    d = serve_units(dhome, serve, {"one": "one ready>", "two": "two ready>"},
+                    one=["prompt:one ready> ", "wait"], two=["prompt:two ready> ", "wait"])
+    with _tmux(130, 12, env={"AGENTD_HOME": str(dhome), "LANG": "C.UTF-8"}) as (tmux, _):
+        tmux("respawn-pane", "-k", f"{sys.executable} -m agentd.cli.agentctl top")
+
+        def rows() -> dict[str, list[str]]:
+            lines = tmux("capture-pane", "-p").splitlines()
+            return {cells[0]: cells for cells in map(str.split, lines)
+                    if cells and cells[0] in ("one", "two")}
+
+        poll_for(lambda: {u: r[1] for u, r in rows().items()} == {"one": "running",
+                                                                   "two": "running"},
+                 timeout=20, what="top to show both units running")
+        poll_for(lambda: rows()["two"][-2:] == ["two", "ready>"], what="two's screen line")
+        tmux("send-keys", "x")  # the cursor is on the first row: one
+        poll_for(lambda: rows()["one"][1] == "stopped", what="one shown stopped")
+        assert d.status("one")["state"] == "stopped"
+        assert d.status("two")["state"] == "running"
+        tmux("send-keys", "q")
+        poll_for(lambda: tmux("list-sessions") == "", what="top to quit (its pane closes)")
