@@ -20,6 +20,8 @@ def describe(event: dict[str, Any]) -> str | None:
     name = event.get("event")
     s = event.get("session")
     if name == "unit.error":
+        return f"error: {event.get('error')}"
+    if name == "daemon.error":
         return f"internal error: {event.get('error')}"
     if name == "unit.state":
         to, why = event.get("to"), event.get("reason") or ""

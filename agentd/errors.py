@@ -54,13 +54,30 @@ class UnitError(AgentdError):
 
 
 class SpawnError(AgentdError):
-    """The agent command could not be started (missing binary, bad workdir...)."""
+    """The agent command could not be started (missing binary, bad workdir...).
 
-    def __init__(self, message: str, *, unit: str | None = None, argv: list[str] | None = None):
+    ``permanent``: it cannot be executed as it is (not found, not executable,
+    arguments too long), so trying again changes nothing until someone acts;
+    otherwise (out of processes or memory) a later try may work.
+    """
+
+    def __init__(self, message: str, *, unit: str | None = None, argv: list[str] | None = None,
+                 permanent: bool = True):
         self.unit = unit
         self.argv = argv
+        self.permanent = permanent
         super().__init__(f"{unit}: {message}" if unit else message)
 
 
 class PathError(AgentdError):
     """A place agentd needs (home, socket, logs) is unusable; names the path."""
+
+    @classmethod
+    def cannot(cls, doing: str, path: Path | str, exc: OSError) -> PathError:
+        """``cannot create /proc/nope/run: No such file or directory (check AGENTD_HOME)``;
+        the OS names the path that failed when it knows a closer one than ``path``."""
+        failed = exc.filename if exc.filename is not None else path
+        why = "it exists and is not a directory" if isinstance(exc, FileExistsError) \
+            else exc.strerror or str(exc)
+        return cls(f"cannot {doing} {failed}: {why} "
+                   "(check AGENTD_HOME, --home and the XDG_* variables)")

@@ -1,7 +1,9 @@
 """Events: one JSON object per line in ``logs/agentd.jsonl`` (SPEC 6).
 
 Written with structlog, without touching its global configuration (tests and
-the daemon may hold several ``EventLog`` values). Besides the file, listeners
+the daemon may hold several ``EventLog`` values). The file is rotated by size
+(``agentd.jsonl`` -> ``.1`` ... ``.N``) and opened again when it was deleted
+or moved away (checked at each event) or on ``reopen`` (SIGHUP). Besides the file, listeners
 receive each event dict: ``agentd run`` prints them for people, tests assert
 on them, the control server will stream them.
 """
@@ -15,10 +17,14 @@ from typing import Any, TextIO
 
 import structlog
 
+from agentd.errors import PathError
+from agentd.logfiles import replaced, rotate
+
 # Event names (SPEC 6); kept here so a typo is a NameError, not a silent new event.
 DAEMON_START = "daemon.start"
 DAEMON_STOP = "daemon.stop"
 DAEMON_RELOAD = "daemon.reload"
+DAEMON_ERROR = "daemon.error"
 UNIT_LOADED = "unit.loaded"
 UNIT_INVALID = "unit.invalid"
 UNIT_STATE = "unit.state"
@@ -48,18 +54,27 @@ def _head_first(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, An
     return ordered
 
 
+MAX_BYTES = 10_000_000  # as a unit's logs.max_bytes and logs.backups
+BACKUPS = 5
+
+
 class EventLog:
     """Emits events to a JSON-lines file (optional) and to listeners."""
 
-    def __init__(self, path: Path | None = None, *, redact: Redact | None = None) -> None:
+    def __init__(self, path: Path | None = None, *, redact: Redact | None = None,
+                 max_bytes: int = MAX_BYTES, backups: int = BACKUPS) -> None:
         self.path = path
         self._redact = redact
         self._listeners: list[Listener] = []
         self._file: TextIO | None = None
+        self.max_bytes = max_bytes
+        self.backups = backups
         if path is not None:
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            self._file = os.fdopen(fd, "a", encoding="utf-8", buffering=1)
+            try:
+                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                self._open()
+            except OSError as exc:  # logs dir not writable, under a regular file...
+                raise PathError.cannot("write the event log", path, exc) from None
         processors: list[Any] = [
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
@@ -68,7 +83,7 @@ class EventLog:
             self._fan_out,
             structlog.processors.JSONRenderer(sort_keys=False),
         ]
-        sink = structlog.WriteLogger(self._file) if self._file else structlog.ReturnLogger()
+        sink = _Sink(self._write) if path is not None else structlog.ReturnLogger()
         self._log = structlog.wrap_logger(sink, processors=processors)
 
     def set_redact(self, redact: Redact | None) -> None:
@@ -88,6 +103,31 @@ class EventLog:
             self._file.close()
             self._file = None
 
+    def reopen(self) -> None:
+        """Open the file at its path again (SIGHUP, after logrotate moved it)."""
+        if self._file is not None:
+            self.close()
+            self._open()
+
+    def _open(self) -> None:
+        assert self.path is not None
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self._file = os.fdopen(fd, "a", encoding="utf-8", buffering=1)
+
+    def _write(self, line: str) -> None:
+        if self._file is None:
+            return
+        assert self.path is not None
+        if replaced(self.path, self._file.fileno()):  # deleted, or moved by logrotate
+            self.reopen()
+        elif self.max_bytes > 0 and os.fstat(self._file.fileno()).st_size + len(line) > \
+                self.max_bytes:
+            self.close()
+            rotate(self.path, self.backups)
+            self._open()
+        assert self._file is not None
+        self._file.write(line + "\n")
+
     def _scrub(self, _logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
         if self._redact is not None:
             for key, value in event.items():
@@ -104,3 +144,10 @@ class EventLog:
                 # is dropped: it must never break the supervisor's loop.
                 self._listeners.remove(listener)
         return event
+
+
+class _Sink:
+    """structlog's logger at the end of the chain: hands each rendered line on."""
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self.msg = self.debug = self.info = self.warning = self.error = self.critical = write

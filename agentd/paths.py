@@ -2,10 +2,15 @@
 
 With ``AGENTD_HOME`` (or ``--home``) everything lives under it; otherwise the
 XDG base directories are used. ``AGENTD_SOCKET`` overrides the socket path.
+
+``lifecycle/`` (beside ``logs/``) holds what a unit's life keeps across daemon
+restarts and reboots: whether it is enabled, the state a person or its end
+left it in, its restart count (``agentd.supervisor.lifecycle``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Mapping
@@ -24,6 +29,7 @@ class Paths:
     logs: Path
     run: Path
     socket: Path
+    lifecycle: Path
 
     @classmethod
     def resolve(cls, home: str | Path | None = None, env: Mapping[str, str] | None = None) -> Paths:
@@ -31,20 +37,25 @@ class Paths:
         home = home or env.get("AGENTD_HOME")
         if home:
             root = Path(home).expanduser().absolute()
-            paths = cls(root / "units", root / "logs", root / "run", root / "run" / "agentd.sock")
+            paths = cls(root / "units", root / "logs", root / "run", root / "run" / "agentd.sock",
+                        root / "lifecycle")
         else:
             user = Path.home()
             config = Path(env.get("XDG_CONFIG_HOME") or user / ".config") / "agentd"
             state = Path(env.get("XDG_STATE_HOME") or user / ".local" / "state") / "agentd"
             runtime = env.get("XDG_RUNTIME_DIR")
             run = Path(runtime) / "agentd" if runtime else state / "run"
-            paths = cls(config / "units", state / "logs", state / "run", run / "agentd.sock")
+            paths = cls(config / "units", state / "logs", state / "run", run / "agentd.sock",
+                        state / "lifecycle")
         if env.get("AGENTD_SOCKET"):
-            paths = cls(paths.units, paths.logs, paths.run, Path(env["AGENTD_SOCKET"]).absolute())
+            paths = dataclasses.replace(paths, socket=Path(env["AGENTD_SOCKET"]).absolute())
         return paths
 
     def unit_logs(self, unit: str) -> Path:
         return self.logs / unit
+
+    def unit_lifecycle(self, unit: str) -> Path:
+        return self.lifecycle / f"{unit}.json"
 
     def run_socket(self, unit: str) -> Path:
         """The private socket of ``agentd run UNIT``: it answers for that unit alone."""
@@ -64,6 +75,9 @@ class Paths:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) with mode 0700 if missing."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """Create ``path`` (and parents) with mode 0700 if missing; PathError if it cannot be."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:  # a read-only home, one under a regular file, /proc...
+        raise PathError.cannot("create", path, exc) from None
     return path

@@ -179,7 +179,10 @@ def write_unit(home: Path, name: str, argv: list[str], **extra: Any) -> Path:
         "preset": "claude-code",
         "command": [*argv, "{bootstrap_file}"],
         "workdir": str(work),
-        "restart": {"min_uptime": "0s", "delay": "50ms", "max_delay": "200ms", "burst": 1000},
+        # These agents end at once by design: no delay and no burst, so the brake on
+        # quick ends (a backoff after three in a row) lets them through at once.
+        "restart": {"min_uptime": "0s", "delay": "0s", "max_delay": "200ms", "burst": 1_000_000},
+        "state": {"dir": f".agent-{name}"},  # units may not share a state dir
         "stop": {"signal": "TERM", "grace": "5s"},
     }
     unit.update(extra)

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from agentd import __version__
+from agentd.cli.oneline import OneLineErrors
 
 # verb -> "module:command"; the module is imported when the verb runs.
 VERBS: Mapping[str, str] = {
@@ -26,6 +27,8 @@ VERBS: Mapping[str, str] = {
     "start": "agentd.cli.ctl_units:start",
     "stop": "agentd.cli.ctl_units:stop",
     "restart": "agentd.cli.ctl_units:restart",
+    "enable": "agentd.cli.ctl_units:enable",
+    "disable": "agentd.cli.ctl_units:disable",
     "reload": "agentd.cli.ctl_units:reload",
     "logs": "agentd.cli.ctl_logs:logs",
     "events": "agentd.cli.ctl_logs:events",
@@ -40,9 +43,9 @@ VERBS: Mapping[str, str] = {
 }
 
 
-class LazyGroup(click.Group):
+class LazyGroup(OneLineErrors):
     """A click group whose commands are imported by name on first use (click's
-    documented "lazily loading subcommands" pattern)."""
+    documented "lazily loading subcommands" pattern); failures are one line."""
 
     def __init__(self, *args: Any, lazy: Mapping[str, str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -8,20 +8,22 @@ the daemon uses; ``agentd check`` validates unit files like ``nginx -t``;
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import click
 
 from agentd import __version__
+from agentd.cli.oneline import OneLineErrors
 from agentd.cli.run import run_unit
-from agentd.config.unitfile import load_unit, resolve_unit_arg, unit_paths
+from agentd.config.unitfile import load_unit, read_unit, resolve_unit_arg, unit_paths
 from agentd.console import Console
 from agentd.errors import AgentdError, UnitError
 from agentd.paths import Paths
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]},
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]},
              invoke_without_command=True)
 @click.option("--home", type=click.Path(file_okay=False, path_type=Path), default=None,
               envvar="AGENTD_HOME", help="Keep units, logs and run files under DIR.")
@@ -43,9 +45,11 @@ def main(ctx: click.Context, home: Path | None) -> None:
 def serve(paths: Paths, quiet: bool) -> None:
     """Run the daemon in the foreground (for systemd Type=notify and launchd).
 
-    Loads every unit in the units dir, starts those with autostart, and serves
-    agentctl on the control socket. SIGHUP reloads the units; SIGTERM or
-    SIGINT stops every session, then exits 0.
+    Loads every unit in the units dir, starts the enabled ones (agentctl
+    enable, else autostart) unless a person stopped them or they ended done,
+    failed or stalled, and serves agentctl on the control socket. SIGHUP
+    reloads the units and reopens the logs; SIGTERM or SIGINT stops every
+    session, then exits 0.
     """
     from agentd.daemon.serve import serve as serve_daemon
 
@@ -87,17 +91,34 @@ def run(paths: Paths, unit: str, quiet: bool, attach: bool) -> None:
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @click.pass_obj
 def check(paths: Paths, files: tuple[Path, ...]) -> None:
-    """Validate unit FILEs (default: every unit in the units dir); exit 1 on errors."""
+    """Validate unit FILEs (default: every unit in the units dir); exit 1 on errors.
+
+    Beyond what the daemon refuses, it finds what a session would meet: a
+    command that is not found or not executable (an error), a bootstrap on
+    the command line that `ps` shows or that may outgrow the argument limit
+    (warnings).
+    """
+    from agentd.config.lint import ArgLimits, lint
+    from agentd.config.yamllines import format_key, line_of
+
     targets = list(files) or unit_paths(paths.units)
     if not targets:
         raise click.ClickException(f"no unit files to check in {paths.units}")
-    bad = 0
+    bad, limits = 0, ArgLimits.of_this_system()
     for path in targets:
         try:
-            unit = load_unit(path)
-        except (UnitError, OSError) as exc:
+            unit, lines = read_unit(path)
+        except UnitError as exc:
             bad += 1
-            click.echo(str(exc) if isinstance(exc, UnitError) else f"{path}: {exc}", err=True)
+            click.echo(str(exc), err=True)
+            continue
+        findings = lint(unit, os.environ, limits)
+        for f in findings:
+            label = "warning: " if f.level == "warning" else ""
+            click.echo(f"{path}:{line_of(f.key, lines)}: {format_key(f.key)}: {label}"
+                       f"{f.message}", err=True)
+        if any(f.level == "error" for f in findings):
+            bad += 1
             continue
         click.echo(f"{path}: ok ({unit.name}: {' '.join(unit.command)[:60]})")
     if bad:

@@ -5,9 +5,9 @@ A request about a unit goes to the ``agentd run`` of that unit when one answers
 on its socket (``run/units/UNIT.sock``: it holds the unit's lock, so no daemon
 supervises the unit meanwhile), else to the daemon.
 
-Exit codes: 0 ok, 1 failure (the daemon unreachable, a command that failed,
-an unknown unit), 2 usage error (also an invalid unit name); a verb may map
-an unknown unit to its own code (``status``: 4).
+Exit codes, the same for every verb: 0 ok, 1 failure (the daemon
+unreachable, a command that failed), 2 usage error (also an invalid unit
+name), 4 an unknown unit (``status`` adds LSB's 3: a named unit not running).
 
 The protocol (``agentd.daemon.protocol``) is imported when a request is
 made, not with this module.
@@ -35,7 +35,7 @@ def fail(message: str, code: int = 1) -> NoReturn:
     sys.exit(code)
 
 
-def call(cmd: str, *, timeout: float | None = 30.0, unknown_code: int = 1,
+def call(cmd: str, *, timeout: float | None = 30.0,
          offline: Callable[[str], Any] | None = None, via: str | None = None,
          **args: Any) -> Any:
     """One request about unit ``via`` (default ``args["unit"]``), to whoever supervises
@@ -44,7 +44,7 @@ def call(cmd: str, *, timeout: float | None = 30.0, unknown_code: int = 1,
     from agentd.daemon.client import Unreachable
 
     try:
-        with connected(cmd, timeout=timeout, unknown_code=unknown_code,
+        with connected(cmd, timeout=timeout,
                        unit=via or args.get("unit"), offline=offline is not None) as client:
             return client.call(cmd, **args)
     except Unreachable as exc:
@@ -53,17 +53,17 @@ def call(cmd: str, *, timeout: float | None = 30.0, unknown_code: int = 1,
 
 
 def call_units(cmd: str, units: list[str], *, timeout: float | None = 30.0,
-               unknown_code: int = 1, **args: Any) -> list[dict[str, Any]]:
+               **args: Any) -> list[dict[str, Any]]:
     """``cmd`` (a verb taking ``units``, replying one status per unit) for each of
     ``units`` from its supervisor: the ``agentd run`` of it, else the daemon (one
     request for all of those); the replies in the order of ``units``."""
     paths = Paths.resolve()
     runs = [u for u in units if answers(paths.run_socket(u))]
     rest = [u for u in units if u not in runs]
-    got = [s for u in runs for s in call(cmd, timeout=timeout, unknown_code=unknown_code,
-                                          units=[u], via=u, **args)]
+    got = [s for u in runs for s in call(cmd, timeout=timeout, units=[u], via=u,
+                                          **args)]
     if rest:
-        got += call(cmd, timeout=timeout, unknown_code=unknown_code, units=rest, **args)
+        got += call(cmd, timeout=timeout, units=rest, **args)
     by_unit = {s["unit"]: s for s in got}
     return [by_unit[u] for u in units if u in by_unit]
 
@@ -99,11 +99,11 @@ def open_client(unit: str | None, *, timeout: float | None) -> Client:
 
 
 @contextlib.contextmanager
-def connected(cmd: str, *, timeout: float | None = 30.0, unknown_code: int = 1,
-              unit: str | None = None, offline: bool = False) -> Iterator[Client]:
+def connected(cmd: str, *, timeout: float | None = 30.0, unit: str | None = None,
+              offline: bool = False) -> Iterator[Client]:
     """A client for whoever supervises ``unit`` (the daemon when None); any failure
     becomes a message and an exit code (with ``offline``, Unreachable is raised)."""
-    from agentd.daemon.client import Code, RemoteError, Unreachable
+    from agentd.daemon.client import RemoteError, Unreachable
     from agentd.errors import PathError
 
     try:
@@ -116,7 +116,7 @@ def connected(cmd: str, *, timeout: float | None = 30.0, unknown_code: int = 1,
     except PathError as exc:
         fail(str(exc))
     except RemoteError as exc:
-        fail(str(exc), unknown_code if exc.code == Code.UNKNOWN_UNIT else exc.code)
+        fail(str(exc), exc.code)  # the reply's code is the exit code: 4 an unknown unit
     except TimeoutError:
         fail(f"agentd did not answer {cmd!r} within {timeout:g}s; is it stuck? "
              "(see its log: journalctl --user -u agentd)")

@@ -47,11 +47,24 @@ def status_rows(statuses: list[dict[str, Any]], now: float) -> str:
         until = _parse_time(s.get("paused_until"))
         if until is not None:
             last += f"; paused until {time.strftime('%H:%M', time.localtime(until))}"
+        if s.get("detail") and s["state"] in ("failed", "stalled"):
+            last += f": {s['detail']}"
+        if s.get("invalid"):
+            last = problem_line(s["invalid"]) if s["state"] == "invalid" else \
+                f"{last}; its file does not load (agentctl status --json)"
         running = s.get("pid") is not None
         rows.append([s["unit"], s["state"], str(s["pid"]) if running else "-",
                      str(s.get("session", 0)), span(s.get("uptime_s")) if running else "-",
                      str(s.get("restarts", 0)), last])
     return table(rows)
+
+
+def problem_line(problem: dict[str, Any]) -> str:
+    """``units/ww.yaml:5: restart.exit_code: unknown key (did you mean exit_codes?)``."""
+    where = str(problem.get("file")) + (f":{problem['line']}" if problem.get("line") else "")
+    key = f"{problem['key']}: " if problem.get("key") else ""
+    more = len(problem.get("problems") or []) - 1
+    return f"{where}: {key}{problem.get('message')}" + (f" (and {more} more)" if more > 0 else "")
 
 
 def format_event(e: dict[str, Any]) -> str:

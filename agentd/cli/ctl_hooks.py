@@ -16,8 +16,9 @@ from agentd.cli import hooks
 
 @click.command("hooks")
 @click.argument("cli", type=click.Choice(sorted(hooks.SETTINGS)))
-@click.option("--dir", "project", type=click.Path(file_okay=False, path_type=Path),
-              default=".", show_default=True, help="The project (the unit's workdir).")
+@click.option("--dir", "project", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              default=".", show_default=True,
+              help="The project (the unit's workdir); it must exist.")
 @click.option("--print", "to_stdout", is_flag=True, help="Print the settings, write nothing.")
 def hooks_cmd(cli: str, project: Path, to_stdout: bool) -> None:
     """Write CLI's hook settings: PreCompact restarts the session with fresh state,

@@ -43,3 +43,20 @@ def install_service(kind: str | None, to_stdout: bool, force: bool) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
     click.echo(f"wrote {target}\nnext: {then}")
+    if kind == "systemd" and notify.user_bus(env) is None:
+        click.echo(
+            "warning: this session has no systemd user bus (neither DBUS_SESSION_BUS_ADDRESS "
+            "nor $XDG_RUNTIME_DIR/bus), so `systemctl --user` cannot reach your service "
+            "manager from here. Log in directly (not through su or sudo), or let your user "
+            f"manager run without a login: `loginctl enable-linger {_user()}`, then log in "
+            "again. Without systemd, run `agentd serve` under whatever supervises your "
+            "services.", err=True)
+
+
+def _user() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "$USER"

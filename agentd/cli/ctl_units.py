@@ -1,9 +1,12 @@
-"""``agentctl status|start|stop|restart|reload``: the units' states, and changing them.
+"""``agentctl status|start|stop|restart|enable|disable|reload``: the units' states,
+and changing them.
 
 ``status`` uses the LSB exit codes: 3 a named unit is not running, 4 an
 unknown unit (and 1 when agentd cannot be reached). Units under ``agentd run``
 are asked through their run's socket: ``status`` lists them beside the
-daemon's, and the verbs that name units reach them there.
+daemon's, and the verbs that name units reach them there. ``enable``/``disable``
+are systemctl's: whether the daemon starts a unit when it starts (``--now``:
+start or stop it now too).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def status(units: list[str], as_json: bool) -> None:
     Exit 0 if every named unit is running, 3 if one is not, 4 if one is
     unknown, 1 if agentd cannot be reached.
     """
-    result = call_units("status", units, unknown_code=4) if units else every_status()
+    result = call_units("status", units) if units else every_status()
     if as_json:
         print_json(result)
     elif result:
@@ -62,16 +65,24 @@ def _units_verb(name: str, doc: str, **extra: Any) -> click.Command:
     def verb(units: list[str], all_units: bool, as_json: bool, **opts: Any) -> None:
         if bool(units) == all_units:
             raise click.UsageError("name one or more units, or give --all")
-        timeout = None if name == "stop" else 180.0
+        stopping = name == "stop" or (name == "disable" and opts.get("now"))
+        timeout = None if stopping else 180.0
         result = call(name, timeout=timeout, units=[], all=True, **opts) if all_units \
             else call_units(name, units, timeout=timeout, **opts)
         if as_json:
             print_json(result)
         for s in [] if as_json else result:
             pid = f", pid {s['pid']}" if s.get("pid") else ""
-            why = f" ({s['last_reason']})" if s["state"] in TROUBLE and s.get("last_reason") else ""
-            click.echo(f"{s['unit']}: {s['state']}{why} (session {s['session']}{pid})")
-        bad = [s["unit"] for s in result if name != "stop" and s["state"] in TROUBLE]
+            why = ""
+            if s["state"] in TROUBLE and s.get("last_reason"):
+                more = f": {s['detail']}" if s.get("detail") else ""
+                why = f" ({s['last_reason']}{more})"
+            said = f"{s['state']}{why} (session {s['session']}{pid})"
+            if name in ("enable", "disable"):
+                said = f"{'enabled' if s.get('enabled') else 'disabled'}; {said}"
+            click.echo(f"{s['unit']}: {said}")
+        starting = name in ("start", "restart") or (name == "enable" and opts.get("now"))
+        bad = [s["unit"] for s in result if starting and s["state"] in TROUBLE]
         if bad:
             fail(f"{', '.join(bad)} did not start cleanly; see: agentctl logs {bad[0]}")
 
@@ -84,12 +95,22 @@ def _units_verb(name: str, doc: str, **extra: Any) -> click.Command:
     return click.argument("units", nargs=-1, callback=unit_names)(cmd)
 
 
-start = _units_verb("start", "Start units now (also from done, failed, backoff or paused).")
+start = _units_verb("start", "Start units now (also from done, failed, backoff or paused); "
+                    "a disabled unit starts too, and stays disabled.")
 stop = _units_verb("stop", "Stop units; waits until their processes are gone.")
 restart = _units_verb(
     "restart", "End the running sessions and start fresh ones with a new bootstrap.",
     reason=click.option("--reason", default="manual", show_default=True,
                         help="Why (the next bootstrap says manual:REASON)."))
+
+
+_NOW = "Also {} the units now (else only when the daemon starts)."
+enable = _units_verb(
+    "enable", "Start units whenever the daemon starts (kept across restarts and reboots).",
+    now=click.option("--now", is_flag=True, help=_NOW.format("start")))
+disable = _units_verb(
+    "disable", "Do not start units when the daemon starts; a running unit goes on.",
+    now=click.option("--now", is_flag=True, help=_NOW.format("stop")))
 
 
 @click.command()
@@ -108,7 +129,8 @@ def reload(as_json: bool) -> None:
             if result[key]:
                 click.echo(f"{key}: {', '.join(result[key])}")
         for bad in result["invalid"]:
-            click.echo(f"invalid: {bad['file']}:{bad['line'] or '?'}: {bad['error']}", err=True)
+            where = bad["file"] + (f":{bad['line']}" if bad.get("line") else "")
+            click.echo(f"invalid: {where}: {bad['error']}", err=True)
         if not any(result[k] for k in ("loaded", "changed", "removed", "invalid")):
             click.echo("no changes")
     if result["invalid"]:

@@ -91,7 +91,8 @@ async def _run(unit: Unit, paths: Paths, console: Console, *, attach: bool) -> i
     try:
         if view is not None:
             view.start()
-        service.start()
+        if service.start() is not None:  # refused: the unit.error event said why
+            return 1
         await service.wait(lambda s: s in FINAL)
         await service.join()
     finally:

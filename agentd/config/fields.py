@@ -31,9 +31,13 @@ ExitCode = Annotated[int, Field(ge=0, le=255)]
 
 
 class StrictModel(BaseModel):
-    """A model whose unknown keys are errors: a typo must not become a default."""
+    """A model whose unknown keys are errors: a typo must not become a default.
 
-    model_config = ConfigDict(extra="forbid")
+    The docstring under each field is its description (``docs/units.md`` is
+    generated from them by ``scripts/gen_docs.py``).
+    """
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 def compile_regex(pattern: str) -> re.Pattern[str]:

@@ -3,7 +3,8 @@
 Each error's location is mapped back to the key path in the unit file (without
 pydantic's union tags), and from there to the line ``read_yaml`` recorded; a
 ``KeyProblem`` adds the finer key it names. Messages are for a person: no
-"Value error, ", no "Input should".
+"Value error, ", no "Input should"; an unknown key that is close to a known
+one says which (``did you mean exit_codes?``).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agentd.config.keys import did_you_mean
 from agentd.config.presets import apply_preset
-from agentd.config.yamllines import Index, Lines, format_key
+from agentd.config.yamllines import Index, Lines, format_key, line_of
 from agentd.errors import KeyProblem, UnitError
 
 
@@ -44,25 +46,30 @@ def _from_pydantic(error: Any, data: Any, lines: Lines, file: str) -> UnitError:
     if isinstance(cause, KeyProblem):
         return _keyed(cause, loc, data, lines, file)
     path = _data_path(loc, data, missing=kind == "missing")
-    return _at(path, _message(error), lines, file)
+    message = _unknown(path) if kind == "extra_forbidden" else _message(error)
+    return _at(path, message, lines, file)
 
 
 def _keyed(
     problem: KeyProblem, loc: tuple[Any, ...], data: Any, lines: Lines, file: str
 ) -> UnitError:
     below = tuple(Index(p) if isinstance(p, int) else p for p in problem.path)
-    return _at(_data_path(loc, data, missing=False) + below, problem.message, lines, file)
+    path = _data_path(loc, data, missing=False) + below
+    message = problem.message
+    if message == "unknown key":  # a layout file's key, checked by the memory layer
+        message = _unknown(path)
+    return _at(path, message, lines, file)
+
+
+def _unknown(path: tuple[Any, ...]) -> str:
+    """``unknown key``, with the known key it was probably meant to be."""
+    guess = did_you_mean(path[:-1], path[-1]) if path else None
+    return f"unknown key (did you mean {guess}?)" if guess else "unknown key"
 
 
 def _at(path: tuple[Any, ...], message: str, lines: Lines, file: str) -> UnitError:
     """A UnitError at the line of ``path``, or of its nearest parent with one."""
-    for end in range(len(path), -1, -1):
-        if path[:end] in lines:
-            line = lines[path[:end]]
-            break
-    else:
-        line = 1
-    return UnitError(message, file=file, line=line, key=format_key(path) or None)
+    return UnitError(message, file=file, line=line_of(path, lines), key=format_key(path) or None)
 
 
 def _data_path(loc: tuple[Any, ...], data: Any, *, missing: bool) -> tuple[Any, ...]:

@@ -38,11 +38,28 @@ from agentd.memory.layout import LayoutFile, parse_files, preset_names
 SENTINEL_NAME = r"^[A-Za-z0-9_.:-]{1,64}$"
 
 
+def refuse_empty_match(pattern: re.Pattern[str], key: str) -> None:
+    """A pattern that matches an empty line matches every line (``re.search``):
+    its session would end at the first line of output, again and again."""
+    if pattern.search("") is not None:
+        raise KeyProblem((key,), f"{pattern.pattern!r} matches an empty line, so it would match "
+                         "every line of output; make it match only the text you mean")
+
+
 class Sentinel(StrictModel):
     name: Annotated[str, Field(pattern=SENTINEL_NAME)]
+    """A name for the sentinel (letters, digits, `_.:-`): the restart reason is `sentinel:NAME`.
+    """
     match: str
+    """A regular expression (Python `re.search`) matched against each line of output."""
     action: Literal["restart", "stop", "pause", "notify", "ignore"] = "restart"
+    """`restart`: end the session and start a fresh one at once; `stop`: end it, the unit stays
+    `stopped`; `pause`: end it and wait until the time in the pattern's `until` group (an epoch,
+    `HH:MM`, `3pm`, with an optional `(Area/City)` zone) or `pause_for`; `notify`: run
+    `notify.command`; `ignore`: only log it.
+    """
     pause_for: Duration = 3600
+    """How long `pause` waits when the line gives no time."""
     _pattern: re.Pattern[str] | None = PrivateAttr(default=None)
 
     @field_validator("match")
@@ -54,6 +71,7 @@ class Sentinel(StrictModel):
     @model_validator(mode="after")
     def _compile(self) -> Sentinel:
         self._pattern = compile_regex(self.match)
+        refuse_empty_match(self._pattern, "match")
         return self
 
     @property
@@ -66,9 +84,19 @@ class Sentinel(StrictModel):
 
 class Inject(StrictModel):
     mode: Literal["argv", "stdin", "file", "none"] | None = None
+    """`argv`: the bootstrap is on the command line (`{bootstrap}` or `{bootstrap_file}` in
+    `command`); `stdin`: typed into the session; `file`: written to `inject.path` for the agent
+    to read; `none`. Default: `argv` when `command` uses one of those placeholders, else
+    `stdin`.
+    """
     after: str | None = None
+    """stdin mode: wait for output matching this regular expression before typing (default: type at
+    once).
+    """
     submit: str = "\r"
+    """stdin mode: what is sent after the text (Enter)."""
     path: Annotated[str, Field(min_length=1)] = ".agent/BOOTSTRAP.md"
+    """file mode: where the bootstrap is written, relative to the workdir."""
 
     @field_validator("after")
     @classmethod
@@ -98,8 +126,16 @@ Layout = Annotated[str | list[InstanceOf[LayoutFile]], BeforeValidator(_layout)]
 
 class StateSpec(StrictModel):
     dir: Annotated[str, Field(min_length=1)] = ".agent"
+    """The state dir, relative to the workdir."""
     layout: Layout = "agentd"
+    """Which state files the bootstrap shows, in order: a layout name (`agentd`, `decision-log`,
+    `contract`, `four-file`, `memento`, `checkpoint`; see layouts.md) or a list of files
+    (below).
+    """
     budget_tokens: Annotated[int, Field(gt=0)] = 3000
+    """The bootstrap's size in estimated tokens (1 per CJK character, 1 per 4 other characters).
+    Earlier files win; what does not fit is cut with a note naming the file to read.
+    """
 
     @field_validator("dir")
     @classmethod
@@ -117,14 +153,28 @@ class StateSpec(StrictModel):
 
 class RestartSpec(StrictModel):
     exit_codes: list[ExitCode] = [42]  # noqa: RUF012 (pydantic copies it)
+    """Exit codes that mean "start a fresh session now" (a hand-over)."""
     success_codes: list[ExitCode] = [0]  # noqa: RUF012 (pydantic copies it)
+    """Exit codes that mean the work is done: the unit ends `done`."""
     on_failure: bool = True
+    """Restart after a failure (any other end) after a delay; `false`: the unit ends `failed` at
+    the first one.
+    """
     delay: Duration = 1
+    """The wait after a first failure; it doubles with each failure in a row."""
     max_delay: Duration = 300
+    """The longest wait between failures."""
     min_uptime: Duration = 10
+    """A session shorter than this counts as a failure, whatever ended it. Whatever it says, three
+    sessions in a row that each end within a second are a failure too.
+    """
     burst: NonNegative = 5
+    """More than this many failures within `window`: the unit ends `failed`."""
     window: Duration = 600
+    """The time over which failures are counted for `burst`."""
     max_sessions: NonNegative = 0
+    """After this many sessions the unit ends `failed` instead of restarting; 0 means no limit.
+    """
 
     @model_validator(mode="after")
     def _disjoint(self) -> RestartSpec:
@@ -139,14 +189,24 @@ class RestartSpec(StrictModel):
 
 class StopSpec(StrictModel):
     signal: SignalNum = SIGTERM
+    """The signal sent to every process of the session to end it (`TERM`, `INT`, `HUP`, or a
+    number).
+    """
     grace: Duration = 10
+    """How long to wait after the signal before SIGKILL."""
 
 
 class Limits(StrictModel):
     session_timeout: Duration = 0
+    """Wall time per session; then it is restarted (reason `timeout`). 0 means none."""
     idle_timeout: Duration = 0
+    """No output for this long: restarted (reason `idle`). 0 means none."""
     context_tokens: NonNegative = 0
+    """Estimated tokens of output in one session: restarted (reason `context`). 0 means none."""
     stall_sessions: NonNegative = 0
+    """This many sessions in a row that leave the state dir unchanged: the unit ends `stalled`. 0
+    means never.
+    """
 
 
 HANDOFF_MESSAGE = (
@@ -165,9 +225,18 @@ class HandoffSpec(StrictModel):
     exit, then restart (reason ``context``)."""
 
     when: str | None = None  # regex; off when None
+    """A regular expression for the CLI's context-pressure line (presets set it); off when not set.
+    """
     below: Annotated[int, Field(ge=0, le=100)] | None = None  # percent left (`left`|`used` group)
+    """With a group in `when` named `left` (the percent of context left) or `used` (the percent
+    used): hand over only when at most this percent is left.
+    """
     message: Annotated[str, Field(min_length=1)] = HANDOFF_MESSAGE
+    """What is typed into the session to ask the agent to record its state and hand over."""
     wait: Duration = 120
+    """How long to wait for the state dir to change or the session to exit before restarting it
+    (reason `context`).
+    """
     _pattern: re.Pattern[str] | None = PrivateAttr(default=None)
 
     @field_validator("when")
@@ -181,6 +250,7 @@ class HandoffSpec(StrictModel):
     def _threshold(self) -> HandoffSpec:
         if self.when is not None:
             self._pattern = compile_regex(self.when)
+            refuse_empty_match(self._pattern, "when")
             groups = self._pattern.groupindex
             has_percent = any(g.startswith((LEFT_GROUP, USED_GROUP)) for g in groups)
             if self.below is not None and not has_percent:
@@ -214,13 +284,21 @@ class HandoffSpec(StrictModel):
 
 class Budget(StrictModel):
     max_sessions_per_day: NonNegative = 0
+    """Sessions started per local day."""
     max_runtime_per_day: Duration = 0
+    """Session run time per local day."""
     max_output_tokens_per_day: NonNegative = 0
+    """Estimated tokens of agent output per local day."""
 
 
 class LogSpec(StrictModel):
     max_bytes: Size = 10_000_000
+    """The size at which `transcript.log` is rotated and `history.jsonl` keeps its newer half.
+    """
     backups: NonNegative = 5
+    """How many rotated transcripts are kept (`transcript.log.1` ... `.N`)."""
+    keep_bootstraps: NonNegative = 100
+    """How many `bootstrap-N.md` files are kept (the newest); 0 keeps all."""
 
 
 NotifyEvent = Literal["done", "failed", "stalled", "paused", "stopped", "restart"]
@@ -228,8 +306,12 @@ NotifyEvent = Literal["done", "failed", "stalled", "paused", "stopped", "restart
 
 class NotifySpec(StrictModel):
     command: Annotated[list[str] | None, BeforeValidator(command_argv)] = None
+    """The command to run, a list or a string; placeholders `{unit}`, `{session}`, `{event}`,
+    `{workdir}`.
+    """
     # pydantic copies a mutable default for each instance (RUF012 cannot see that)
     on: list[NotifyEvent] = ["done", "failed", "stalled", "paused"]  # noqa: RUF012
+    """Which events run it."""
 
     @field_validator("command")
     @classmethod
@@ -239,4 +321,6 @@ class NotifySpec(StrictModel):
 
 class PtySpec(StrictModel):
     cols: Annotated[int, Field(ge=10, le=1000)] = 120
+    """Columns of the session's terminal."""
     rows: Annotated[int, Field(ge=10, le=1000)] = 40
+    """Rows of the session's terminal."""

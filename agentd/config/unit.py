@@ -54,24 +54,64 @@ _BOOTSTRAP_ARGS = frozenset({"bootstrap", "bootstrap_file"})
 
 class Unit(StrictModel):
     name: Annotated[str, Field(pattern=UNIT_NAME)]
+    """Optional: the unit's name is its file's name without `.yaml`; if given, it must be the same.
+    """
     source: Path | None = None
     description: str = ""
+    """One line for people: what this agent works on."""
     preset: str | None = None
+    """An agent CLI whose defaults to start from: `claude-code`, `codex`, `gemini` or `aider`
+    (command, injection, stop signal, exit codes, sentinels). The unit's own keys win; lists
+    replace the preset's.
+    """
     command: Annotated[list[str], BeforeValidator(command_argv)]
+    """The agent's command line: a list, or a string split like a shell's. `~` and `$VARS` are
+    expanded; placeholders `{bootstrap}`, `{bootstrap_file}`, `{unit}`, `{session}`, `{workdir}`
+    are filled in for each session. A relative program path (`./run.sh`) is relative to the
+    workdir.
+    """
     workdir: Path
+    """Where the agent runs (its current directory); it must exist. `~` and `$VARS` are expanded; a
+    relative path is relative to the unit file.
+    """
     env: dict[str, str] = {}  # noqa: RUF012 (pydantic copies it)
+    """Environment variables for the agent, on top of agentd's own; values may use `$VARS` and the
+    placeholders. Values of variables whose names contain KEY, TOKEN, SECRET or PASSWORD are
+    shown as `***` in transcripts and events.
+    """
     autostart: bool = True
+    """Start the unit when the daemon starts. `agentctl enable` / `disable` override it and are
+    kept across restarts.
+    """
     inject: Inject = Field(default_factory=Inject)
+    """How the bootstrap reaches each new session."""
     state: StateSpec = Field(default_factory=StateSpec)
+    """The state dir: the agent's memory on disk, and how the bootstrap is rendered from it."""
     sentinels: list[Sentinel] = []  # noqa: RUF012 (pydantic copies it)
+    """Patterns in the agent's output, and what to do when one matches. Each line is matched with
+    the ANSI escapes removed; a pattern that matches an empty line is refused.
+    """
     restart: RestartSpec = Field(default_factory=RestartSpec)
+    """What follows the end of a session: restart, back off, or stop trying."""
     stop: StopSpec = Field(default_factory=StopSpec)
+    """How a session is ended."""
     limits: Limits = Field(default_factory=Limits)
+    """Limits that end a session (restarted with a fresh bootstrap), or the unit."""
     handoff: HandoffSpec = Field(default_factory=HandoffSpec)
+    """Graceful handoff: on the CLI's context-pressure line, ask the agent to record its state,
+    wait, then restart it with fresh state.
+    """
     budget: Budget = Field(default_factory=Budget)
+    """Daily budgets across sessions; when one is used up the unit is paused until local midnight
+    (event `unit.budget`). 0 means none.
+    """
     logs: LogSpec = Field(default_factory=LogSpec)
+    """The unit's logs: transcript rotation and the bootstraps kept."""
     notify: NotifySpec = Field(default_factory=NotifySpec)
+    """A command to run on some of the unit's events (a desktop notification, a chat message).
+    """
     pty: PtySpec = Field(default_factory=PtySpec)
+    """The size of the session's terminal."""
 
     @model_validator(mode="before")
     @classmethod

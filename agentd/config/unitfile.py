@@ -4,7 +4,8 @@ The YAML is read with the line of every key (``agentd.config.yamllines``) and
 pydantic's errors are mapped back to ``file:line: key.path: message``
 (``agentd.config.problems``). A unit file can run any command as the
 daemon's user, so one that others could write, or that someone else owns, is
-refused before it is parsed.
+refused before it is parsed, and so is a file over ``MAX_UNIT_BYTES`` (1 MiB):
+parsing a huge YAML document takes seconds and hundreds of megabytes.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from pydantic import ValidationError
 
 from agentd.config.problems import validation_problems
 from agentd.config.unit import UNIT_NAME, Unit
-from agentd.config.yamllines import read_yaml
-from agentd.errors import UnitError
+from agentd.config.yamllines import Lines, read_yaml
+from agentd.errors import PathError, UnitError
+
+MAX_UNIT_BYTES = 1024 * 1024
 
 
 class UnitInvalid(UnitError):
@@ -41,11 +44,14 @@ def unit_paths(units_dir: Path) -> list[Path]:
     """The unit files in ``units_dir``, sorted; hidden files (editor locks) skipped."""
     if not units_dir.is_dir():
         return []
-    found = [
-        p
-        for p in units_dir.iterdir()
-        if p.suffix in (".yaml", ".yml") and not p.name.startswith(".") and p.is_file()
-    ]
+    try:
+        found = [
+            p
+            for p in units_dir.iterdir()
+            if p.suffix in (".yaml", ".yml") and not p.name.startswith(".") and p.is_file()
+        ]
+    except OSError as exc:
+        raise PathError(f"cannot list the units dir {units_dir}: {exc.strerror}") from None
     return sorted(found)
 
 
@@ -106,14 +112,24 @@ def _refuse_unsafe(st: os.stat_result, path: Path) -> None:
 
 def load_unit(path: Path, *, check_permissions: bool = True) -> Unit:
     """The unit in ``path``, named after the file; UnitError says what is wrong where."""
+    return read_unit(path, check_permissions=check_permissions)[0]
+
+
+def read_unit(path: Path, *, check_permissions: bool = True) -> tuple[Unit, Lines]:
+    """``load_unit``, and the line of each key path in the file (for ``agentd check``)."""
     _check_name(path.stem, path)
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open
+            raise UnitError("not a regular file", file=path)
         with path.open("rb") as handle:  # check what was opened: no swap after the check
+            st = os.fstat(handle.fileno())
             if check_permissions:
-                _refuse_unsafe(os.fstat(handle.fileno()), path)
-            raw = handle.read()
+                _refuse_unsafe(st, path)
+            _refuse_large(st.st_size, path)
+            raw = handle.read(MAX_UNIT_BYTES + 1)
+        _refuse_large(len(raw), path)  # it grew since
     except OSError as exc:
-        raise UnitError(f"cannot read: {exc.strerror}", file=path) from None
+        raise UnitError(f"cannot read: {exc.strerror or exc}", file=path) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -122,10 +138,16 @@ def load_unit(path: Path, *, check_permissions: bool = True) -> Unit:
     return _validate(text, str(path), path.stem, Path(os.path.abspath(path)))
 
 
+def _refuse_large(size: int, path: Path) -> None:
+    if size > MAX_UNIT_BYTES:
+        raise UnitError(f"{size} bytes: over the {MAX_UNIT_BYTES // 1024} KiB a unit file may "
+                        "hold (refused unread); is this the right file?", file=path)
+
+
 def parse_unit(text: str, *, file: str, name: str) -> Unit:
     """The unit in ``text`` as if read from ``file`` (no file access but the workdir)."""
     _check_name(name, file)
-    return _validate(text, file, name, Path(os.path.abspath(file)))
+    return _validate(text, file, name, Path(os.path.abspath(file)))[0]
 
 
 def _check_name(name: str, file: Path | str) -> None:
@@ -137,7 +159,7 @@ def _check_name(name: str, file: Path | str) -> None:
         )
 
 
-def _validate(text: str, file: str, name: str, source: Path) -> Unit:
+def _validate(text: str, file: str, name: str, source: Path) -> tuple[Unit, Lines]:
     data, lines = read_yaml(text, file)
     if not isinstance(data, dict):
         raise UnitError(
@@ -155,7 +177,7 @@ def _validate(text: str, file: str, name: str, source: Path) -> Unit:
             key="name",
         )
     try:
-        return Unit.model_validate({**data, "name": name, "source": source})
+        return Unit.model_validate({**data, "name": name, "source": source}), lines
     except ValidationError as exc:
         problems = validation_problems(exc, data, lines, file)
     raise problems[0] if len(problems) == 1 else UnitInvalid(problems)

@@ -12,12 +12,12 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 from agentd import __version__
 from agentd.daemon.protocol import (
     Code,
+    EnableArgs,
     EventsArgs,
     LogsArgs,
     NoArgs,
@@ -30,7 +30,7 @@ from agentd.daemon.protocol import (
     UnitsArgs,
 )
 from agentd.session.transcript import read_tail
-from agentd.supervisor.api import Supervisor
+from agentd.supervisor.api import Supervisor, UnknownUnit
 from agentd.supervisor.history import recent_events_of, sessions
 
 START_WAIT = 60.0  # start/restart reply once the new session runs, or after this
@@ -102,6 +102,25 @@ async def restart(ctx: Context, args: RestartArgs) -> list[dict[str, Any]]:
         and (now["session"] > before["session"] or now["state"] != "running")))
 
 
+@command("enable")
+async def enable(ctx: Context, args: EnableArgs) -> list[dict[str, Any]]:
+    """Start the units whenever the daemon starts (kept across restarts); ``now``: also
+    start them now, as ``start`` does."""
+    names = _targets(ctx, args)
+    for name in names:
+        ctx.sup.enable(name, True)
+    return await start(ctx, args) if args.now else ctx.sup.status(names)
+
+
+@command("disable")
+async def disable(ctx: Context, args: EnableArgs) -> list[dict[str, Any]]:
+    """Do not start the units when the daemon starts; ``now``: also stop them now."""
+    names = _targets(ctx, args)
+    for name in names:
+        ctx.sup.enable(name, False)
+    return await stop(ctx, args) if args.now else ctx.sup.status(names)
+
+
 @command("reload")
 async def reload(ctx: Context, _args: NoArgs) -> dict[str, Any]:
     """Read the units dir again (like SIGHUP) and say what changed."""
@@ -119,7 +138,7 @@ async def logs(ctx: Context, args: LogsArgs) -> dict[str, Any]:
 @command("events")
 async def events(ctx: Context, args: EventsArgs) -> list[dict[str, Any]]:
     """The last events (of one unit, if named) from ``logs/agentd.jsonl``."""
-    return recent_events(ctx.sup.paths.events_file, args)
+    return recent_events(ctx.sup, args)
 
 
 @command("history")
@@ -155,13 +174,17 @@ async def precompact(ctx: Context, args: SessionArgs) -> dict[str, Any]:
 
 
 # -- helpers -----------------------------------------------------------------------------
-def recent_events(events_file: Path, args: EventsArgs) -> list[dict[str, Any]]:
-    """The last ``args.lines`` events of ``events_file`` (of one unit, if named)."""
-    return recent_events_of(events_file, args.unit, args.lines)
+def recent_events(sup: Supervisor, args: EventsArgs) -> list[dict[str, Any]]:
+    """The last ``args.lines`` events of the event log (of one unit, if named); a unit
+    neither loaded nor ever run is unknown."""
+    if args.unit is not None and not sup.known(args.unit) \
+            and not sup.paths.unit_logs(args.unit).exists():
+        raise UnknownUnit(args.unit)
+    return recent_events_of(sup.paths.events_file, args.unit, args.lines)
 
 
 def _known(ctx: Context, names: list[str]) -> list[str]:
-    unknown = [n for n in names if n not in ctx.sup.services]
+    unknown = [n for n in names if not ctx.sup.known(n)]
     if unknown:
         raise ProtocolError(f"unknown unit{'s' if len(unknown) > 1 else ''}: "
                             f"{', '.join(unknown)} (agentctl status lists the loaded units)",

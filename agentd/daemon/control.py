@@ -6,7 +6,9 @@ read a line, check it, hand it to its handler (``commands``) or stream
 (``streams``), write the reply. A bad request gets an error reply; a line
 over ``MAX_REQUEST`` gets one and the connection is closed; an exception in a
 command becomes an error reply and a ``control.error`` event. None of it
-reaches the supervisor.
+reaches the supervisor. Requests wait until the owner ``opens`` the server
+(the daemon: once its units are loaded), so no client sees a half-loaded
+daemon, and none is refused meanwhile.
 
 Safety: the socket is created with mode 0600 (umask while binding, then
 chmod) in a 0700 directory, and each peer's uid is checked (SO_PEERCRED on
@@ -60,15 +62,23 @@ class ControlServer:
         self._idle.set()
         self._context = Context(sup, reload)
         self._streams = Streams(sup)
+        self._open = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------------
-    async def listen(self) -> None:
+    async def listen(self, *, open_now: bool = True) -> None:
+        """Bind the socket; requests are served from ``open()`` on (at once by default)."""
+        if open_now:
+            self.open()
         sock = bind_socket(self.paths)
         st = os.stat(self.paths.socket)
         self._bound = (st.st_dev, st.st_ino)
         # limit: readuntil fails past it, so a huge line is never buffered whole
         self._server = await asyncio.start_unix_server(self._serve, sock=sock,
                                                        limit=MAX_REQUEST + 1)
+
+    def open(self) -> None:
+        """Serve requests from now on (those already waiting first)."""
+        self._open.set()
 
     async def close(self) -> None:
         """Stop listening, end streams and connections, remove the socket file."""
@@ -98,6 +108,7 @@ class ControlServer:
                 writer.write(error(f"refused: uid {uid} may not control this agentd "
                                    f"(run agentctl as uid {self._uid})", Code.FAILURE))
                 return
+            await self._open.wait()
             while await self._one(reader, writer):
                 pass
         except (ConnectionError, asyncio.CancelledError):

@@ -160,6 +160,18 @@ def service_path(kind: str, env: Mapping[str, str]) -> Path:
     return config / "systemd" / "user" / SYSTEMD_FILE
 
 
+def user_bus(env: Mapping[str, str]) -> str | None:
+    """Where ``systemctl --user`` would reach this user's service manager (its D-Bus),
+    or None: no user session (``su``, ``sudo``, ssh without lingering, a container)."""
+    address = env.get("DBUS_SESSION_BUS_ADDRESS")
+    if address:
+        return address
+    runtime = env.get("XDG_RUNTIME_DIR")
+    if runtime and Path(runtime, "bus").exists():
+        return f"unix:path={Path(runtime, 'bus')}"
+    return None
+
+
 def _template(name: str, fallback: str) -> str:
     path = INIT_DIR / name
     return path.read_text(encoding="utf-8") if path.is_file() else fallback

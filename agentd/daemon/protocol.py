@@ -48,6 +48,8 @@ status     {units: []}                                          [status]  (all w
 start      {units: [], all: false}                              [status]  once started
 stop       {units: [], all: false}                              [status]  once ended
 restart    {units: [], all: false, reason: "manual"}            [status]  new session up
+enable     {units: [], all: false, now: false}                  [status]  (now: started)
+disable    {units: [], all: false, now: false}                  [status]  (now: stopped)
 reload     {}                                                   {loaded, changed, removed,
                                                                  invalid: [{file, line, error}]}
 logs       {unit, lines: 50}                                    {path, text, size}
@@ -65,10 +67,13 @@ precompact {unit, session}                                      {ending: bool}: 
 =========  ===================================================  ==========================
 
 ``status`` objects: unit, state, pid (null), session, uptime_s, output_bytes
-(of the running session), restarts, last_reason, last_at, since, paused_until
-(when paused). ``screen`` draws the last session's screen (running or not)
-as a terminal would show it; rows are cut of trailing blanks, like ``tmux
-capture-pane -p``. ``logs`` returns the
+(of the running session), restarts, last_reason, last_at, since, enabled,
+paused_until (when paused), detail (what a failed or stalled state says
+more, e.g. the OS error of a command that cannot be executed), invalid (when
+the unit file does not load: file, line, key, message, and problems when
+there are several). ``screen`` draws the last session's screen (running or
+not) as a terminal would show it; rows are cut of trailing blanks, like
+``tmux capture-pane -p``. ``logs`` returns the
 raw transcript tail (agentctl strips ANSI) and the file's path and size, from
 which ``agentctl logs -f`` follows the file itself.
 """
@@ -113,6 +118,10 @@ class UnitsArgs(StatusArgs):
     all: bool = False
 
 
+class EnableArgs(UnitsArgs):
+    now: bool = False
+
+
 class RestartArgs(UnitsArgs):
     reason: Annotated[str, Field(min_length=1, max_length=200)] = "manual"
 
@@ -141,7 +150,8 @@ class EventsArgs(Args):
 
 COMMANDS: dict[str, type[Args]] = {
     "ping": NoArgs, "status": StatusArgs, "start": UnitsArgs, "stop": UnitsArgs,
-    "restart": RestartArgs, "reload": NoArgs, "logs": LogsArgs, "events": EventsArgs,
+    "restart": RestartArgs, "enable": EnableArgs, "disable": EnableArgs, "reload": NoArgs,
+    "logs": LogsArgs, "events": EventsArgs,
     "history": TailArgs, "bootstrap": UnitArgs, "attach": UnitArgs, "precompact": SessionArgs,
     "screen": UnitArgs,
 }

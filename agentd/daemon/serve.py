@@ -10,23 +10,31 @@ Life::
 
     lock run/agentd.lock -> bind the control socket -> load units
     (unit.loaded / unit.invalid) -> reclaim sessions a killed agentd left ->
-    autostart -> watch units/ -> READY=1 -> serve signals until TERM/INT
+    start the enabled units -> watch units/ -> READY=1 -> serve signals until TERM/INT
     -> stop every session (whole trees) -> daemon.stop -> exit 0
 
 Reload (SIGHUP, ``agentctl reload``, or the watcher): new unit files are
-loaded (and started if ``autostart``), deleted ones stopped and forgotten,
-changed ones apply from their next session; an invalid file is reported with
-its file and line and the unit keeps its last good definition. The watcher
-re-parses only files whose stat changed; SIGHUP and ``agentctl reload``
-re-parse all (e.g. after a missing workdir was created).
+loaded (and started if enabled: ``agentctl enable|disable``, else their
+``autostart``; never one a person stopped or that ended done, failed or
+stalled: that state is kept until someone starts it), deleted ones stopped
+and forgotten, changed ones apply from their next session; an invalid file
+is reported with its file and line (one ``unit.invalid`` per change of what
+is wrong), shown by ``agentctl status``, and the unit keeps its last good
+definition. The watcher re-parses only files whose stat changed; SIGHUP
+(which also reopens the log files, as logrotate expects) and ``agentctl
+reload`` re-parse all (e.g. after a missing workdir was created). Unit files
+are read and parsed on a worker thread, never on the loop: a slow or huge
+file cannot hold up sessions or requests.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from agentd import __version__
@@ -35,9 +43,9 @@ from agentd.config.unit import Unit
 from agentd.console import Console
 from agentd.daemon.control import ControlServer
 from agentd.daemon.notify import SystemdNotify
-from agentd.daemon.unitdir import Scan, UnitDir, describe_error
+from agentd.daemon.unitdir import Scan, UnitDir, describe_error, problem
 from agentd.daemon.watch import UnitsWatcher
-from agentd.errors import AgentdError
+from agentd.errors import AgentdError, PathError, UnitError
 from agentd.events import EventLog
 from agentd.lockfile import Held, hold
 from agentd.paths import Paths, ensure_private_dir
@@ -58,6 +66,8 @@ def acquire_lock(paths: Paths) -> int:
     path = paths.run / "agentd.lock"
     try:
         return hold(path, str(paths.socket))
+    except OSError as exc:
+        raise PathError.cannot("take the lock", path, exc) from None
     except Held as held:
         raise AlreadyRunning(
             f"agentd is already running (pid {held.pid}, socket {held.note or paths.socket}, "
@@ -74,6 +84,7 @@ class Daemon:
         self._signals: asyncio.Queue[int] = asyncio.Queue()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._reload_lock = asyncio.Lock()
+        self._reported: dict[str, str] = {}  # file -> the problem last reported for it
         self._stopping = False
         self._watchdog: asyncio.TimerHandle | None = None
         self.watcher: UnitsWatcher | None = None
@@ -93,12 +104,13 @@ class Daemon:
             loop.add_signal_handler(sig, self._signals.put_nowait, sig)
         try:
             self.control = ControlServer(self.sup, reload=self.reload)
-            await self.control.listen()
+            await self.control.listen(open_now=False)  # requests wait for the units
             ensure_private_dir(self.paths.units)
             self.events.emit(ev.DAEMON_START, pid=os.getpid(), version=__version__,
                              socket=str(self.paths.socket), units_dir=str(self.paths.units),
                              subreaper=self.sup.subreaper)
-            await self._apply(self.units.scan(force=True))
+            await self._apply(await self._scan(force=True))
+            self.control.open()
             self._watch()
             self.systemd.send("READY=1", f"STATUS={self.summary()}")
             self._ping_watchdog()
@@ -122,6 +134,9 @@ class Daemon:
         return bool(await handler())
 
     async def handle_hup(self) -> bool:
+        """Reopen the log files (logrotate moved them) and reload the units."""
+        self.events.reopen()
+        self.sup.reopen_logs()
         await self.reload("SIGHUP")
         return True
 
@@ -160,7 +175,7 @@ class Daemon:
     async def reload(self, why: str) -> dict[str, Any]:
         """Read every unit file again and apply the result (SIGHUP, agentctl reload)."""
         async with self._reload_lock:
-            result = await self._apply(self.units.scan(force=True))
+            result = await self._apply(await self._scan(force=True))
         self.events.emit(ev.DAEMON_RELOAD, why=why, loaded=len(result["loaded"]),
                          changed=len(result["changed"]), removed=len(result["removed"]),
                          invalid=len(result["invalid"]))
@@ -169,31 +184,53 @@ class Daemon:
     async def _rescan(self) -> None:
         """The watcher saw a change: apply the files whose stat changed."""
         async with self._reload_lock:
-            if not self._stopping:
-                await self._apply(self.units.scan())
+            if self._stopping:
+                return
+            try:
+                await self._apply(await self._scan())
+            except AgentdError as exc:  # e.g. the units dir became unreadable
+                self.events.emit(DAEMON_WARNING, level="warning", error=str(exc))
+
+    async def _scan(self, *, force: bool = False) -> Scan:
+        """Read the unit files on a worker thread: the loop goes on serving meanwhile."""
+        return await asyncio.to_thread(self.units.scan, force=force)
 
     async def _apply(self, scan: Scan) -> dict[str, Any]:
         if self._stopping:
             raise AgentdError("agentd is stopping")
         units = dict(scan.units)
+        invalid: dict[str, dict[str, Any]] = {}
         for path, exc in scan.errors.items():
             name = path.stem
             kept = name in self.sup.services and name not in units
             if kept:  # the last good definition stays
                 units[name] = self.sup.definition(name)
-            if path in scan.fresh:
-                self.events.emit(ev.UNIT_INVALID, level="error", unit=name, file=str(path),
-                                 line=exc.line, key=exc.key, error=describe_error(exc),
-                                 kept="the previous definition" if kept else None)
+            if name not in scan.units:  # not a second file of a unit that loads
+                invalid[name] = problem(exc)
+            self._report_invalid(path, exc, kept=kept)
+        self._reported = {f: said for f, said in self._reported.items()
+                          if Path(f) in scan.errors}  # fixed ones may be reported again
+        self.sup.set_invalid(invalid)
         changes = await self.sup.reconcile(units)
         self._report(changes, units)
         for name in changes.added:
             self.sup.reclaim(name)
-            if units[name].autostart:  # a usage-limit pause survives a daemon restart
-                self.sup.start(name, resume_pause=True)
+            if self.sup.starts_with_daemon(name):  # a usage-limit pause survives a restart
+                with contextlib.suppress(AgentdError):  # a refusal is a unit.error event
+                    self.sup.start(name, resume_pause=True)
         return {"loaded": changes.added, "changed": changes.changed, "removed": changes.removed,
                 "invalid": [{"file": str(p), "line": e.line, "error": describe_error(e)}
                             for p, e in scan.errors.items()]}
+
+    def _report_invalid(self, path: Path, exc: UnitError, *, kept: bool) -> None:
+        """One ``unit.invalid`` per change of what is wrong with a file."""
+        said = str(exc)
+        if self._reported.get(str(path)) == said:
+            return
+        self._reported[str(path)] = said
+        self.events.emit(ev.UNIT_INVALID, level="error", unit=path.stem, file=str(path),
+                         line=exc.line, key=exc.key, error=describe_error(exc),
+                         kept="the previous definition" if kept else None)
 
     def _report(self, changes: Changes, units: dict[str, Unit]) -> None:
         for name in changes.added + changes.changed:
@@ -236,10 +273,9 @@ class Daemon:
         if name == ev.UNIT_STATE and self.systemd.enabled:
             self.systemd.send(f"STATUS={self.summary()}")
         elif name == ev.UNIT_INVALID:
-            self.console.say(f"agentd: {event.get('file')}:{event.get('line') or '?'}: "
-                             f"{event.get('error')}" + (f" (kept {event['kept']})"
-                                                        if event.get("kept") else ""),
-                             always=True)
+            where = str(event.get("file")) + (f":{event['line']}" if event.get("line") else "")
+            kept = f" (kept {event['kept']})" if event.get("kept") else ""
+            self.console.say(f"agentd: {where}: {event.get('error')}{kept}", always=True)
         elif name in (ev.UNIT_LOADED, UNIT_REMOVED, ev.DAEMON_RELOAD, DAEMON_WARNING):
             what = [event.get(k) for k in ("unit", "change", "why", "error")]
             self.console.say(" ".join(["agentd:", str(name), *(str(w) for w in what if w)]))

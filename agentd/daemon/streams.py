@@ -48,8 +48,8 @@ class Streams:
         unsubscribe = self.sup.events.subscribe(listener)
         self._queues.add(feed.queue)
         gone = asyncio.ensure_future(reader.read(1))  # the client closing ends the stream
-        try:
-            writer.write(ok(recent_events(self.sup.paths.events_file, args), stream=True))
+        try:  # an unknown unit: UnknownUnit, an error reply
+            writer.write(ok(recent_events(self.sup, args), stream=True))
             await writer.drain()
             await _pump(feed, gone, writer, lambda event: {"event": event})
         finally:

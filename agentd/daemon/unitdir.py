@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agentd.config.unit import Unit
 from agentd.config.unitfile import load_unit, unit_paths
@@ -72,3 +73,15 @@ def describe_error(exc: UnitError) -> str:
     if len(problems) == 1:
         return said[0]
     return "; ".join(f"line {p.line}: {text}" for p, text in zip(problems, said, strict=True))
+
+
+def problem(exc: UnitError) -> dict[str, Any]:
+    """What ``agentctl status --json`` shows of an invalid file: the first problem's
+    file, line, key and message, and every problem when there are several."""
+    out: dict[str, Any] = {"file": exc.file, "line": exc.line, "key": exc.key,
+                           "message": exc.message}
+    problems: list[UnitError] = getattr(exc, "problems", None) or []
+    if len(problems) > 1:
+        out["problems"] = [{"line": p.line, "key": p.key, "message": p.message}
+                           for p in problems]
+    return out

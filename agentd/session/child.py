@@ -21,6 +21,9 @@ import pexpect
 from agentd.errors import SpawnError
 
 READ_SIZE = 65536
+# exec errors that the next try would meet again: the unit fails at once
+_PERMANENT = frozenset({errno.ENOENT, errno.EACCES, errno.EPERM, errno.ENOEXEC, errno.E2BIG,
+                        errno.ENOTDIR, errno.EISDIR, errno.ELOOP, errno.ENAMETOOLONG})
 
 
 def _reset_signals() -> None:
@@ -30,6 +33,17 @@ def _reset_signals() -> None:
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
+
+
+def _not_runnable(program: str, env: Mapping[str, str]) -> str:
+    """Why pexpect found nothing to run: the OS error, as exec would have said it."""
+    if "/" not in program:
+        return f"command not found (searched PATH={env.get('PATH', os.defpath)})"
+    if not os.path.exists(program):
+        return f"[Errno {errno.ENOENT}] {os.strerror(errno.ENOENT)}"
+    if os.path.isdir(program):
+        return f"[Errno {errno.EISDIR}] {os.strerror(errno.EISDIR)}"
+    return f"[Errno {errno.EACCES}] {os.strerror(errno.EACCES)} (not executable: chmod +x)"
 
 
 class Child:
@@ -71,10 +85,13 @@ class Child:
                 preexec_fn=_reset_signals,
                 encoding=None,
             )
-        except pexpect.ExceptionPexpect as exc:
-            raise SpawnError(f"cannot start {argv[0]!r}: {exc}", argv=argv) from exc
-        except OSError as exc:
-            raise SpawnError(f"cannot start {argv[0]!r}: {exc.strerror or exc}", argv=argv) from exc
+        except pexpect.ExceptionPexpect:  # its own lookup found nothing it may run
+            raise SpawnError(f"cannot start {argv[0]!r}: {_not_runnable(argv[0], env)}",
+                             argv=argv) from None
+        except OSError as exc:  # exec (or fork) failed: the OS error
+            raise SpawnError(f"cannot start {argv[0]!r}: [Errno {exc.errno}] "
+                             f"{exc.strerror or exc}", argv=argv,
+                             permanent=exc.errno in _PERMANENT) from None
         return cls(proc)
 
     def read(self) -> bytes | None:

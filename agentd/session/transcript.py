@@ -3,7 +3,9 @@
 Every byte the agent writes to its pty is appended as it arrives, after
 secrets are replaced by ``***`` (SPEC section 5), and the file is rotated by
 size: ``transcript.log`` -> ``transcript.log.1`` -> ... -> ``transcript.log.N``,
-the oldest is deleted (no backups: the file starts empty again).
+the oldest is deleted (no backups: the file starts empty again). A transcript
+deleted or moved away (logrotate) is noticed within ``RECHECK`` seconds, at
+each session's start and end, and on ``reopen`` (SIGHUP): it is created again.
 
 The ``Redactor`` is pure (bytes in, bytes out); ``Transcript`` is the thin
 I/O shell around it.
@@ -14,14 +16,18 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+from agentd.logfiles import replaced, rotate
 
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
 # Values shorter than this are not treated as secrets: replacing "1" or "yes"
 # everywhere would garble the transcript and leak nothing worth hiding.
 MIN_SECRET_LEN = 4
 MASK = b"***"
+RECHECK = 1.0  # seconds between looks at whether the file is still at its path
 
 
 def secrets_from_env(env: Mapping[str, str]) -> list[str]:
@@ -139,6 +145,7 @@ class Transcript:
         self._redactor = redactor
         self._fd: int | None = None
         self._size = 0
+        self._recheck_at = 0.0
 
     def write(self, data: bytes) -> None:
         if self._redactor is not None:
@@ -150,7 +157,14 @@ class Transcript:
         if self._redactor is not None:
             self._append(self._redactor.flush())  # keep the order of bytes
             text = self._redactor.redact_text(text)
+        self._recheck_at = 0.0  # a session starts or ends: look whether the file is there
         self._append(f"\n--- agentd {text} ---\n".encode())
+
+    def reopen(self) -> None:
+        """Open the path again at the next write (SIGHUP: logrotate moved the file)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def close(self) -> None:
         if self._redactor is not None:
@@ -179,6 +193,10 @@ class Transcript:
         self._size += len(data)
 
     def _open(self) -> int:
+        if self._fd is not None and time.monotonic() >= self._recheck_at:
+            self._recheck_at = time.monotonic() + RECHECK
+            if replaced(self.path, self._fd):  # deleted or moved away: a new file
+                self.reopen()
         if self._fd is None:
             _make_dirs(self.path.parent)
             flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
@@ -192,14 +210,7 @@ class Transcript:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-        if self.backups == 0:
-            os.truncate(self.path, 0)
-            return
-        name = str(self.path)
-        for i in range(self.backups - 1, 0, -1):
-            if os.path.exists(f"{name}.{i}"):
-                os.replace(f"{name}.{i}", f"{name}.{i + 1}")
-        os.replace(name, f"{name}.1")
+        rotate(self.path, self.backups)
 
 
 def read_tail(path: Path, lines: int) -> tuple[str, int]:

@@ -9,6 +9,11 @@ internals.
 new units are added, deleted ones stopped and removed, changed ones take
 effect from their next session. A removed service is "retiring" until its
 processes are gone: its pids still count as owned, so nothing else reaps them.
+
+A unit file that does not load is still a unit (``set_invalid``): ``status``
+shows it as ``invalid`` with what is wrong (or, when its last good definition
+is kept, its real state and the file's problem); the verbs that need a
+definition refuse it with that message (``InvalidUnit``).
 """
 
 from __future__ import annotations
@@ -16,24 +21,43 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentd import events as ev
+from agentd.config.times import iso
 from agentd.config.unit import Unit
+from agentd.errors import AgentdError
 from agentd.events import EventLog
 from agentd.memory.bootstrap import Bootstrap
 from agentd.paths import Paths
 from agentd.process.reaper import Reaper, enable_subreaper
 from agentd.session.screen import ScreenCapture
+from agentd.supervisor import lifecycle
 from agentd.supervisor.history import History
+from agentd.supervisor.lifecycle import Lifecycle
 from agentd.supervisor.notifier import Notifier
 from agentd.supervisor.service import Service
+from agentd.supervisor.sessionloop import last_end
+from agentd.supervisor.states import State
 
 
 class UnknownUnit(KeyError):
     pass
+
+
+class InvalidUnit(AgentdError):
+    """The unit's file does not load, and there is no earlier definition to use."""
+
+    def __init__(self, name: str, problem: dict[str, Any]) -> None:
+        where = f"{problem['file']}" + (f":{problem['line']}" if problem.get("line") else "")
+        key = f"{problem['key']}: " if problem.get("key") else ""
+        super().__init__(f"{name}: its unit file does not load ({where}: {key}"
+                         f"{problem['message']}); fix it (agentd check {problem['file']}) and "
+                         "agentd loads it by itself")
 
 
 @dataclass
@@ -50,6 +74,7 @@ class Supervisor:
         self.paths = paths
         self.events = events
         self.services: dict[str, Service] = {}
+        self.invalid: dict[str, dict[str, Any]] = {}  # name -> problem, for files that do not load
         self._retiring: set[Service] = set()
         self._retirements: set[asyncio.Task[None]] = set()
         # As a child subreaper, double-forked grandchildren of sessions are
@@ -61,15 +86,24 @@ class Supervisor:
         self._sigchld = False
 
     def attach(self) -> None:
-        """Watch SIGCHLD on the running loop (exit fallback + reaping adopted orphans)."""
+        """Watch SIGCHLD on the running loop (exit fallback + reaping adopted orphans);
+        an error no task awaited becomes an event, not a traceback on stderr."""
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGCHLD, self._on_sigchld)
+        loop.set_exception_handler(self._on_loop_error)
         self._sigchld = True
 
     def detach(self) -> None:
         if self._sigchld:
-            asyncio.get_running_loop().remove_signal_handler(signal.SIGCHLD)
+            loop = asyncio.get_running_loop()
+            loop.remove_signal_handler(signal.SIGCHLD)
+            loop.set_exception_handler(None)
             self._sigchld = False
+
+    def _on_loop_error(self, _loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        said = f"{type(exc).__name__}: {exc}" if exc is not None else context.get("message")
+        self.events.emit(ev.DAEMON_ERROR, level="error", error=str(said))
 
     # -- units -----------------------------------------------------------------------
     def add(self, unit: Unit) -> Service:
@@ -81,10 +115,24 @@ class Supervisor:
         try:
             return self.services[name]
         except KeyError:
+            if name in self.invalid:
+                raise InvalidUnit(name, self.invalid[name]) from None
             raise UnknownUnit(name) from None
 
     def names(self) -> list[str]:
+        """The units with a definition (loaded, or kept while their file is invalid)."""
         return sorted(self.services)
+
+    def known(self, name: str) -> bool:
+        """A loaded unit, or a unit file that does not load."""
+        return name in self.services or name in self.invalid
+
+    def set_invalid(self, problems: dict[str, dict[str, Any]]) -> None:
+        """The unit files that do not load now, by unit name: ``{file, line, key, message}``
+        each (``since`` is kept while a file stays invalid)."""
+        before, now = self.invalid, time.time()
+        self.invalid = {name: {**problem, "since": before.get(name, {}).get("since", now)}
+                        for name, problem in problems.items()}
 
     def definition(self, name: str) -> Unit:
         """The unit's newest definition (what its next session will use)."""
@@ -108,7 +156,7 @@ class Supervisor:
 
     async def _retire(self, service: Service) -> None:
         try:
-            await service.stop()
+            await service.stop(remember=False)  # its file is gone: nothing to remember for
             await service.join()
             service.close()
         finally:
@@ -124,15 +172,36 @@ class Supervisor:
             elif self.services[name].definition != unit:
                 self.services[name].redefine(unit)
                 changes.changed.append(name)
+            else:
+                continue
+            await asyncio.sleep(0)  # hundreds of new units: requests are served between them
         changes.removed = sorted(set(self.services) - set(units))
         await asyncio.gather(*(self.remove(name) for name in changes.removed))
         return changes
 
     def start(self, name: str, *, resume_pause: bool = False) -> None:
-        self.get(name).start(resume_pause=resume_pause)
+        """Start the unit; AgentdError says why it cannot (another agentd runs it, another
+        unit uses its state dir)."""
+        refused = self.get(name).start(resume_pause=resume_pause)
+        if refused:
+            raise AgentdError(refused)
 
     async def stop(self, name: str) -> None:
+        """A person stops the unit: it stays stopped across daemon restarts."""
         await self.get(name).stop()
+
+    def enable(self, name: str, enabled: bool) -> None:
+        """Start the unit when the daemon starts (or not); an invalid unit's file is
+        remembered for when it loads."""
+        if name in self.services:
+            self.services[name].set_enabled(enabled)
+        elif name in self.invalid:
+            Lifecycle(self.paths.unit_lifecycle(name)).update(enabled=enabled)
+        else:
+            raise UnknownUnit(name)
+
+    def starts_with_daemon(self, name: str) -> bool:
+        return self.get(name).starts_with_daemon()
 
     def watch_terminal(self, name: str,
                        listener: Callable[[bytes], None]) -> Callable[[], None]:
@@ -162,8 +231,31 @@ class Supervisor:
         return service.status()
 
     def status(self, names: list[str] | None = None) -> list[dict[str, Any]]:
-        chosen = names if names else sorted(self.services)
-        return [self.get(n).status() for n in chosen]
+        chosen = names if names else sorted({*self.services, *self.invalid})
+        return [self._status(n) for n in chosen]
+
+    def _status(self, name: str) -> dict[str, Any]:
+        problem = self.invalid.get(name)
+        if name in self.services:
+            out = self.services[name].status()
+        elif problem is not None:
+            out = self._invalid_status(name, problem)
+        else:
+            raise UnknownUnit(name)
+        if problem is not None:
+            out["invalid"] = {k: v for k, v in problem.items() if k != "since"}
+        return out
+
+    def _invalid_status(self, name: str, problem: dict[str, Any]) -> dict[str, Any]:
+        """What is known of a unit whose file does not load: its record on disk."""
+        records = History(self.paths.unit_logs(name) / "history.jsonl").recent()
+        reason, at = last_end(records)
+        kept = lifecycle.read(self.paths.unit_lifecycle(name))
+        return {"unit": name, "state": str(State.INVALID), "pid": None,
+                "session": max((int(r.get("session", 0)) for r in records), default=0),
+                "uptime_s": 0.0, "restarts": kept.restarts, "last_reason": reason,
+                "last_at": iso(at) if at is not None else None, "since": iso(problem["since"]),
+                "enabled": kept.enabled}
 
     def history(self, name: str, limit: int = 1000) -> list[dict[str, Any]]:
         """The unit's history records (``logs/UNIT/history.jsonl``), oldest first.
@@ -171,7 +263,7 @@ class Supervisor:
         A unit no longer loaded is still known while its history exists.
         """
         path = self.paths.unit_logs(name) / "history.jsonl"
-        if name not in self.services and not path.exists():
+        if not self.known(name) and not path.exists():
             raise UnknownUnit(name)
         return History(path).recent(limit)
 
@@ -180,7 +272,7 @@ class Supervisor:
         if name in self.services:
             return self.services[name].transcript.path
         path = self.paths.unit_logs(name) / "transcript.log"
-        if not path.exists():
+        if not self.known(name) and not path.exists():
             raise UnknownUnit(name)
         return path
 
@@ -190,7 +282,7 @@ class Supervisor:
 
     async def shutdown(self) -> None:
         """Stop every unit (their whole trees) and release their files."""
-        await asyncio.gather(*(s.stop() for s in self._all()))
+        await asyncio.gather(*(s.stop(remember=False) for s in self._all()))
         for service in list(self.services.values()):
             await service.join()
             service.close()
@@ -198,6 +290,11 @@ class Supervisor:
         await self.notifier.close()
         self.reaper.reap()
         self.detach()
+
+    def reopen_logs(self) -> None:
+        """Open every transcript at its path again (SIGHUP, as logrotate expects)."""
+        for service in self._all():
+            service.transcript.reopen()
 
     def kill_all(self) -> list[int]:
         pids: list[int] = []

@@ -3,9 +3,10 @@
 Between sessions agentd remembers two things for the next bootstrap: the
 hashes of the layout's readonly files as the first session saw them (to warn
 when one changed) and the git HEAD (for "changes since the last session").
-Each rendered bootstrap is kept as ``logs/UNIT/bootstrap-N.md`` and, in file
-mode, also written where the agent reads it; event ``session.bootstrap``
-carries its account (tokens shown of each file, what was cut and why).
+Each rendered bootstrap is kept as ``logs/UNIT/bootstrap-N.md`` (the last
+``logs.keep_bootstraps`` of them; 0 keeps all) and, in file mode, also
+written where the agent reads it; event ``session.bootstrap`` carries its
+account (tokens shown of each file, what was cut and why).
 
 Around the rendering of a session's bootstrap, the state dir's lifecycle: a
 unit's missing state dir is created and initialised first (``agentctl state
@@ -16,6 +17,8 @@ session is shown it again (``agentd.memory.handoffs``).
 
 from __future__ import annotations
 
+import contextlib
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -28,6 +31,8 @@ from agentd.memory.init import init
 from agentd.memory.layout import resolve
 from agentd.memory.statedir import write_atomic
 from agentd.supervisor.policy import SessionEnd
+
+_KEPT = re.compile(r"bootstrap-(\d+)\.md")
 
 
 class Briefing:
@@ -106,4 +111,15 @@ class Briefing:
         self._emit(ev.SESSION_BOOTSTRAP, unit=unit.name, session=number, file=str(log_copy),
                    tokens=boot.tokens, budget=boot.budget, warnings=boot.warnings or None,
                    cut=boot.cut or None, explain=boot.explain())
+        self._prune(number, unit.logs.keep_bootstraps)
         return target
+
+    def _prune(self, number: int, keep: int) -> None:
+        """Delete the kept bootstraps older than the last ``keep`` (0: keep all)."""
+        if not keep:
+            return
+        for path in self.logs_dir.iterdir():
+            found = _KEPT.fullmatch(path.name)
+            if found and int(found.group(1)) <= number - keep:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()

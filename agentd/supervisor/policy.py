@@ -15,16 +15,23 @@ the state says the mission is complete      done        no
 sentinel ``pause``                          paused      no
 manual restart                              start now   no
 exit code in ``success_codes``              done        no
+a command that cannot be executed          failed      yes
 exit code in ``exit_codes``; sentinel       start now   only if shorter
-``restart``; timeout / idle / context                   than min_uptime
+``restart``; timeout / idle / context                   than min_uptime, or
+                                                        the ``QUICK_IN_A_ROW``th
+                                                        quick end in a row
 anything else (other exit, signal, spawn)   backoff     yes
 =========================================  ==========  =================
 
 A failure waits ``delay`` doubled for each failure in a row, capped at
 ``max_delay``; more than ``burst`` failures within ``window`` -> ``failed``;
-``on_failure: false`` -> ``failed`` at the first one. A restart is refused
-(``failed``) once ``max_sessions`` sessions ran, and (``stalled``) when
-``stall_sessions`` sessions in a row left the state dir unchanged.
+``on_failure: false`` -> ``failed`` at the first one. The brake on quick
+ends holds whatever ``min_uptime`` says (also 0): sessions that each end
+within ``QUICK_END`` of their start, ``QUICK_IN_A_ROW`` times in a row, are
+a loop (a sentinel that matches at once, an agent that exits 42 at once),
+not hand-overs. A restart is refused (``failed``) once ``max_sessions``
+sessions ran, and (``stalled``) when ``stall_sessions`` sessions in a row
+left the state dir unchanged.
 """
 
 from __future__ import annotations
@@ -43,6 +50,8 @@ _CONTEXT_NAME = re.compile(r"compact|context", re.IGNORECASE)
 
 # Triggers agentd itself sets when it ends a session (besides "sentinel:NAME").
 HANDOFF_TRIGGERS = ("timeout", "idle", "context")
+QUICK_END = 1.0  # seconds from start to end...
+QUICK_IN_A_ROW = 3  # ...this many sessions in a row: a failure, whatever min_uptime says
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,7 @@ class SessionEnd:
     action: str = "restart"
     pause_until: float | None = None
     spawn_error: str | None = None
+    spawn_retry: bool = False  # the spawn error may go away by itself (out of processes)
     state_changed: bool = True
     # The summary of ``agentctl state complete`` when the state said the
     # mission was complete as the session ended: the unit is done, whatever the code.
@@ -102,13 +112,14 @@ class RestartPolicy:
         self.restart = restart
         self.limits = limits
 
-    def is_failure(self, end: SessionEnd) -> bool:
+    def is_failure(self, end: SessionEnd, before: Sequence[SessionEnd] = ()) -> bool:
+        """Does ``end`` count as a failure (``before``: the ends before it, oldest first)?"""
         if end.action in ("stop", "pause") or _is_manual(end.trigger) or end.complete is not None:
             return False
         if end.trigger is None and end.exit_code in self.restart.success_codes:
             return False
         if self._is_handoff(end):
-            return end.uptime < self.restart.min_uptime
+            return end.uptime < self.restart.min_uptime or _quick_run(end, before)
         return True
 
     def _is_handoff(self, end: SessionEnd) -> bool:
@@ -129,7 +140,10 @@ class RestartPolicy:
             return Decision("paused", reason, until=end.pause_until, outcome=outcome)
         if end.trigger is None and end.exit_code in self.restart.success_codes:
             return Decision("done", reason, outcome="done")
-        failure = self.is_failure(end)
+        if end.spawn_error is not None and not end.spawn_retry:
+            # trying again changes nothing until someone fixes the command
+            return Decision("failed", reason, failure=True, detail=end.spawn_error)
+        failure = self.is_failure(end, history)
         if failure:
             outcome = "crashed"
             verdict = self._failure(end, history, now, reason)
@@ -149,12 +163,16 @@ class RestartPolicy:
     def _failure(
         self, end: SessionEnd, history: Sequence[SessionEnd], now: float, reason: str
     ) -> Decision:
-        short = end.uptime < self.restart.min_uptime and self._is_handoff(end)
-        detail = f"ran {end.uptime:.1f}s, less than min_uptime" if short else ""
+        detail = ""
+        if self._is_handoff(end):
+            detail = (f"ran {end.uptime:.1f}s, less than min_uptime"
+                      if end.uptime < self.restart.min_uptime else
+                      f"{QUICK_IN_A_ROW} sessions in a row ended within {QUICK_END:g}s")
         if not self.restart.on_failure:
             return Decision("failed", reason, failure=True, detail=detail or "on_failure is off")
-        recent = [e for e in history if now - e.ended_at <= self.restart.window]
-        failures = 1 + sum(1 for e in recent if self.is_failure(e))
+        failed = [self.is_failure(e, history[:i]) for i, e in enumerate(history)]
+        failures = 1 + sum(1 for e, f in zip(history, failed, strict=True)
+                           if f and now - e.ended_at <= self.restart.window)
         if failures > self.restart.burst:
             detail = (
                 f"{failures} failures within {self.restart.window:g}s "
@@ -162,8 +180,8 @@ class RestartPolicy:
             )
             return Decision("failed", reason, failure=True, detail=detail)
         in_a_row = 1
-        for e in reversed(history):
-            if not self.is_failure(e):
+        for f in reversed(failed):
+            if not f:
                 break
             in_a_row += 1
         delay = min(self.restart.delay * 2 ** (in_a_row - 1), self.restart.max_delay)
@@ -181,6 +199,12 @@ class RestartPolicy:
         if unchanged >= need:
             return f"{unchanged} sessions in a row left the state dir unchanged"
         return ""
+
+
+def _quick_run(end: SessionEnd, before: Sequence[SessionEnd]) -> bool:
+    """``end`` is the last of ``QUICK_IN_A_ROW`` sessions in a row that each ended at once."""
+    run = [*before[-(QUICK_IN_A_ROW - 1):], end]
+    return len(run) >= QUICK_IN_A_ROW and all(e.uptime < QUICK_END for e in run)
 
 
 def _outcome(end: SessionEnd) -> str:

@@ -8,9 +8,11 @@ idle, context, manual) -> end the whole tree (``sessionrun``) ->
 state change goes through ``_set_state`` (see ``agentd.supervisor.states``).
 
 The parts it owns: its ``Definition``, the ``SessionLoop`` (and through it
-each ``SessionRun``), its ``Pauses``, its ``UnitLock`` and its ``Terminal``
-for attached people. The daemon and the CLIs use only the public methods
-below, through ``agentd.supervisor.api``.
+each ``SessionRun``), its ``Pauses``, its ``UnitLock``, its ``Terminal``
+for attached people and its ``Lifecycle`` (enablement, the state a person or
+its end left it in, and the restart count, kept across daemon restarts). The
+daemon and the CLIs use only the public methods below, through
+``agentd.supervisor.api``.
 """
 
 from __future__ import annotations
@@ -35,11 +37,12 @@ from agentd.supervisor.attach import Terminal
 from agentd.supervisor.briefing import Briefing
 from agentd.supervisor.definition import Definition
 from agentd.supervisor.history import History
+from agentd.supervisor.lifecycle import REMEMBERED, Lifecycle
 from agentd.supervisor.pauses import Pauses, restored_pause
-from agentd.supervisor.reclaim import UnitLock
+from agentd.supervisor.reclaim import StateDirLock, UnitLock
 from agentd.supervisor.sessionloop import SessionLoop
 from agentd.supervisor.sessionrun import Host
-from agentd.supervisor.states import ACTIVE, TRANSITIONS, State, TransitionError
+from agentd.supervisor.states import ACTIVE, TERMINAL, TRANSITIONS, State, TransitionError
 from agentd.supervisor.triggers import Trigger
 
 PRECOMPACT = "precompact"  # the sentinel name a PreCompact hook ends a session with
@@ -64,18 +67,22 @@ class Service:
         base = dict(os.environ if base_env is None else base_env)
         base.pop("NOTIFY_SOCKET", None)  # systemd's notify socket is the daemon's, not the agent's
         logs_dir = paths.unit_logs(unit.name)
-        history = History(logs_dir / "history.jsonl")
-        self.state = State.STOPPED
-        self.since = wall()
-        self.state_reason = ""
-        self.detail = ""
+        history = History(logs_dir / "history.jsonl", max_bytes=unit.logs.max_bytes)
+        self.lifecycle = Lifecycle(paths.unit_lifecycle(unit.name))
+        kept = self.lifecycle.value
+        self.state = kept.state or State.STOPPED  # done, failed... until someone starts it
+        self.since = kept.since if kept.since is not None else wall()
+        self.state_reason = kept.reason
+        self.detail = kept.detail
         self._changed = asyncio.Event()
         self._stop_requested = False
+        self._remember_stop = True  # False while the daemon (not a person) stops the unit
         self.briefing = Briefing(logs_dir, events.emit)
         self._definition = Definition(unit, base_env=base, logs_dir=logs_dir,
                                       briefing=self.briefing)
         self.terminal = Terminal(lambda: self.session if self.state == State.RUNNING else None)
         self._lock = UnitLock(paths.run / "units" / f"{unit.name}.lock")
+        self._state_lock = StateDirLock(paths.run / "statedirs")
         self.pauses = Pauses(set_state=self._set_state, wall=wall, emit=events.emit,
                              on_deadline=lambda reason: self._loop.after_wait(reason),
                              restored=restored_pause(history.recent()))
@@ -85,24 +92,36 @@ class Service:
                     notify=notify)
         self._loop = SessionLoop(host, self._definition, self.pauses, self._lock,
                                  force_state=self._force_state)
+        self._loop.restarts = kept.restarts
 
     # -- control ---------------------------------------------------------------------
-    def start(self, reason: str = "start", *, resume_pause: bool = False) -> None:
-        """Start now (from stopped, a terminal state, backoff or pause); no-op if active."""
+    def start(self, reason: str = "start", *, resume_pause: bool = False) -> str | None:
+        """Start now (from stopped, a terminal state, backoff or pause); no-op if active.
+
+        Why it cannot start, if it cannot: another agentd supervises it, or
+        another unit uses its state dir (also said as a ``unit.error`` event).
+        """
         if self.state in ACTIVE:
-            return
-        refused = self.claim()
+            return None
+        refused = self.claim() or self._state_lock.claim(self.definition)
         if refused:
             self.events.emit(ev.UNIT_ERROR, level="error", unit=self.unit.name, error=refused)
-            return
+            return refused
         self.pauses.reset(resume=resume_pause)
         self._stop_requested = False
+        self._remember_stop = True
         self._set_state(State.STARTING, reason)  # at once, so waiters see it is under way
         self._loop.start(reason)
+        return None
 
-    async def stop(self) -> None:
-        """Stop the unit and wait until its session's processes are gone."""
+    async def stop(self, *, remember: bool = True) -> None:
+        """Stop the unit and wait until its session's processes are gone.
+
+        ``remember``: a person stopped it, so it stays stopped across daemon
+        restarts; the daemon's own shutdown (or a removed unit file) does not.
+        """
         self._stop_requested = True
+        self._remember_stop = remember
         if self.state in (State.BACKOFF, State.PAUSED):
             self.pauses.cancel()
             self._set_state(State.STOPPED, "manual")
@@ -115,7 +134,7 @@ class Service:
         if self.state in (State.RUNNING, State.STARTING):
             self._loop.fire(Trigger(reason if reason.startswith("manual") else f"manual:{reason}"))
         elif self.state != State.STOPPING:
-            self.start(reason)
+            self.start(reason)  # a refusal is an event
 
     def precompact(self, session: int) -> bool:
         """The CLI of session ``session`` is about to compact (its PreCompact hook):
@@ -154,6 +173,19 @@ class Service:
         if self.state not in ACTIVE and self.session is None:
             self._definition.apply()
 
+    @property
+    def enabled(self) -> bool:
+        """Does the daemon start it when it starts (``agentctl enable``, else ``autostart``)?"""
+        chosen = self.lifecycle.value.enabled
+        return self.definition.autostart if chosen is None else chosen
+
+    def set_enabled(self, enabled: bool) -> None:
+        self._remember(enabled=enabled)
+
+    def starts_with_daemon(self) -> bool:
+        """Enabled, and not left stopped, done, failed or stalled (only a start leaves those)."""
+        return self.enabled and self.lifecycle.value.state is None
+
     def claim(self) -> str | None:
         """Hold ``run/units/UNIT.lock`` while supervising this unit; why not, if another
         agentd (``serve`` or ``run``) already does (see ``reclaim``)."""
@@ -163,6 +195,7 @@ class Service:
         self.pauses.cancel()
         self._definition.close()
         self._lock.release()
+        self._state_lock.release()
 
     def watch(self, listener: Callable[[bytes], None]) -> Callable[[], None]:
         """Have ``listener`` get the terminal output of this unit's sessions; the undo."""
@@ -233,10 +266,23 @@ class Service:
             "last_reason": loop.last_reason,
             "last_at": iso(loop.last_at) if loop.last_at is not None else None,
             "since": iso(self.since),
+            "enabled": self.enabled,
         }
         if self.state == State.PAUSED and self.pauses.paused_until is not None:
             out["paused_until"] = iso(self.pauses.paused_until)
+        if self.detail:  # e.g. the OS error of a command that cannot be executed
+            out["detail"] = self.detail
         return out
+
+    def _remember(self, **changes: Any) -> None:
+        """Keep ``changes`` in the unit's lifecycle file; a failure is reported, not raised
+        (the state change itself has happened)."""
+        try:
+            self.lifecycle.update(**changes)
+        except OSError as exc:
+            self.events.emit(ev.UNIT_ERROR, level="error", unit=self.unit.name,
+                             error=f"cannot record the unit's state in {self.lifecycle.path}: "
+                                   f"{exc.strerror or exc}")
 
     # -- state -----------------------------------------------------------------------
     def _set_state(self, new: State, reason: str = "", detail: str = "") -> None:
@@ -259,6 +305,14 @@ class Service:
         self.events.emit(ev.UNIT_STATE, unit=self.unit.name, session=self.session_no or None,
                          detail=detail or None,
                          **{"from": str(old), "to": str(new), "reason": reason})
+        if new in TERMINAL:  # it will not run again by itself: its state dir is free
+            self._state_lock.release()
+        if new in REMEMBERED and (new != State.STOPPED or self._remember_stop):
+            self._remember(state=new, reason=reason, detail=detail, since=self.since,
+                           restarts=self._loop.restarts)
+        elif new == State.STARTING:
+            self._remember(state=None, reason="", detail="", since=None,
+                           restarts=self._loop.restarts)
         self._changed.set()
         event = "restart" if (old, new) == (State.STOPPING, State.STARTING) else str(new)
         if self._notify is not None and event in self.unit.notify.on:

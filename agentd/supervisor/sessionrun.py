@@ -87,7 +87,7 @@ class SessionRun:
         except SpawnError as exc:
             self._spawn_failed(exc)
             return SessionEnd(number, started, host.clock(), spawn_error=str(exc),
-                              state_changed=False)
+                              spawn_retry=not exc.permanent, state_changed=False)
         injector = inject.Injector(plan, boot.text, boot.tokens, emit=self._emit)
         handoff = self._handoff = Handoff(unit.handoff, state_dir=unit.state_dir,
                                           submit=unit.inject.submit, emit=self._emit,

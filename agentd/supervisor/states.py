@@ -13,6 +13,8 @@
 
 Terminal states (DONE, FAILED, STALLED, STOPPED) leave only by ``start``.
 Every change goes through ``Service._set_state``, which checks ``TRANSITIONS``.
+INVALID is never a service's state: it is what ``agentctl status`` shows for a
+unit file that does not load (there is no service to be in a state).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class State(StrEnum):
     DONE = "done"
     FAILED = "failed"
     STALLED = "stalled"
+    INVALID = "invalid"
 
 
 S = State
@@ -55,6 +58,8 @@ TRANSITIONS: dict[State, frozenset[State]] = {
     S.DONE: frozenset({S.STARTING}),
     S.FAILED: frozenset({S.STARTING}),
     S.STALLED: frozenset({S.STARTING}),
+    # a file that does not load has no service: nothing leaves or enters this state
+    S.INVALID: frozenset(),
 }
 
 TERMINAL = frozenset({S.STOPPED, S.DONE, S.FAILED, S.STALLED})

@@ -55,6 +55,7 @@ def daemon(dhome: Path, serve: list[Served]) -> Served:
     write_unit(dhome, "a", {"command": fake("out:\\x1b[31mred\\x1b[0m alert", "wait"),
                             "stop": {"grace": "300ms"}})
     write_unit(dhome, "b", {"command": fake("out:b-up", "wait"), "autostart": False,
+                            "state": {"dir": ".agent-b"},  # two units may not share one
                             "stop": {"grace": "300ms"}})
     d = Served(dhome)
     serve.append(d.ready())
@@ -112,7 +113,11 @@ def test_start_restart_stop_round_trip(daemon: Served, dhome: Path) -> None:
     assert agentctl("start").exit_code == 2  # neither names nor --all
     assert agentctl("start", "a", "--all").exit_code == 2
     ghost = agentctl("restart", "ghost")
-    assert ghost.exit_code == 1 and "unknown unit: ghost" in ghost.stderr
+    assert ghost.exit_code == 4 and "unknown unit: ghost" in ghost.stderr
+    for verb in (["start"], ["stop"], ["enable"], ["disable"], ["logs"], ["history"],
+                 ["bootstrap"], ["screen"], ["events"], ["status"]):
+        assert agentctl(*verb, "ghost").exit_code == 4, verb  # the same code on every verb
+    # (attach asks for a terminal first: without one it exits 1 before asking agentd)
 
 
 def test_start_says_when_a_unit_did_not_start_cleanly(dhome: Path, serve: list[Served]) -> None:
@@ -121,7 +126,8 @@ def test_start_says_when_a_unit_did_not_start_cleanly(dhome: Path, serve: list[S
     d = Served(dhome)
     serve.append(d.ready())
     res = agentctl("start", "x")
-    assert res.exit_code == 1 and "x: backoff (spawn-error)" in res.stdout
+    assert res.exit_code == 1 and "x: failed (spawn-error: cannot start" in res.stdout
+    assert "[Errno 2] No such file or directory" in res.stdout  # the OS error
     assert "agentctl logs x" in res.stderr
 
 
@@ -131,7 +137,7 @@ def test_logs_strip_escapes_unless_raw(daemon: Served, dhome: Path) -> None:
     assert clean == "red alert\n"
     raw = agentctl("logs", "a", "-n", "1", "--raw").stdout
     assert "\x1b[31mred\x1b[0m alert" in raw
-    assert agentctl("logs", "ghost").exit_code == 1
+    assert agentctl("logs", "ghost").exit_code == 4
 
 
 def test_logs_and_events_follow(daemon: Served, dhome: Path) -> None:
@@ -229,6 +235,21 @@ def test_install_service_writes_and_will_not_clobber(tmp_path: Path,
     assert target.read_text() == "# edited by hand\n"
     assert agentctl("install-service", "--kind", "systemd", "--force").exit_code == 0
     assert "ExecStart=" in target.read_text()
+
+
+def test_install_service_says_what_to_do_without_a_user_bus(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "no-bus"))
+    res = CliRunner().invoke(agentctl_main, ["install-service", "--kind", "systemd"])
+    assert res.exit_code == 0 and "no systemd user bus" in res.stderr
+    assert "loginctl enable-linger" in res.stderr
+    (tmp_path / "bus-here").mkdir()
+    (tmp_path / "bus-here" / "bus").touch()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "bus-here"))
+    res = CliRunner().invoke(agentctl_main, ["install-service", "--kind", "systemd"])
+    assert res.exit_code == 0 and "user bus" not in res.stderr
 
 
 def test_built_in_templates_match_init_files() -> None:

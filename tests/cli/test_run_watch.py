@@ -44,6 +44,7 @@ def test_every_read_verb_and_attach_reach_agentd_run_and_its_files_after(
     serve.append(d.ready())
     unit_file = tmp_path / "solo.yaml"
     write_unit(dhome, "solo", {"command": fake("out:solo up", "prompt:ready> ", "wait"),
+                               "state": {"dir": ".agent-solo"},  # units may not share one
                                "inject": {"mode": "none"}, "stop": STOP})
     (dhome / "units" / "solo.yaml").rename(unit_file)
     run = run_in_background(dhome, str(unit_file))

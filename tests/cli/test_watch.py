@@ -59,7 +59,7 @@ def serve_units(home: Path, serve: list[Served], said_first: dict[str, str],
     ``said_first`` text."""
     for name, steps in units.items():
         write_unit(home, name, {"command": fake(*steps), "inject": {"mode": "none"},
-                                "stop": STOP})
+                                "stop": STOP, "state": {"dir": f".agent-{name}"}})
     d = Served(home)
     serve.append(d.ready())
     poll_for(lambda: all(said(home, u, text) for u, text in said_first.items()),

@@ -478,7 +478,7 @@ def test_several_problems_are_all_reported_in_line_order() -> None:
         [
             "units/a.yaml:1: command: required key missing",
             "units/a.yaml:3: restart.burst: should be greater than or equal to 0 (got -1)",
-            "units/a.yaml:4: restart.dealy: unknown key",
+            "units/a.yaml:4: restart.dealy: unknown key (did you mean delay?)",
             "units/a.yaml:5: stop.grace: expected a number of seconds or a duration like 500ms,"
             " 10s, 5m, 1.5h, 1d, 1h30m, got 'soon'",
         ]

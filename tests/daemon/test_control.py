@@ -191,7 +191,8 @@ def test_unknown_units_are_code_4(dhome: Path, serve: list[Served]) -> None:
 def test_events_follow_streams_until_the_daemon_stops(dhome: Path, serve: list[Served]) -> None:
     write_unit(dhome, "a", {"command": fake("wait"), "autostart": False,
                             "stop": {"grace": "300ms"}})
-    write_unit(dhome, "b", {"command": fake("wait"), "autostart": False})
+    write_unit(dhome, "b", {"command": fake("wait"), "autostart": False,
+                            "state": {"dir": ".agent-b"}})  # two units may not share one
     d = Served(dhome)
     serve.append(d.ready())
     with Client(d.socket, timeout=15) as client:

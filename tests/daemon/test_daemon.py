@@ -226,6 +226,7 @@ def test_after_kill_9_a_new_serve_reclaims_sessions_and_keeps_counts(
                             "stop": {"grace": "300ms"}})
     # ignores SIGHUP: survives the hangup of its pty when agentd dies
     write_unit(dhome, "m", {"command": fake("ignore-term", "out:up", "wait"), "autostart": False,
+                            "state": {"dir": ".agent-m"},  # two units may not share one
                             "stop": {"grace": "300ms"}})
     first = Served(dhome)
     serve.append(first.ready())

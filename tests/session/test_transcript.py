@@ -157,3 +157,19 @@ def test_existing_file_counts_and_a_huge_write_gets_its_own_file(tmp_path: Path)
     assert Path(f"{path}.1").read_bytes() == b"y" * 20
     assert path.read_bytes() == b"z" * 300
     assert mode(path) == 0o600
+
+
+def test_a_deleted_or_moved_transcript_is_created_again(tmp_path: Path) -> None:
+    path = tmp_path / "logs" / "transcript.log"
+    t = Transcript(path, max_bytes=0, backups=0)
+    t.write(b"one\n")
+    path.unlink()
+    t.note("session 2 starting")  # a session boundary looks at once
+    t.write(b"two\n")
+    assert path.read_bytes().endswith(b"two\n") and b"one" not in path.read_bytes()
+    path.rename(tmp_path / "moved.log")  # logrotate's move, then SIGHUP
+    t.reopen()
+    t.write(b"three\n")
+    t.close()
+    assert path.read_bytes() == b"three\n"
+    assert (tmp_path / "moved.log").read_bytes().endswith(b"two\n")

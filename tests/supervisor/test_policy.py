@@ -35,7 +35,9 @@ def end(n: int = 1, *, t0: float = 0.0, up: float = 60.0, **kw: object) -> Sessi
         ({"trigger": "sentinel:done", "action": "stop"}, "stopped", "sentinel:done", False),
         ({"trigger": "sentinel:limit", "action": "pause", "pause_until": 99.0}, "paused",
          "sentinel:limit", False),
-        ({"spawn_error": "no such file"}, "backoff", "spawn-error", True),
+        ({"spawn_error": "[Errno 2] No such file"}, "failed", "spawn-error", True),
+        ({"spawn_error": "[Errno 11] try again", "spawn_retry": True}, "backoff", "spawn-error",
+         True),
         # exit 0 after a sentinel asked for a restart is a hand-over, not "done"
         ({"trigger": "sentinel:compaction", "exit_code": 0}, "start", "sentinel:compaction", False),
         # the state says the mission is complete: done, whatever ended the session
@@ -135,3 +137,35 @@ def test_manual_restart_with_reason_is_not_a_failure() -> None:
 )
 def test_outcomes(trigger: str, outcome: str) -> None:
     assert policy().decide(end(trigger=trigger), [], now=60).outcome == outcome
+
+
+def test_a_command_that_cannot_be_executed_fails_at_once_with_the_os_error() -> None:
+    d = policy(burst=100).decide(end(spawn_error="cannot start 'x': [Errno 8] Exec format error",
+                                     up=0.0), [], now=1)
+    assert d.next == "failed" and d.delay == 0 and "Exec format error" in d.detail
+
+
+def test_the_brake_holds_with_min_uptime_0() -> None:
+    """Sessions that each end at once are a loop, whatever min_uptime says: the third
+    quick one in a row backs off, the delays grow, and the burst ends it."""
+    p = policy(min_uptime=0, delay=1, max_delay=60, burst=3, window=600)
+    history: list[SessionEnd] = []
+    nexts, delays = [], []
+    for i in range(8):
+        e = end(i + 1, t0=i * 2.0, up=0.05, trigger="sentinel:empty")
+        d = p.decide(e, history, now=e.ended_at)
+        nexts.append(d.next)
+        delays.append(d.delay)
+        history.append(e)
+        if d.next == "failed":
+            break
+    assert nexts == ["start", "start", "backoff", "backoff", "backoff", "failed"]
+    assert delays[2:5] == [1, 2, 4]
+    assert "in a row ended within 1s" in p.decide(end(9, up=0.1, exit_code=42), history[-2:],
+                                                  now=20).detail
+
+
+def test_quick_ends_with_a_slow_one_between_are_no_loop() -> None:
+    p = policy(min_uptime=0)
+    history = [end(1, up=0.1, exit_code=42), end(2, up=5.0, exit_code=42, t0=1)]
+    assert p.decide(end(3, up=0.1, exit_code=42, t0=7), history, now=8).next == "start"

@@ -294,15 +294,30 @@ def test_ctrl_c_stops_the_whole_tree(home: Path, tmp_path: Path) -> None:
     assert "stopped" in err
 
 
-def test_spawn_error_is_reported_and_backs_off(home: Path) -> None:
-    write_unit(home, "x", {
-        "command": ["/nonexistent/agent-cli", "--flag"],
-        "restart": {"delay": "10ms", "burst": 1},
-    })
+@pytest.mark.parametrize(("command", "says"), [
+    (["/nonexistent/agent-cli", "--flag"], "[Errno 2] No such file or directory"),
+    (["agent-cli-that-is-not-installed"], "command not found (searched PATH="),
+    (["./notes.txt"], "[Errno 13] Permission denied (not executable: chmod +x)"),
+    (["./garbage.bin"], "[Errno 8] Exec format error"),
+])
+def test_a_command_that_cannot_be_executed_fails_at_once(home: Path, command: list[str],
+                                                         says: str) -> None:
+    work = home / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("not a program\n")
+    (work / "garbage.bin").write_bytes(b"\x00\x01garbage")
+    (work / "garbage.bin").chmod(0o755)
+    write_unit(home, "x", {"command": command, "restart": {"delay": "10s", "burst": 5}})
+    started = time.monotonic()
     res = agentd(home, "run", "x")
-    assert res.returncode == 1
-    exits = events(home, "session.exit")
-    assert exits[0]["reason"] == "spawn-error" and "/nonexistent/agent-cli" in exits[0]["error"]
+    assert res.returncode == 1 and time.monotonic() - started < 10  # no backoff
+    [exited] = events(home, "session.exit")  # one attempt
+    assert exited["reason"] == "spawn-error" and says in exited["error"]
+    [failed] = [e for e in events(home, "unit.state") if e["to"] == "failed"]
+    assert says in failed["detail"]
+    ended = [r for r in records(home / "logs" / "x" / "history.jsonl") if r["kind"] == "end"]
+    assert says in ended[0]["error"]
+    assert "failed after 1 session(s)" in res.stderr and says in res.stderr
 
 
 def test_check_names_file_line_and_key(home: Path) -> None:
@@ -467,3 +482,17 @@ def test_binary_output_is_drained_and_matching_goes_on(home: Path) -> None:
     assert [e["name"] for e in events(home, "session.sentinel")] == ["c"]
     assert not events(home, "unit.error")
     assert (home / "logs" / "bin" / "transcript.log").stat().st_size > 300_000
+
+
+def test_the_restart_brake_holds_with_min_uptime_0(home: Path) -> None:
+    """An agent that exits 42 at once, and one whose sentinel matches at once, do not
+    loop: the third quick end in a row backs off, and the burst fails the unit."""
+    quick = {"min_uptime": 0, "delay": "10ms", "max_delay": "50ms", "burst": 3}
+    write_unit(home, "exits", {"command": fake("exit:42"), "restart": quick})
+    write_unit(home, "matches", {"command": fake("out:GO", "wait"), "restart": quick,
+                                 "sentinels": [{"name": "go", "match": "GO"}],
+                                 "stop": {"grace": "300ms"}})
+    for name in ("exits", "matches"):
+        res = agentd(home, "run", name)
+        assert res.returncode == 1 and "failed after 6 session(s)" in res.stderr, res.stderr
+        assert "failures within" in res.stderr

@@ -1,0 +1,103 @@
+"""What a unit's life keeps across daemon restarts and reboots: ``lifecycle/UNIT.json``.
+
+::
+
+    {"enabled": true, "state": "done", "reason": "exit:0", "detail": "",
+     "since": "2026-11-30T14:32:00Z", "restarts": 7}
+
+- ``enabled`` (``agentctl enable|disable``; null: the unit's ``autostart``):
+  an enabled unit starts when the daemon starts.
+- ``state``: a state only a person's ``start`` leaves. Set when a person
+  stops the unit (or a sentinel does) and when it ends ``done``, ``failed``
+  or ``stalled``; cleared when it starts. A daemon that shuts down, or a unit
+  file that is removed, stops the unit without remembering it: what ran
+  before a restart runs after it.
+- ``restarts``: counted across daemon restarts, as session numbers are.
+
+Written atomically (temp file, rename) and only when something changed; a
+change of state or enablement is fsync'd, the restart count (written at each
+session's start) is not.
+A missing, unreadable or torn file reads as "nothing remembered".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from agentd.config.times import iso
+from agentd.memory.statedir import write_atomic
+from agentd.supervisor.states import State
+
+REMEMBERED = frozenset({State.STOPPED, State.DONE, State.FAILED, State.STALLED})
+
+
+@dataclass(frozen=True)
+class Remembered:
+    enabled: bool | None = None
+    state: State | None = None
+    reason: str = ""
+    detail: str = ""
+    since: float | None = None  # wall time of the state change
+    restarts: int = 0
+
+
+class Lifecycle:
+    """One unit's ``lifecycle/UNIT.json``: read once, written on change."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.value = read(path)
+
+    def update(self, **changes: Any) -> None:
+        """Change the remembered values; OSError if they cannot be written."""
+        old, new = self.value, dataclasses.replace(self.value, **changes)
+        if new == old:
+            return
+        self.value = new
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        text = json.dumps(_to_json(new), indent=1) + "\n"
+        if (new.state, new.enabled) != (old.state, old.enabled):
+            write_atomic(self.path, text, mode=0o600)  # fsync'd: it must survive a power cut
+        else:  # only the restart count, at each session's start: no fsync on that path
+            tmp = self.path.with_name(f".{self.path.name}.tmp")
+            tmp.write_text(text, encoding="utf-8")
+            tmp.chmod(0o600)
+            os.replace(tmp, self.path)
+
+
+def read(path: Path) -> Remembered:
+    """What ``path`` remembers; nothing when it is missing or cannot be understood."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return Remembered()
+    if not isinstance(data, dict):
+        return Remembered()
+    out = Remembered()
+    enabled, restarts = data.get("enabled"), data.get("restarts")
+    if isinstance(enabled, bool):
+        out = dataclasses.replace(out, enabled=enabled)
+    if isinstance(restarts, int) and not isinstance(restarts, bool) and restarts >= 0:
+        out = dataclasses.replace(out, restarts=restarts)
+    with contextlib.suppress(ValueError, TypeError):
+        state = State(data.get("state"))
+        if state in REMEMBERED:
+            since = datetime.fromisoformat(str(data.get("since")).replace("Z", "+00:00"))
+            out = dataclasses.replace(out, state=state, since=since.timestamp(),
+                                      reason=str(data.get("reason") or ""),
+                                      detail=str(data.get("detail") or ""))
+    return out
+
+
+def _to_json(value: Remembered) -> dict[str, Any]:
+    return {"enabled": value.enabled, "state": str(value.state) if value.state else None,
+            "reason": value.reason or None, "detail": value.detail or None,
+            "since": iso(value.since) if value.since is not None else None,
+            "restarts": value.restarts}

@@ -1,0 +1,106 @@
+"""Unit files the daemon cannot use: they are units too (state ``invalid`` in
+status), each problem is reported once, and no file holds up the loop."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from tests.conftest import fake, poll_for
+from tests.daemon import test_daemon
+from tests.daemon.test_daemon import Served
+from tests.helpers import events, write_unit
+
+dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def test_an_invalid_unit_is_listed_with_its_problem(dhome: Path, serve: list[Served]) -> None:
+    bad = _write(dhome / "units" / "ww.yaml",
+                 f"command: [sleep, '60']\nworkdir: {dhome}\nrestart:\n  exit_code: [3]\n")
+    d = Served(dhome)
+    serve.append(d.ready())
+    [status] = d.result("status", units=["ww"])
+    assert status["state"] == "invalid" and status["pid"] is None and status["since"]
+    assert status["invalid"] == {"file": str(bad), "line": 4, "key": "restart.exit_code",
+                                 "message": "unknown key (did you mean exit_codes?)"}
+    assert [s["unit"] for s in d.result("status")] == ["ww"]  # listed with the others
+    ctl = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "status", "ww"],
+                         capture_output=True, text=True, timeout=30,
+                         env=dict(os.environ, AGENTD_HOME=str(dhome)))
+    assert ctl.returncode == 3  # not running
+    assert f"{bad}:4: restart.exit_code: unknown key (did you mean exit_codes?)" in ctl.stdout
+    assert ":?:" not in ctl.stdout + d.stderr
+    refused = d.call("start", units=["ww"])
+    assert refused["code"] == 1 and "does not load" in refused["error"]
+
+
+def test_each_problem_is_reported_once_per_change(dhome: Path, serve: list[Served]) -> None:
+    d = Served(dhome)
+    serve.append(d.ready())
+    path = dhome / "units" / "u.yaml"
+    _write(path, f"command: [sleep, '60']\nworkdir: {dhome}\nautostart: false\nbogus: 1\n")
+    poll_for(lambda: events(dhome, "unit.invalid"), what="the first report")
+    for _ in range(3):  # new stats, the same problem: no new report
+        path.chmod(0o644 if path.stat().st_mode & 0o044 == 0 else 0o600)
+        path.chmod(0o600)
+        os.utime(path)
+        time.sleep(0.3)  # longer than the watcher's debounce: separate rescans
+    d.result("reload")
+    assert len(events(dhome, "unit.invalid")) == 1
+    _write(path, f"command: [sleep, '60']\nworkdir: {dhome}\nautostart: false\nbogus: 2\n"
+                 "sentinals: []\n")
+    poll_for(lambda: len(events(dhome, "unit.invalid")) == 2, what="the changed problem")
+    _write(path, f"command: [sleep, '60']\nworkdir: {dhome}\nautostart: false\n")
+    poll_for(lambda: d.status("u")["state"] == "stopped", what="the fixed unit")
+    assert "invalid" not in d.status("u")
+    _write(path, f"command: [sleep, '60']\nworkdir: {dhome}\nautostart: false\nbogus: 1\n")
+    poll_for(lambda: len(events(dhome, "unit.invalid")) == 3, what="broken again: reported")
+    kept = d.status("u")  # its last good definition is kept, and the file's problem shown
+    assert kept["state"] == "stopped" and kept["invalid"]["key"] == "bogus"
+    assert events(dhome, "unit.invalid")[-1]["kept"]
+
+
+def _worst_status_latency(d: Served, during: threading.Event) -> float:
+    """Time ``status`` requests back to back until ``during`` is cleared; the slowest."""
+    worst = 0.0
+    while during.is_set():
+        started = time.monotonic()
+        assert d.call("status", timeout=10)["ok"]
+        worst = max(worst, time.monotonic() - started)
+    return worst
+
+
+def test_status_answers_within_a_second_while_big_or_many_files_arrive(
+        dhome: Path, serve: list[Served]) -> None:
+    d = Served(dhome)
+    serve.append(d.ready())
+    during = threading.Event()
+    during.set()
+    worst: list[float] = []
+    poller = threading.Thread(target=lambda: worst.append(_worst_status_latency(d, during)))
+    poller.start()
+    try:
+        big = dhome / "units" / "big.yaml"
+        with big.open("wb") as f:
+            f.write(b"command: [x]\n" + b"#" * (8 * 1024 * 1024) + b"\n")
+        big.chmod(0o600)
+        poll_for(lambda: d.call("status", units=["big"]).get("ok"), timeout=20,
+                 what="the 8 MB file to be reported")
+        assert "over the 1024 KiB" in d.status("big")["invalid"]["message"]
+        for i in range(200):
+            write_unit(dhome, f"many{i:03d}", {"command": fake("wait"), "autostart": False})
+        poll_for(lambda: len(d.result("status")) == 201, timeout=60, what="200 new units")
+    finally:
+        during.clear()
+        poller.join(30)
+    assert worst and worst[0] < 1.0, f"status took {worst[0]:.3f}s at worst"
