@@ -84,8 +84,8 @@ def test_every_verb_is_listed_with_its_help_and_hook_stays_hidden() -> None:
     ctx = click.Context(main)
     assert main.list_commands(ctx) == sorted(VERBS)
     assert set(VERBS) == {"status", "start", "stop", "restart", "reload", "logs", "events",
-                          "history", "bootstrap", "attach", "screen", "top", "install-service",
-                          "state", "hooks", "hook"}
+                          "history", "bootstrap", "attach", "screen", "top", "dashboard",
+                          "install-service", "state", "hooks", "hook"}
     listing = CliRunner().invoke(main, ["--help"]).stdout.split("Commands:\n", 1)[1]
     shown = {line.split()[0]: line.split(None, 1)[1] for line in listing.splitlines()}
     assert set(shown) == set(VERBS) - {"hook"}
