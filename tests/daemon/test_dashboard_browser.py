@@ -69,9 +69,9 @@ def two_units(home: Path) -> None:
     """alpha: four sessions (a hand-over, a compaction, a crash, then one that runs
     on); beta: one that runs until stopped."""
     write_unit(home, "alpha", {
-        "command": fake("out:alpha working", "if-session:2:out:Compacting conversation",
-                        "if-session:2:wait", "if-session:3:exit:3", "if-session:4:wait",
-                        "exit:42"),
+        "command": fake("out:alpha working", "sleep:1",
+                        "if-session:2:out:Compacting conversation", "if-session:2:wait",
+                        "if-session:3:exit:3", "if-session:4:wait", "exit:42"),
         "sentinels": [{"name": "compaction", "match": "Compacting conversation",
                        "action": "restart"}],
         "restart": {**QUICK, "exit_codes": [42]}})
@@ -108,6 +108,10 @@ def test_units_page_timeline_tooltips_and_a_screenshot(dhome: Path, serve: list[
     assert got[2][3].startswith("session 3: crashed (exit:3)")
     expect(page.locator("#screen")).to_contain_text("alpha working", timeout=WAIT_MS)
     expect(page.locator("#events li").nth(5)).to_be_attached(timeout=WAIT_MS)
+    # the picture: session 4 a few seconds in, drawn afresh
+    poll_for(lambda: d.status("alpha")["uptime_s"] >= 3, what="alpha's session 4 to last 3 s")
+    page.reload()
+    expect(page.locator("#screen")).to_contain_text("alpha working", timeout=WAIT_MS)
     shot = tmp_path / "dashboard.png"
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000

@@ -32,9 +32,10 @@ BAR_Y, BAR_H = 26.0, 28.0
 AXIS_Y = BAR_Y + BAR_H + 8
 HEIGHT = AXIS_Y + 40
 MIN_BAR = 2.0  # a session of a few seconds in a week's window is still seen
-MIN_WINDOW = 60.0
-TICK_STEPS = (10, 30, 60, 300, 600, 900, 1800, 3600, 2 * 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400,
-              2 * 86400, 7 * 86400)
+MIN_WINDOW = 5.0  # seconds: the whole run of a unit that just started
+LABEL_HALF = 28.0  # about half a tick label's width: labels cut by an edge are left out
+TICK_STEPS = (1, 2, 5, 10, 30, 60, 300, 600, 900, 1800, 3600, 2 * 3600, 3 * 3600, 6 * 3600,
+              12 * 3600, 86400, 2 * 86400, 7 * 86400)
 MAX_TICKS = 10
 
 
@@ -175,6 +176,8 @@ def _ticks(line: Timeline) -> list[Tick]:
     fmt = "%b %d" if step >= 86400 else "%H:%M" if step >= 60 else "%H:%M:%S"
     ticks, at = [], first
     while at < line.end:
-        ticks.append(Tick(line.x(at), time.strftime(fmt, time.localtime(at))))
+        x = line.x(at)
+        if LEFT + LABEL_HALF <= x <= line.width - RIGHT - LABEL_HALF:
+            ticks.append(Tick(x, time.strftime(fmt, time.localtime(at))))
         at += step
     return ticks
