@@ -86,6 +86,7 @@ def test_units_page_timeline_tooltips_and_a_screenshot(dhome: Path, serve: list[
     refused = page.goto(site.url)
     assert refused is not None and refused.status == 401
     assert "needs its token" in page.content()
+    assert "Traceback" not in d.stderr and "Error handling request" not in d.stderr
 
     errors = console_errors(page)
     page.goto(f"{site.url}?token={site.token}")  # sets the cookie; the address drops the token
@@ -149,3 +150,6 @@ def test_the_stop_button_stops_the_unit_and_events_come_live(dhome: Path, serve:
     expect(page.locator("details.bootstrap pre").first).to_contain_text(
         "# agentd bootstrap: beta, session 3", timeout=WAIT_MS)
     assert errors == []
+    page.close()  # the browser leaves: its live stream ends, quietly
+    assert d.stop() == 0
+    assert "Traceback" not in d.stderr and "Error handling request" not in d.stderr
