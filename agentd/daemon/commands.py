@@ -40,10 +40,12 @@ Reload = Callable[[str], Awaitable[dict[str, Any]]]
 
 @dataclass(frozen=True)
 class Context:
-    """What every handler may use: the supervisor, and the daemon's reload."""
+    """What every handler may use: the supervisor, the daemon's reload, and the
+    dashboard's URL when the daemon serves one (``agentd serve --http``)."""
 
     sup: Supervisor
     reload: Reload
+    dashboard: str | None = None
 
 
 Handler = Callable[[Context, Any], Awaitable[Any]]
@@ -61,9 +63,9 @@ def command(name: str) -> Callable[[H], H]:
 
 @command("ping")
 async def ping(ctx: Context, _args: NoArgs) -> dict[str, Any]:
-    """Is the daemon there, and which one."""
+    """Is the daemon there, and which one (and where its dashboard is, if it serves one)."""
     return {"pid": os.getpid(), "version": __version__, "units": len(ctx.sup.names()),
-            "socket": str(ctx.sup.paths.socket)}
+            "socket": str(ctx.sup.paths.socket), "dashboard": ctx.dashboard}
 
 
 @command("status")

@@ -50,7 +50,8 @@ CLOSE_GRACE = 0.5  # closing waits this long for the replies under way and strea
 
 
 class ControlServer:
-    def __init__(self, sup: Supervisor, *, reload: Reload, uid: int | None = None) -> None:
+    def __init__(self, sup: Supervisor, *, reload: Reload, uid: int | None = None,
+                 dashboard: str | None = None) -> None:
         self.sup = sup
         self.paths: Paths = sup.paths
         self._uid = os.geteuid() if uid is None else uid
@@ -60,7 +61,7 @@ class ControlServer:
         self._busy = 0  # requests being served: closing lets them reply (`agentctl stop` of
         self._idle = asyncio.Event()  # the unit an `agentd run` ends with)
         self._idle.set()
-        self._context = Context(sup, reload)
+        self._context = Context(sup, reload, dashboard)
         self._streams = Streams(sup)
         self._open = asyncio.Event()
 

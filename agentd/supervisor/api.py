@@ -37,6 +37,7 @@ from agentd.paths import Paths
 from agentd.process.reaper import Reaper, enable_subreaper
 from agentd.session.screen import ScreenCapture
 from agentd.supervisor import lifecycle
+from agentd.supervisor.briefing import kept_bootstrap
 from agentd.supervisor.history import History
 from agentd.supervisor.lifecycle import Lifecycle
 from agentd.supervisor.notifier import Notifier
@@ -275,6 +276,12 @@ class Supervisor:
         if not self.known(name) and not path.exists():
             raise UnknownUnit(name)
         return path
+
+    def given_bootstrap(self, name: str, session: int) -> Path:
+        """Where the bootstrap session ``session`` of the unit was given is kept (it
+        may be missing: never given, or pruned)."""
+        self.get(name)  # UnknownUnit
+        return kept_bootstrap(self.paths.unit_logs(name), session)
 
     def preview_bootstrap(self, name: str) -> tuple[int, Bootstrap]:
         """The session number and bootstrap the unit's next session would get now."""

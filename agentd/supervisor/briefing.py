@@ -35,6 +35,11 @@ from agentd.supervisor.policy import SessionEnd
 _KEPT = re.compile(r"bootstrap-(\d+)\.md")
 
 
+def kept_bootstrap(logs_dir: Path, number: int) -> Path:
+    """Where the bootstrap of session ``number`` is kept, in the unit's logs dir."""
+    return logs_dir / f"bootstrap-{number}.md"
+
+
 class Briefing:
     def __init__(self, logs_dir: Path, emit: Callable[..., None]) -> None:
         self.logs_dir = logs_dir
@@ -101,7 +106,7 @@ class Briefing:
     def write(self, unit: Unit, number: int, boot: Bootstrap) -> Path:
         """Keep ``boot`` in the logs (and at ``inject.path`` in file mode); the file to give."""
         self.logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        log_copy = self.logs_dir / f"bootstrap-{number}.md"
+        log_copy = kept_bootstrap(self.logs_dir, number)
         write_atomic(log_copy, boot.text, mode=0o600)
         target = log_copy
         if unit.inject.mode == "file":
