@@ -283,18 +283,18 @@ def test_every_request_needs_the_token_and_a_post_its_csrf(dhome: Path,
 def test_the_unit_page_svg_screen_and_bootstraps(dhome: Path, serve: list[Served]) -> None:
     write_unit(dhome, "t", {
         "command": fake("out:step one", "if-session:2:out:Compacting conversation",
-                        "if-session:2:wait", "exit:42"),
+                        "if-session:2:wait", "if-session:3:exit:0", "exit:42"),
         "sentinels": [{"name": "compaction", "match": "Compacting conversation",
                        "action": "restart"}],
         "restart": {**QUICK, "exit_codes": [42], "max_sessions": 3}})
     d, site = dashboard_daemon(dhome, serve)
-    poll_for(lambda: d.status("t")["state"] == "failed", timeout=30, what="three sessions")
+    poll_for(lambda: d.status("t")["state"] == "done", timeout=30, what="three sessions")
     code, head, svg = site.get("/units/t/timeline.svg")
     assert code == 200 and head["Content-Type"].startswith("image/svg+xml")
     rects = re.findall(r'<rect class="session o-([\w-]+)" data-session="(\d+)".*?fill="(#\w+)"'
                        r'.*?<title>(.*?)</title>', svg)
     assert [(o, n) for o, n, _, _ in rects] == [("handoff", "1"), ("context", "2"),
-                                                ("handoff", "3")]
+                                                ("done", "3")]
     assert all(fill == COLOURS[o] for o, _, fill, _ in rects)
     assert rects[1][3].startswith("session 2: context (sentinel:compaction), ")
     assert svg.count("<rect") == 3

@@ -75,7 +75,8 @@ def two_units(home: Path) -> None:
         "sentinels": [{"name": "compaction", "match": "Compacting conversation",
                        "action": "restart"}],
         "restart": {**QUICK, "exit_codes": [42]}})
-    write_unit(home, "beta", {"command": fake("out:beta is thinking", "wait")})
+    write_unit(home, "beta", {"command": fake("out:beta is thinking", "wait"),
+                              "state": {"dir": ".agent-beta"}})  # two units may not share one
 
 
 def test_units_page_timeline_tooltips_and_a_screenshot(dhome: Path, serve: list[Served],
