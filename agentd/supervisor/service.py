@@ -106,6 +106,7 @@ class Service:
         refused = self.claim() or self._state_lock.claim(self.definition)
         if refused:
             self.events.emit(ev.UNIT_ERROR, level="error", unit=self.unit.name, error=refused)
+            self.detail = refused  # status says why it is not running (e.g. at daemon start)
             return refused
         self.pauses.reset(resume=resume_pause)
         self._stop_requested = False
