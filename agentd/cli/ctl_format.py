@@ -28,7 +28,7 @@ def status_rows(statuses: list[dict[str, Any]], now: float) -> str:
         until = parse_iso(s.get("paused_until"))
         if until is not None:
             last += f"; paused until {time.strftime('%H:%M', time.localtime(until))}"
-        if s.get("detail") and s["state"] in ("failed", "stalled"):
+        if s.get("detail") and s["state"] in ("failed", "stalled", "stopped"):
             last += f": {s['detail']}"
         if s.get("invalid"):
             last = problem_line(s["invalid"]) if s["state"] == "invalid" else \
