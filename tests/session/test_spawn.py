@@ -39,7 +39,7 @@ def test_what_exec_refuses_is_a_spawn_error_before_the_fork(
 
 
 def test_a_missing_workdir_is_a_spawn_error(tmp_path: Path) -> None:
-    with pytest.raises(SpawnError, match="workdir .* does not exist"):
+    with pytest.raises(SpawnError, match=r"workdir .* does not exist"):
         Child.spawn(ECHO, cwd=tmp_path / "gone", env=dict(os.environ))
 
 
