@@ -198,18 +198,21 @@ class Session:
         self.bytes_out += len(data)
         self.last_output_at = self.clock()
         self._track_paste_mode(data)
-        self.transcript.write(data)
         self.screen.feed(data)
         if self._on_raw is not None:
             self._on_raw(data)
         batch.append(data)
 
     def _match(self, batch: list[bytes]) -> None:
-        """Feed the matcher what was read since: one feed a wakeup, not one a
-        read (a feed has a fixed cost; its hits are acted on after the wakeup
-        either way, as nothing else runs in between)."""
+        """Feed the matcher what was read since, then the transcript: one feed a
+        wakeup, not one a read (a feed has a fixed cost; its hits are acted on
+        after the wakeup either way, as nothing else runs in between). Matched
+        first: a transcript that cannot be written (a full disk) loses nothing
+        of what the matcher sees."""
         if batch:
             hits = self.matcher.feed(b"".join(batch) if len(batch) > 1 else batch[0])
+            for data in batch:  # read by read: the transcript rotates between them
+                self.transcript.write(data)  # never raises: a failed write is counted
             batch.clear()
             self._on_output(hits)
 

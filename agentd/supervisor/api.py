@@ -257,6 +257,14 @@ class Supervisor:
                 "last_at": iso(at) if at is not None else None, "since": iso(problem["since"]),
                 "enabled": kept.enabled}
 
+    def degraded(self) -> list[dict[str, Any]]:
+        """The kinds of agentd's own writes failing now (a full disk...): what, path,
+        error, since, failed; empty when every write works (``agentd.health``)."""
+        failing = self.events.health.status()
+        for spell in failing:
+            spell["since"] = iso(spell["since"])
+        return failing
+
     def history(self, name: str, limit: int = 1000) -> list[dict[str, Any]]:
         """The unit's history records (``logs/UNIT/history.jsonl``), oldest first.
 

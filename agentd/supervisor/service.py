@@ -67,7 +67,8 @@ class Service:
         base = dict(os.environ if base_env is None else base_env)
         base.pop("NOTIFY_SOCKET", None)  # systemd's notify socket is the daemon's, not the agent's
         logs_dir = paths.unit_logs(unit.name)
-        history = History(logs_dir / "history.jsonl", max_bytes=unit.logs.max_bytes)
+        history = History(logs_dir / "history.jsonl", max_bytes=unit.logs.max_bytes,
+                          health=events.health)
         self.lifecycle = Lifecycle(paths.unit_lifecycle(unit.name))
         kept = self.lifecycle.value
         self.state = kept.state or State.STOPPED  # done, failed... until someone starts it
@@ -79,7 +80,7 @@ class Service:
         self._remember_stop = True  # False while the daemon (not a person) stops the unit
         self.briefing = Briefing(logs_dir, events.emit)
         self._definition = Definition(unit, base_env=base, logs_dir=logs_dir,
-                                      briefing=self.briefing)
+                                      briefing=self.briefing, health=events.health)
         self.terminal = Terminal(lambda: self.session if self.state == State.RUNNING else None)
         self._lock = UnitLock(paths.run / "units" / f"{unit.name}.lock")
         self._state_lock = StateDirLock(paths.run / "statedirs")
@@ -280,9 +281,9 @@ class Service:
         try:
             self.lifecycle.update(**changes)
         except OSError as exc:
-            self.events.emit(ev.UNIT_ERROR, level="error", unit=self.unit.name,
-                             error=f"cannot record the unit's state in {self.lifecycle.path}: "
-                                   f"{exc.strerror or exc}")
+            self.events.health.failed(f"lifecycle:{self.unit.name}", self.lifecycle.path, exc)
+        else:
+            self.events.health.ok(f"lifecycle:{self.unit.name}")
 
     # -- state -----------------------------------------------------------------------
     def _set_state(self, new: State, reason: str = "", detail: str = "") -> None:
