@@ -78,7 +78,7 @@ class Service:
         self._changed = asyncio.Event()
         self._stop_requested = False
         self._remember_stop = True  # False while the daemon (not a person) stops the unit
-        self.briefing = Briefing(logs_dir, events.emit)
+        self.briefing = Briefing(logs_dir, events.emit, events.health)
         self._definition = Definition(unit, base_env=base, logs_dir=logs_dir,
                                       briefing=self.briefing, health=events.health)
         self.terminal = Terminal(lambda: self.session if self.state == State.RUNNING else None)

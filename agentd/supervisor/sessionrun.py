@@ -21,7 +21,6 @@ from agentd.config.times import iso
 from agentd.config.unit import Unit
 from agentd.errors import SpawnError
 from agentd.memory import complete
-from agentd.memory.statedir import fingerprint
 from agentd.process.tree import session_env_marker
 from agentd.session import inject
 from agentd.session.child import Child
@@ -72,16 +71,15 @@ class SessionRun:
     async def run(self, ends: Sequence[SessionEnd], usage: Usage | None) -> SessionEnd:
         """Live the session through; ``ends`` (the earlier ones) feed the bootstrap."""
         host, unit, number, reason = self.host, self.unit, self.number, self.reason
-        boot = host.briefing.render(unit, number, reason, ends, host.wall())
-        boot_file = host.briefing.write(unit, number, boot)
-        plan = inject.plan(unit, number, boot.text, boot_file)
-        marker = session_env_marker(unit.name, number)
-        env = inject.session_env(host.base_env, unit, plan, number=number, reason=reason,
-                                 bootstrap_file=boot_file, marker=marker, socket=host.socket)
-        state_before = fingerprint(unit.state_dir)
         started = host.clock()
-        self.transcript.note(f"{iso(host.wall())} session {number} starting ({reason})")
         try:
+            prepared = await host.briefing.prepare(unit, number, reason, ends, host.wall())
+            boot, boot_file, state_before = prepared.boot, prepared.file, prepared.fingerprint
+            plan = inject.plan(unit, number, boot.text, boot_file)
+            marker = session_env_marker(unit.name, number)
+            env = inject.session_env(host.base_env, unit, plan, number=number, reason=reason,
+                                     bootstrap_file=boot_file, marker=marker, socket=host.socket)
+            self.transcript.note(f"{iso(host.wall())} session {number} starting ({reason})")
             child = Child.spawn(plan.argv, cwd=unit.workdir, env=env,
                                 cols=unit.pty.cols, rows=unit.pty.rows)
         except SpawnError as exc:
@@ -116,14 +114,15 @@ class SessionRun:
         await asyncio.wait([session.exited, triggers.fired], return_when=asyncio.FIRST_COMPLETED)
         trigger = triggers.trigger
         await self.end(trigger)
+        state_after, done = await host.briefing.state_after(unit)
         return SessionEnd(
             number, started, host.clock(),
             exit_code=child.exit_code, signal=child.signal,
             trigger=trigger.reason if trigger else None,
             action=trigger.action if trigger else "restart",
             pause_until=trigger.pause_until if trigger else None,
-            state_changed=fingerprint(unit.state_dir) != state_before,
-            complete=_summary(complete.read(unit.state_dir)),
+            state_changed=state_after != state_before or state_after is None,
+            complete=_summary(done),
         )
 
     def fire(self, trigger: Trigger) -> None:
