@@ -67,6 +67,7 @@ class Changes:
     added: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # could not be added: why
 
 
 class Supervisor:
@@ -167,7 +168,11 @@ class Supervisor:
         changes = Changes()
         for name, unit in sorted(units.items()):
             if name not in self.services:
-                self.add(unit)
+                try:
+                    self.add(unit)
+                except Exception as exc:  # one unit's trouble stays with that unit
+                    changes.failed[name] = f"{type(exc).__name__}: {exc}"
+                    continue
                 changes.added.append(name)
             elif self.services[name].definition != unit:
                 self.services[name].redefine(unit)
