@@ -110,6 +110,7 @@ class Daemon:
                              socket=str(self.paths.socket), units_dir=str(self.paths.units),
                              subreaper=self.sup.subreaper)
             await self._apply(await self._scan(force=True))
+            self.sup.reclaim_orphans()  # the sessions of units that did not load again
             self.control.open()
             self._watch()
             self.systemd.send("READY=1", f"STATUS={self.summary()}")

@@ -15,6 +15,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from agentd.process.ending import EndResult, end_session_tree
 from agentd.session.child import Child
@@ -55,8 +56,10 @@ class Session:
         clock: Callable[[], float] = time.monotonic,
         on_raw: Callable[[bytes], None] | None = None,
         screen: ScreenRing | None = None,
+        cgroup: Path | None = None,
     ) -> None:
         self.number = number
+        self.cgroup = cgroup  # the session's own (``agentd.process.cgroup``), if it has one
         self.child = child
         self.pid = child.pid
         self.marker = marker
@@ -108,7 +111,7 @@ class Session:
         leader = None if self.child.reaped else self.pid
         result = await end_session_tree(
             leader=leader, marker=self.marker, sid=self.pid, sig=sig, grace=grace,
-            on_signal=on_signal,
+            on_signal=on_signal, cgroup=self.cgroup,
         )
         # The leader is dead now; its pidfd callback may not have run yet.
         deadline = self.clock() + 2.0

@@ -40,8 +40,10 @@ from agentd.supervisor import lifecycle
 from agentd.supervisor.history import History
 from agentd.supervisor.lifecycle import Lifecycle
 from agentd.supervisor.notifier import Notifier
+from agentd.supervisor.reclaim import reclaim_orphans
 from agentd.supervisor.service import Service
 from agentd.supervisor.sessionloop import last_end
+from agentd.supervisor.sessionrecord import SessionRecords
 from agentd.supervisor.states import State
 
 
@@ -142,6 +144,20 @@ class Supervisor:
     def reclaim(self, name: str) -> None:
         """End what a killed agentd left running of the unit's last session (SPEC 10)."""
         self.get(name).reclaim()
+
+    def reclaim_orphans(self) -> None:
+        """End the sessions a killed agentd left of units that did not load again (their
+        files deleted or broken since): in the background, awaited by ``shutdown``."""
+        records = SessionRecords(self.paths.run_sessions, self.events.health)
+
+        async def reclaim() -> None:
+            await reclaim_orphans(records, set(self.services), locks=self.paths.run / "units",
+                                  logs=self.paths.logs, emit=self.events.emit,
+                                  at=lambda: iso(time.time()))
+
+        task = asyncio.get_running_loop().create_task(reclaim())
+        self._retirements.add(task)
+        task.add_done_callback(self._retirements.discard)
 
     async def remove(self, name: str) -> None:
         """Stop the unit (its whole tree) and forget it."""

@@ -41,6 +41,7 @@ from agentd.supervisor.lifecycle import REMEMBERED, Lifecycle
 from agentd.supervisor.pauses import Pauses, restored_pause
 from agentd.supervisor.reclaim import StateDirLock, UnitLock
 from agentd.supervisor.sessionloop import SessionLoop
+from agentd.supervisor.sessionrecord import SessionRecords
 from agentd.supervisor.sessionrun import Host
 from agentd.supervisor.states import ACTIVE, TERMINAL, TRANSITIONS, State, TransitionError
 from agentd.supervisor.triggers import Trigger
@@ -87,7 +88,9 @@ class Service:
         self.pauses = Pauses(set_state=self._set_state, wall=wall, emit=events.emit,
                              on_deadline=lambda reason: self._loop.after_wait(reason),
                              restored=restored_pause(history.recent()))
-        host = Host(emit=events.emit, history=history, briefing=self.briefing, base_env=base,
+        records = SessionRecords(paths.run_sessions, events.health)
+        host = Host(emit=events.emit, history=history, records=records,
+                    briefing=self.briefing, base_env=base,
                     socket=paths.socket, clock=clock, wall=wall, set_state=self._set_state,
                     stop_requested=lambda: self._stop_requested, on_raw=self.terminal.output,
                     notify=notify)
@@ -158,7 +161,8 @@ class Service:
         if session is None:
             return []
         leader = None if session.child.reaped else session.pid  # a reaped pid may be reused
-        return kill_now(leader=leader, marker=session.marker, sid=session.pid)
+        return kill_now(leader=leader, marker=session.marker, sid=session.pid,
+                        cgroup=session.cgroup)
 
     def reclaim(self) -> asyncio.Task[None]:
         """End what a previous agentd left of this unit's last session (once).

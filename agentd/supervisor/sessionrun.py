@@ -21,6 +21,7 @@ from agentd.config.times import iso
 from agentd.config.unit import Unit
 from agentd.errors import SpawnError
 from agentd.memory import complete
+from agentd.process import cgroup as cgroups
 from agentd.process.tree import session_env_marker
 from agentd.session import inject
 from agentd.session.child import Child
@@ -32,6 +33,7 @@ from agentd.supervisor.budget import Usage
 from agentd.supervisor.handoff import Handoff
 from agentd.supervisor.history import History
 from agentd.supervisor.policy import SessionEnd
+from agentd.supervisor.sessionrecord import Recorded, SessionRecords
 from agentd.supervisor.states import SetState, State
 from agentd.supervisor.triggers import HANDOFF_RULE, Trigger, Triggers
 from agentd.terminal.matcher import LineMatcher
@@ -44,6 +46,7 @@ class Host:
 
     emit: Callable[..., None]
     history: History
+    records: SessionRecords  # run/sessions: what a later agentd must end after a kill -9
     briefing: Briefing
     base_env: dict[str, str]
     socket: Path  # the control socket, for `agentctl` inside the session
@@ -72,6 +75,7 @@ class SessionRun:
         """Live the session through; ``ends`` (the earlier ones) feed the bootstrap."""
         host, unit, number, reason = self.host, self.unit, self.number, self.reason
         started = host.clock()
+        cgroup: Path | None = None
         try:
             prepared = await host.briefing.prepare(unit, number, reason, ends, host.wall())
             boot, boot_file, state_before = prepared.boot, prepared.file, prepared.fingerprint
@@ -80,9 +84,14 @@ class SessionRun:
             env = inject.session_env(host.base_env, unit, plan, number=number, reason=reason,
                                      bootstrap_file=boot_file, marker=marker, socket=host.socket)
             self.transcript.note(f"{iso(host.wall())} session {number} starting ({reason})")
+            cgroup = cgroups.session_cgroup(marker)
+            host.records.begin(Recorded(unit.name, number, marker, str(cgroup) if cgroup else None,
+                                        int(unit.stop.signal), unit.stop.grace))
             child = Child.spawn(plan.argv, cwd=unit.workdir, env=env,
-                                cols=unit.pty.cols, rows=unit.pty.rows)
+                                cols=unit.pty.cols, rows=unit.pty.rows,
+                                cgroup_procs=str(cgroup / "cgroup.procs") if cgroup else None)
         except SpawnError as exc:
+            host.records.finish(unit.name, cgroup)
             self._spawn_failed(exc)
             return SessionEnd(number, started, host.clock(), spawn_error=str(exc),
                               spawn_retry=not exc.permanent, state_changed=False)
@@ -98,7 +107,7 @@ class SessionRun:
         session = Session(number=number, child=child, marker=marker,
                           matcher=matcher, transcript=self.transcript,
                           on_output=self._on_output, clock=host.clock, on_raw=host.on_raw,
-                          screen=self.screen)
+                          screen=self.screen, cgroup=cgroup)
         self.session = session
         session.start()
         host.history.append({"kind": "start", "session": number, "pid": child.pid,
@@ -149,6 +158,7 @@ class SessionRun:
 
         await session.end(int(self.unit.stop.signal), self.unit.stop.grace, on_signal=on_signal)
         session.close()
+        self.host.records.finish(self.unit.name, session.cgroup)
         self.session = None
         self._triggers = None
         child = session.child
