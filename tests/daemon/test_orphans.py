@@ -19,6 +19,7 @@ from agentd.process import cgroup as cgroups
 from tests.conftest import fake, poll_for
 from tests.daemon import test_daemon
 from tests.daemon.test_daemon import Served
+from tests.daemon.test_hostile import StatusWatch
 from tests.helpers import events, noted_pid, records, write_unit
 
 dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
@@ -67,10 +68,12 @@ def test_a_session_of_a_unit_that_does_not_load_again_is_ended(
             path.write_text("command: [\n")
         second = Served(dhome)
         serve.append(second.ready())
-        for pid in (orphan, leader):
-            poll_for(lambda pid=pid: gone(pid), what=f"pid {pid} left by the killed agentd")
-        poll_for(lambda: not (dhome / "run" / "sessions" / "gone.json").exists(),
-                 what="the record to go")
+        with StatusWatch(second.socket) as watch:
+            for pid in (orphan, leader):
+                poll_for(lambda pid=pid: gone(pid), what=f"pid {pid} left by the killed agentd")
+            poll_for(lambda: not (dhome / "run" / "sessions" / "gone.json").exists(),
+                     what="the record to go")
+        watch.check()
         assert {e["unit"] for e in events(dhome, "session.orphan_killed")} == {"gone"}
         ends = [r for r in records(dhome / "logs" / "gone" / "history.jsonl")
                 if r["kind"] == "end"]
@@ -124,5 +127,7 @@ def test_an_env_i_escapee_left_by_a_killed_agentd_is_reclaimed(
     assert not gone(hidden)
     second = Served(dhome)
     serve.append(second.ready())
-    poll_for(lambda: gone(hidden), what="the escapee to be reclaimed through its cgroup")
+    with StatusWatch(second.socket) as watch:
+        poll_for(lambda: gone(hidden), what="the escapee to be reclaimed through its cgroup")
+    watch.check()
     assert second.stop() == 0
