@@ -250,6 +250,33 @@ def test_a_read_only_state_dir_in_file_mode_backs_off_and_recovers(
         subprocess.run(["umount", str(state)], capture_output=True, check=False)
 
 
+def test_a_file_mode_bootstrap_that_cannot_be_written_backs_off_and_recovers(
+        dhome: Path, serve: list[Served]) -> None:
+    """The portable form of the read-only state dir (root writes through modes):
+    the bootstrap's directory is a regular file, so the write fails anywhere."""
+    blocker = dhome / "work" / "in"
+    blocker.write_text("a file where the bootstrap's directory should be\n")
+    write_unit(dhome, "f", {"command": fake("bootstrap", "wait"),
+                            "inject": {"mode": "file", "path": "in/boot.md"},
+                            "restart": QUICK, "stop": {"grace": "1s"}})
+    daemon = Served(dhome)
+    serve.append(daemon.ready())
+    with StatusWatch(daemon.socket) as watch:
+        poll_for(lambda: daemon.status("f")["last_reason"] == "spawn-error",
+                 what="a spawn error")
+        said = [e for e in events(dhome, "session.exit") if e["reason"] == "spawn-error"]
+        assert "cannot write the bootstrap the agent reads" in said[0]["error"], said
+        assert any(d["what"] == "state:f" for d in daemon.call("status")["degraded"])
+        assert daemon.status("f")["state"] in ("backoff", "starting")  # tried again
+        blocker.unlink()
+        poll_for(lambda: daemon.status("f")["state"] == "running", timeout=20,
+                 what="the session to start once the bootstrap can be written")
+        assert daemon.result("stop", units=["f"])[0]["state"] == "stopped"
+    watch.check()
+    assert daemon.stop() == 0
+    no_traceback(daemon)
+
+
 def _writable(directory: Path) -> bool:
     try:
         (directory / ".probe").write_text("x")
