@@ -39,7 +39,8 @@ UNITS_INTRO = """\
 # Unit files
 
 A unit is one supervised agent, defined by `units/NAME.yaml` (its name is the
-file's name: letters, digits and `_.-`, up to 64 characters). Check one with
+file's name: letters, digits and `_.-`, up to 64 characters; names that begin
+with `agentd.` are agentd's own). Check one with
 `agentd check FILE`: it names the file, line and key of every problem.
 
 ```yaml

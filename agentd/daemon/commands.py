@@ -153,7 +153,8 @@ async def history(ctx: Context, args: TailArgs) -> list[dict[str, Any]]:
 @command("bootstrap")
 async def bootstrap(ctx: Context, args: UnitArgs) -> dict[str, Any]:
     """What the unit's next session would be given, rendered now."""
-    number, boot = ctx.sup.preview_bootstrap(args.unit)
+    # rendered off the loop: it reads the agent's state dir
+    number, boot = await asyncio.to_thread(ctx.sup.preview_bootstrap, args.unit)
     return {"unit": args.unit, "session": number, "text": boot.text, "tokens": boot.tokens,
             "warnings": boot.warnings, "cut": boot.cut}
 

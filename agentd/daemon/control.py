@@ -142,7 +142,9 @@ class ControlServer:
                 assert isinstance(args, UnitArgs)
                 await self._streams.attach(args, reader, writer)
                 return False
-            reply = ok(await self._handle(cmd, args))
+            result = await self._handle(cmd, args)
+            degraded = self.sup.degraded()
+            reply = ok(result, degraded=degraded) if degraded else ok(result)
         except ProtocolError as exc:
             reply = error(str(exc), exc.code)
         except UnknownUnit as exc:

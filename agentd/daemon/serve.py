@@ -124,6 +124,7 @@ class Daemon:
                              socket=str(self.paths.socket), units_dir=str(self.paths.units),
                              subreaper=self.sup.subreaper, dashboard=url)
             await self._apply(await self._scan(force=True))
+            self.sup.reclaim_orphans()  # the sessions of units that did not load again
             self.control.open()
             self._watch()
             self.systemd.send("READY=1", f"STATUS={self.summary()}")
@@ -236,8 +237,12 @@ class Daemon:
             self._report_invalid(path, exc, kept=kept)
         self._reported = {f: said for f, said in self._reported.items()
                           if Path(f) in scan.errors}  # fixed ones may be reported again
-        self.sup.set_invalid(invalid)
         changes = await self.sup.reconcile(units)
+        for name, why in changes.failed.items():  # loaded, but cannot be supervised
+            error = UnitError(f"cannot be supervised: {why}", file=units[name].source)
+            invalid[name] = problem(error)
+            self._report_invalid(Path(str(units[name].source)), error, kept=False)
+        self.sup.set_invalid(invalid)
         self._report(changes, units)
         for name in changes.added:
             self.sup.reclaim(name)

@@ -33,13 +33,15 @@ from functools import partial
 from agentd.memory import complete, gitinfo, readonly, statedir
 from agentd.memory.context import BootstrapContext
 from agentd.memory.decisions import DECISION_LINE
+from agentd.memory.escapes import escape_controls, escape_lines
 from agentd.memory.filekinds import file_block, shown
 from agentd.memory.fit import FileAccount, Fitted, fit, must_cost
 from agentd.memory.parts import Block
 from agentd.memory.statedir import read_tail_lines
 from agentd.tokens import estimate_tokens
 
-__all__ = ["DECISION_LINE", "Bootstrap", "BootstrapContext", "read_tail_lines", "render"]
+__all__ = ["DECISION_LINE", "Bootstrap", "BootstrapContext", "read_tail_lines", "render",
+           "unavailable"]
 
 @dataclass(frozen=True)
 class Bootstrap:
@@ -75,7 +77,10 @@ def render(ctx: BootstrapContext) -> Bootstrap:
         )
     warnings = list(dict.fromkeys(warnings))  # two layout entries may share a file
     header = _header(ctx, complete.read(ctx.state_dir))
-    fixed = _Fixed(header, warnings, gitinfo.changes(ctx.workdir, ctx.since_commit, head),
+    changes = gitinfo.changes(ctx.workdir, ctx.since_commit, head)
+    # the files' blocks are escaped as read; the rest may quote a reason, a commit, a name
+    escape_lines(warnings)
+    fixed = _Fixed(escape_controls(header)[0], warnings, escape_controls(changes)[0],
                    _rules(ctx))
     need = must_cost(blocks)
     if need > ctx.budget_tokens - fixed.reserved():
@@ -88,6 +93,18 @@ def render(ctx: BootstrapContext) -> Bootstrap:
     text, parts, fitted = _within_budget(blocks, fixed, ctx.budget_tokens)
     return Bootstrap(text, estimate_tokens(text), warnings, fitted.cut, hashes, head,
                      _counted(parts), ctx.budget_tokens)
+
+
+def unavailable(ctx: BootstrapContext, why: str) -> Bootstrap:
+    """The bootstrap when the state dir cannot be read (in time): the header, a
+    warning saying so, the rules. Reads nothing."""
+    warnings = [f"{why}: read the state files in {_dir_shown(ctx)} yourself before "
+                "anything else"]
+    escape_lines(warnings)
+    fixed = _Fixed(escape_controls(_header(ctx, None))[0], warnings, "", _rules(ctx))
+    text, parts, _ = _within_budget([], fixed, ctx.budget_tokens)
+    return Bootstrap(text, estimate_tokens(text), warnings, [], {}, None, _counted(parts),
+                     ctx.budget_tokens)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from agentd.memory import markdown, statedir, taskstate
 from agentd.memory.decisions import DECISION_FORM, bad_lines
+from agentd.memory.escapes import escape_lines
 from agentd.memory.layout import Keep, LayoutFile, templates
 from agentd.memory.parts import Block, Part, list_part, record_items, with_done_runs
 
@@ -47,10 +48,32 @@ def shown(workdir: Path, path: Path) -> str:
 
 
 def file_block(ctx: BootstrapContext, entry: LayoutFile, warnings: list[str]) -> Block | None:
+    """The block of one layout file (None: nothing worth a heading); its control
+    characters escaped, with a warning (``agentd.memory.escapes``)."""
+    block = _file_block(ctx, entry, warnings)
+    if block is not None:
+        _escape_block(block, warnings)
+    return block
+
+
+def _escape_block(block: Block, warnings: list[str]) -> None:
+    found = escape_lines(block.lead)
+    for part in block.parts:
+        found += escape_lines(part.lines)
+        for item in part.items:
+            found += escape_lines(item)
+    if found:
+        names = ", ".join(dict.fromkeys(found))
+        warnings.append(f"{block.shown} holds control characters ({names}): they are shown "
+                        "escaped (\\xNN), never typed or passed on; remove them")
+
+
+def _file_block(ctx: BootstrapContext, entry: LayoutFile, warnings: list[str]) -> Block | None:
     path = ctx.state_dir / entry.path
     where = shown(ctx.workdir, path)
     block = Block(title=entry.heading, shown=where, max_tokens=entry.max_tokens)
     try:
+        statedir.check_inside(ctx.state_dir, path)
         if not path.exists():
             if entry.optional:
                 return None
@@ -74,7 +97,7 @@ def _text(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
           warnings: list[str]) -> Block | None:  # fmt: skip
     keep = entry.priority
     if entry.tail and not entry.sections and keep != "record":
-        with path.open("rb") as f:  # a must or free tail: its last lines, as written
+        with statedir.open_regular(path) as f:  # a must or free tail: its last lines
             lines, start = statedir.tail_lines(f, entry.tail)
         if start > 0:
             block.lead += [f"_(its last {len(lines)} lines)_", ""]
@@ -169,7 +192,7 @@ def example_lines(state_dir: Path, rel: str) -> frozenset[str]:
     """The content lines of the template ``agentctl state init`` wrote for
     ``rel`` (none when the state dir records no layout): examples, not rules."""
     try:
-        name = (state_dir / LAYOUT_RECORD).read_text(encoding="utf-8").strip()
+        name = statedir.read_text(state_dir / LAYOUT_RECORD, 4096).strip()
         template = (templates(name) / rel).read_text(encoding="utf-8")
     except (OSError, ValueError):
         return frozenset()
@@ -210,6 +233,7 @@ def _latest(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
     latest, count = statedir.latest_file(path)
     if latest is None:
         return None if entry.optional else _note(block, entry, f"_(no files in `{block.shown}`)_")
+    statedir.check_inside(ctx.state_dir, latest)
     block.lead = [f"_(latest of {count} files: `{shown(ctx.workdir, latest)}`)_", ""]
     block.shown = shown(ctx.workdir, latest)
     if latest.suffix == ".json":
@@ -226,7 +250,7 @@ def _decision_log(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: B
     least = entry.tail or DEFAULT_LOG_TAIL
     # a record reads as much more as the budget could show (4 bytes a token)
     more = min(ctx.budget_tokens * 4, MAX_SECTION_BYTES) if entry.priority == "record" else 0
-    with path.open("rb") as f:
+    with statedir.open_regular(path) as f:
         lines, start = statedir.tail_window(f, least, more)
     before = statedir.count_lines_before(path, start, COUNT_LINES_LIMIT)
     bad = [str(before + i + 1) if before is not None else str(len(lines) - i)

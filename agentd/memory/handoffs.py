@@ -100,6 +100,6 @@ def _clear(docs: Docs, t: Target) -> None:
 def history(state_dir: Path) -> str:
     """The handoffs shown so far, oldest first ("" when none)."""
     try:
-        return (state_dir / HISTORY).read_text(encoding="utf-8", errors="replace")
+        return statedir.read_head(state_dir / HISTORY, statedir.TEXT_MAX_BYTES)[0]
     except OSError:
         return ""

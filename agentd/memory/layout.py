@@ -72,6 +72,7 @@ class LayoutError(AgentdError):
 
 
 _NOT_EMPTY = {"min_length": 1}
+_STATE_PATH = {"min_length": 1, "inside": True}  # relative, inside the state dir
 _POSITIVE = {"ge": 1}
 
 
@@ -84,7 +85,7 @@ class _Checked:
 
 @dataclass(frozen=True, kw_only=True)
 class LayoutFile(_Checked):
-    path: str = dataclasses.field(metadata=_NOT_EMPTY)
+    path: str = dataclasses.field(metadata=_STATE_PATH)
     title: str | None = None
     kind: FileKind = "text"
     tail: int | None = dataclasses.field(default=None, metadata=_POSITIVE)
@@ -118,7 +119,7 @@ class LayoutFile(_Checked):
 class Target(_Checked):
     """Where a verb writes: a JSON field, a Markdown section, or a whole file."""
 
-    path: str = dataclasses.field(metadata=_NOT_EMPTY)
+    path: str = dataclasses.field(metadata=_STATE_PATH)
     field: str | None = None
     section: str | None = None
     aliases: tuple[str, ...] = ()  # other names the section may have (the seed's own)
@@ -153,7 +154,7 @@ class Target(_Checked):
 @dataclass(frozen=True, kw_only=True)
 class ArchiveRule(Target):
     keep: int = dataclasses.field(metadata=_POSITIVE)
-    to: str = dataclasses.field(metadata=_NOT_EMPTY)  # may contain {year}
+    to: str = dataclasses.field(metadata=_STATE_PATH)  # may contain {year}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -117,7 +117,7 @@ class Docs:
     def _initial(self, rel: str) -> str:
         path = self.sd.path / rel
         if path.exists():
-            return path.read_text(encoding="utf-8")
+            return statedir.read_text(path)
         template = templates(self.sd.layout.name) / rel
         return template.read_text(encoding="utf-8") if template.is_file() else ""
 

@@ -7,11 +7,18 @@ wrote is recorded as ``null`` (the person has yet to fill it in, and that is
 not a change to warn about). Running ``init`` again records them as they are
 now. The daemon also passes the hashes it saw at its first session; a
 recorded hash wins over those.
+
+Hashing is bounded: a file whose size and mtime did not change since it was
+last hashed (in this process) is not read again, and a hash reads at most
+``statedir.HASH_MAX_BYTES`` of a file (``statedir.sha256_file``). A readonly
+file that is not a regular file inside the state dir is not hashed: the
+warning says why.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
@@ -19,12 +26,15 @@ from agentd.memory import statedir
 from agentd.memory.layout import LayoutFile
 
 RECORD = ".readonly.json"
+_CACHE_SIZE = 256
+# (path, device, inode, size, mtime) -> hash: an unchanged file is not read again
+_hashed: dict[tuple[str, int, int, int, int], str] = {}
 
 
 def load_record(state_dir: Path) -> dict[str, str | None]:
     """The recorded hashes (path -> sha256 or None); {} when none or unreadable."""
     try:
-        data = json.loads((state_dir / RECORD).read_text(encoding="utf-8"))
+        data = json.loads(statedir.read_text(state_dir / RECORD, 1 << 20))
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict):
@@ -54,7 +64,11 @@ def check(
             continue
         path = state_dir / entry.path
         try:
-            hashes[entry.path] = statedir.sha256_file(path)
+            statedir.check_inside(state_dir, path)
+            hashes[entry.path] = _hash(path)
+        except statedir.NotReadable as exc:
+            warnings.append(f"readonly file {shown(path)} cannot be checked: {exc}")
+            continue
         except OSError:
             if entry.path in recorded:
                 warnings.append(f"readonly file {shown(path)} was removed")
@@ -67,3 +81,16 @@ def check(
                 "restore it, or leave it to the person who owns it"
             )
     return hashes, warnings
+
+
+def _hash(path: Path) -> str:
+    """``statedir.sha256_file`` of ``path``, read again only when its size or mtime changed."""
+    st = os.stat(path)
+    key = (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    found = _hashed.get(key)
+    if found is None:
+        found = statedir.sha256_file(path)
+        if len(_hashed) >= _CACHE_SIZE:
+            _hashed.clear()
+        _hashed[key] = found
+    return found

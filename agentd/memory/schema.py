@@ -7,7 +7,8 @@ step. The annotations are the one definition of a field; what they may be is
 small on purpose: ``str``, ``int``, ``bool``, ``None``, a ``Literal`` of
 strings, ``tuple[X, ...]``, another checked dataclass, and unions of these.
 Limits ride in the field's metadata: ``field(metadata={"ge": 1})``,
-``{"min_length": 1}``.
+``{"min_length": 1}``, ``{"inside": True}`` (a relative path that stays where
+it is resolved: not absolute, no ``..``, no control characters).
 
 - ``check_fields(obj)``, called from ``__post_init__``, raises ``KeyProblem``
   naming the field (and item) whose value does not fit;
@@ -147,6 +148,20 @@ def _check_limits(f: dataclasses.Field[Any], value: Any) -> None:
     if shortest is not None and len(value) < shortest:
         chars = "character" if shortest == 1 else "characters"
         raise KeyProblem((f.name,), f"should have at least {shortest} {chars}")
+    if f.metadata.get("inside") and isinstance(value, str) and (why := _leaves(value)):
+        raise KeyProblem((f.name,), f"should be a path inside the state dir (got "
+                                    f"{_shown(value)}): {why}")
+
+
+def _leaves(path: str) -> str | None:
+    """Why ``path`` could lead out of the directory it is relative to (None: it cannot)."""
+    if path.startswith(("/", "~")) or (len(path) > 1 and path[1] == ":"):
+        return "no absolute path"
+    if ".." in path.replace("\\", "/").split("/"):
+        return "no `..`"
+    if any(ord(c) < 32 or ord(c) == 127 for c in path):
+        return "no control characters"
+    return None
 
 
 def _shown(value: Any) -> str:

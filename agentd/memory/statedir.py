@@ -2,7 +2,11 @@
 
 Everything here is bounded so that a huge or hostile state dir cannot stall a
 restart: tails are read backwards from the end of a file, heads are capped,
-directory walks stop after ``MAX_ENTRIES`` and git runs with a short timeout.
+hashes read at most ``HASH_MAX_BYTES``, directory walks stop after
+``MAX_ENTRIES`` and git runs with a short timeout. Only regular files are
+read (``open_regular``): a FIFO would block the open, ``/dev/zero`` never
+ends; and ``check_inside`` tells a path that leads out of the state dir (a
+symbolic link to ``/etc/shadow``) from one that stays in it.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import contextlib
 import fcntl
 import os
 import re
+import stat
 import time
 from collections.abc import Iterator
 from itertools import islice
@@ -31,11 +36,67 @@ _BLOCK = 8192
 # 10 lines of a log are useful, 10 lines of a 1 GB minified blob are not.
 TAIL_MAX_BYTES = 1 << 20
 _MISSING = "0" * 32  # the fingerprint of a missing state dir (no sha256 prefix is all zeros)
+# A readonly file's hash covers at most this much of it (and its size): a 1 GB
+# file is not hashed whole on every restart, and the hash of a small one is its sha256.
+HASH_MAX_BYTES = 16 << 20
+TEXT_MAX_BYTES = 16 << 20  # a state file read whole (to edit it) is at most this big
 # hashlib and subprocess are imported where used: `agentctl state next`, which
 # agents run after every step, needs neither.
 
 
 # --- reading -----------------------------------------------------------------
+
+
+class NotReadable(OSError):
+    """A state file agentd will not read: not a regular file, or outside the state dir."""
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR,
+          "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading, if it is a regular file (NotReadable if not).
+
+    Looked at before it is opened, so a device is never opened (opening some
+    has effects) and a FIFO never blocks; opened non-blocking all the same
+    and looked at again, so a file swapped in between is refused too.
+    """
+    before = os.stat(path)
+    if not stat.S_ISREG(before.st_mode):
+        raise NotReadable(f"{path} is {_kind(before.st_mode)}, not a regular file")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (before.st_dev,
+                                                                      before.st_ino):
+            raise NotReadable(f"{path} changed while it was opened; not read")
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def check_inside(state_dir: Path, path: Path) -> None:
+    """NotReadable unless ``path``, symbolic links followed, is inside ``state_dir``."""
+    root = os.path.realpath(state_dir)
+    real = os.path.realpath(path)
+    if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+        raise NotReadable(f"{path} leads outside the state dir (to {real}); not read: "
+                          "state files must be inside it")
+
+
+def read_text(path: Path, max_bytes: int = TEXT_MAX_BYTES) -> str:
+    """A whole state file as UTF-8 text (to edit it); NotReadable past ``max_bytes``."""
+    with open_regular(path) as f:
+        raw = f.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        raise NotReadable(f"{path} is larger than {max_bytes >> 20} MiB; not read")
+    return raw.decode("utf-8")
 
 
 def tail_lines(f: BinaryIO, n: int, max_bytes: int = TAIL_MAX_BYTES) -> tuple[list[str], int]:
@@ -98,7 +159,7 @@ def tail_window(f: BinaryIO, least: int, more_bytes: int) -> tuple[list[str], in
 def read_end(path: Path, max_bytes: int) -> tuple[str, bool]:
     """The end of a text file (at most ``max_bytes``, from a line start) and
     whether the start was left out: records and free text keep their newest part."""
-    with path.open("rb") as f:
+    with open_regular(path) as f:
         size = f.seek(0, os.SEEK_END)
         if size <= max_bytes:
             f.seek(0)
@@ -111,7 +172,7 @@ def read_end(path: Path, max_bytes: int) -> tuple[str, bool]:
 
 def read_tail_lines(path: Path, n: int) -> list[str]:
     """The last ``n`` lines of the file at ``path``, read from its end."""
-    with path.open("rb") as f:
+    with open_regular(path) as f:
         return tail_lines(f, n)[0]
 
 
@@ -120,7 +181,7 @@ def count_lines_before(path: Path, offset: int, limit: int) -> int | None:
     would mean reading more than ``limit`` bytes (callers then count from the end)."""
     if offset > limit:
         return None
-    with path.open("rb") as f:
+    with open_regular(path) as f:
         return f.read(offset).count(b"\n")
 
 
@@ -145,20 +206,26 @@ def natural_key(name: str) -> list[int | str]:
 
 def read_head(path: Path, max_bytes: int) -> tuple[str, bool]:
     """The start of a text file (at most ``max_bytes``) and whether it was truncated."""
-    with path.open("rb") as f:
+    with open_regular(path) as f:
         data = f.read(max_bytes + 1)
     truncated = len(data) > max_bytes
     return data[:max_bytes].decode("utf-8", "replace"), truncated
 
 
-def sha256_file(path: Path) -> str:
+def sha256_file(path: Path, max_bytes: int = HASH_MAX_BYTES) -> str:
+    """The sha256 of a regular file; past ``max_bytes``, of its first ``max_bytes``
+    and its size (``sha256:SIZE:HEX``): bounded whatever the file."""
     import hashlib
 
     h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 16), b""):
+    with open_regular(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        left = max_bytes
+        while left > 0 and (block := f.read(min(1 << 16, left))):
             h.update(block)
-    return h.hexdigest()
+            left -= len(block)
+        more = bool(f.read(1))
+    return f"sha256:{size}:{h.hexdigest()}" if more else h.hexdigest()
 
 
 def iter_files(state_dir: Path, limit: int = MAX_ENTRIES) -> Iterator[tuple[str, os.stat_result]]:

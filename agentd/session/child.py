@@ -5,6 +5,14 @@ window size, and the exec-error pipe (a missing binary is an error here, not a
 child that dies at once). We do not use ``expect()`` or pexpect's reads: the
 session reads the master fd non-blocking from the event loop. ptyprocess owns
 the leader pid and reaps it (``poll_exit``); nobody else may waitpid it.
+
+Nothing of the daemon may run in the forked child but exec: what exec would
+refuse (a NUL byte in an argument or the environment, text it cannot encode,
+a missing workdir) is found before the fork and is a ``SpawnError``; the
+child changes into the workdir itself (``_prepare_child``), so a workdir
+removed in between comes back through the exec-error pipe too; and if
+anything still escapes in the child, it exits at once (``_CHILD_FAILED``)
+instead of returning into the daemon's code.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ import contextlib
 import errno
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pexpect
@@ -22,17 +30,75 @@ from agentd.errors import SpawnError
 
 READ_SIZE = 65536
 # exec errors that the next try would meet again: the unit fails at once
+_CHILD_FAILED = 127  # the child's exit code when something escaped before exec (as a shell's)
 _PERMANENT = frozenset({errno.ENOENT, errno.EACCES, errno.EPERM, errno.ENOEXEC, errno.E2BIG,
                         errno.ENOTDIR, errno.EISDIR, errno.ELOOP, errno.ENAMETOOLONG})
 
 
-def _reset_signals() -> None:
-    # Runs in the child before exec. Python ignores SIGPIPE and SIGXFSZ, and
-    # an ignored signal stays ignored across exec: undo that, as subprocess's
-    # restore_signals does, so `agent | head` behaves in the child.
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-        signal.signal(sig, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+class _ChildSetupFailed(Exception):
+    """What went wrong in the child before exec: ptyprocess sends it through its
+    exec-error pipe (it catches ``Exception`` only, so everything becomes this)."""
+
+
+def _prepare_child(cwd: str, cgroup_procs: str | None) -> Callable[[], None]:
+    """What the child runs before exec (ptyprocess's ``preexec_fn``)."""
+
+    def prepare() -> None:
+        try:
+            # Python ignores SIGPIPE and SIGXFSZ, and an ignored signal stays
+            # ignored across exec: undo that, as subprocess's restore_signals
+            # does, so `agent | head` behaves in the child.
+            for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+                signal.signal(sig, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_SETMASK, set())
+            if cgroup_procs is not None:  # the session's own cgroup, before anything forks
+                with contextlib.suppress(OSError):  # the parent checks and falls back
+                    fd = os.open(cgroup_procs, os.O_WRONLY)
+                    try:
+                        os.write(fd, b"0")
+                    finally:
+                        os.close(fd)
+            os.chdir(cwd)
+        except BaseException as exc:  # anything: it must reach the parent
+            # with our pid: the parent reaps us (ptyprocess does not)
+            raise _ChildSetupFailed(f"{os.getpid()}:{_os_error_text(exc)}") from None
+
+    return prepare
+
+
+def _os_error_text(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return f"[Errno {exc.errno}] {exc.strerror}" + (f": {exc.filename!r}"
+                                                        if exc.filename else "")
+    return f"{type(exc).__name__}: {exc}"
+
+
+def check_spawnable(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> None:
+    """Raise SpawnError for what exec (or the child's chdir) would refuse: a NUL byte
+    or text the OS cannot take in an argument or the environment, a bad variable
+    name, a workdir that is missing or not a directory."""
+    for i, arg in enumerate(argv):
+        _check_text(arg, f"argument {i}", argv)
+    for name, value in env.items():
+        if not name or "=" in name:
+            raise SpawnError(f"environment variable name {name!r} cannot be passed to exec",
+                             argv=list(argv))
+        _check_text(name, "an environment variable name", argv)
+        _check_text(value, f"environment variable {name}", argv)
+    if not cwd.is_dir():
+        why = "is not a directory" if cwd.exists() else "does not exist"
+        raise SpawnError(f"the workdir {cwd} {why}; create it (or fix workdir:) and start "
+                         "the unit again", argv=list(argv))
+
+
+def _check_text(text: str, what: str, argv: Sequence[str]) -> None:
+    try:
+        raw = os.fsencode(text)
+    except UnicodeError:
+        raise SpawnError(f"{what} holds text the OS cannot take (an unpaired surrogate)",
+                         argv=list(argv)) from None
+    if b"\0" in raw:
+        raise SpawnError(f"{what} holds a NUL byte, which exec cannot pass", argv=list(argv))
 
 
 def _not_runnable(program: str, env: Mapping[str, str]) -> str:
@@ -70,19 +136,22 @@ class Child:
         env: Mapping[str, str],
         cols: int = 120,
         rows: int = 40,
+        cgroup_procs: str | None = None,
     ) -> Child:
-        """Start ``argv`` in ``cwd``; SpawnError says what could not be started and why."""
+        """Start ``argv`` in ``cwd``; SpawnError says what could not be started and why.
+        ``cgroup_procs``: the ``cgroup.procs`` file of the cgroup the child joins first."""
         argv = list(argv)
         if "/" in argv[0] and not os.path.isabs(argv[0]):
             argv[0] = str(cwd / argv[0])  # relative to the workdir, not to agentd's cwd
+        check_spawnable(argv, env, cwd)
+        parent = os.getpid()
         try:
             proc = pexpect.spawn(
                 argv[0],
                 argv[1:],
-                cwd=str(cwd),
                 env=dict(env),
                 dimensions=(rows, cols),
-                preexec_fn=_reset_signals,
+                preexec_fn=_prepare_child(str(cwd), cgroup_procs),
                 encoding=None,
             )
         except pexpect.ExceptionPexpect:  # its own lookup found nothing it may run
@@ -92,6 +161,21 @@ class Child:
             raise SpawnError(f"cannot start {argv[0]!r}: [Errno {exc.errno}] "
                              f"{exc.strerror or exc}", argv=argv,
                              permanent=exc.errno in _PERMANENT) from None
+        except BaseException as exc:
+            if os.getpid() != parent:  # the forked child: never return into the daemon
+                with contextlib.suppress(BaseException):
+                    os.write(2, f"agentd: cannot start {argv[0]}: {exc}\r\n".encode())
+                os._exit(_CHILD_FAILED)
+            if not isinstance(exc, Exception):
+                raise
+            # the child's setup failed (ptyprocess rebuilds it as a plain Exception)
+            pid, _, said = str(exc).partition(":")
+            if pid.isdigit():
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(int(pid), 0)  # it exits as it reports: no zombie is left
+            else:
+                said = str(exc)
+            raise SpawnError(f"cannot start {argv[0]!r}: {said}", argv=argv) from None
         return cls(proc)
 
     def read(self) -> bytes | None:
