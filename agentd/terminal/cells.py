@@ -137,12 +137,13 @@ def _compose(cluster: str, zero: str) -> str:
 
 
 def compose(cell: str, marks: str) -> str | None:
-    """``cell`` with zero-width ``marks`` written after it, if they compose
-    into one character; None if they do not (the marks are then dropped)."""
+    """``cell`` with zero-width ``marks`` written after it, if some compose with
+    it into another character; None if none do (the marks are then dropped)."""
     if not cell or cell == PAD:
         return None
-    composed = unicodedata.normalize("NFC", cell + marks)
-    return composed if len(composed) == 1 else None
+    # as ``to_cells`` does within one chunk: what composes is kept, the rest dropped
+    composed = "".join(c for c in unicodedata.normalize("NFC", cell + marks) if width(c))
+    return composed if len(composed) == 1 and composed != cell else None
 
 
 def split_marks(text: str) -> tuple[str, str]:
