@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentd.config.unit import Unit
-from agentd.session.transcript import Redactor, Transcript, secrets_from_env
+from agentd.session.redact import Redactor, secrets_from_env
+from agentd.session.transcript import Transcript
 from agentd.supervisor.briefing import Briefing
 
 

@@ -30,9 +30,10 @@ from agentd.events import EventLog
 from agentd.memory.bootstrap import Bootstrap
 from agentd.paths import Paths
 from agentd.process.ending import kill_now
+from agentd.session.redact import Redactor
 from agentd.session.screen import ScreenCapture, ScreenRing
 from agentd.session.session import Session
-from agentd.session.transcript import Redactor, Transcript
+from agentd.session.transcript import Transcript
 from agentd.supervisor.attach import Terminal
 from agentd.supervisor.briefing import Briefing
 from agentd.supervisor.definition import Definition
