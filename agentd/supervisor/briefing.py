@@ -4,8 +4,12 @@ Between sessions agentd remembers two things for the next bootstrap: the
 hashes of the layout's readonly files as the first session saw them (to warn
 when one changed) and the git HEAD (for "changes since the last session").
 Each rendered bootstrap is kept as ``logs/UNIT/bootstrap-N.md`` (the last
-``logs.keep_bootstraps`` of them; 0 keeps all) and, in file mode, also
-written where the agent reads it; event ``session.bootstrap`` carries its
+``logs.keep_bootstraps`` of them; 0 keeps all) with the secrets the state
+shows hidden (``agentd.session.redact``; the unit's redactor learns them, so
+its transcript and events hide them too); the session is given that copy, or,
+when it hides something, the whole text in the private ``given`` file
+(``run/units/UNIT.bootstrap.md``, 0600); in file mode the whole text is also
+written where the agent reads it. Event ``session.bootstrap`` carries its
 account (tokens shown of each file, what was cut and why).
 
 Around the rendering of a session's bootstrap, the state dir's lifecycle: a
@@ -30,14 +34,16 @@ from agentd.memory.bootstrap import Bootstrap, BootstrapContext, render
 from agentd.memory.init import init
 from agentd.memory.layout import resolve
 from agentd.memory.statedir import write_atomic
+from agentd.session.redact import Redactor, secrets_in
 from agentd.supervisor.policy import SessionEnd
 
 _KEPT = re.compile(r"bootstrap-(\d+)\.md")
 
 
 class Briefing:
-    def __init__(self, logs_dir: Path, emit: Callable[..., None]) -> None:
+    def __init__(self, logs_dir: Path, emit: Callable[..., None], *, given: Path) -> None:
         self.logs_dir = logs_dir
+        self._given = given
         self._emit = emit
         self.readonly_hashes: dict[str, str] = {}
         self.head: str | None = None
@@ -98,12 +104,19 @@ class Briefing:
         """Other state files (a changed unit): record their hashes afresh."""
         self.readonly_hashes = {}
 
-    def write(self, unit: Unit, number: int, boot: Bootstrap) -> Path:
-        """Keep ``boot`` in the logs (and at ``inject.path`` in file mode); the file to give."""
+    def write(self, unit: Unit, number: int, boot: Bootstrap, redactor: Redactor) -> Path:
+        """Keep ``boot`` in the logs, its secrets hidden (and whole at ``inject.path`` in
+        file mode); the file to give."""
+        redactor.learn(secrets_in(boot.text, unit.secret_patterns))
+        kept = redactor.redact_text(boot.text)
         self.logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         log_copy = self.logs_dir / f"bootstrap-{number}.md"
-        write_atomic(log_copy, boot.text, mode=0o600)
+        write_atomic(log_copy, kept, mode=0o600)
         target = log_copy
+        if kept != boot.text:
+            target = self._given
+            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            write_atomic(target, boot.text, mode=0o600)
         if unit.inject.mode == "file":
             target = unit.inject_path
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -54,6 +54,6 @@ class Definition:
     def _open_transcript(self) -> Transcript:
         env = dict(self._base_env)
         env.update(self.unit.env)
-        self.redactor = Redactor(secrets_from_env(env))
+        self.redactor = Redactor(secrets_from_env(env), self.unit.secret_patterns)
         return Transcript(self._logs_dir / "transcript.log", max_bytes=self.unit.logs.max_bytes,
                           backups=self.unit.logs.backups, redactor=self.redactor)

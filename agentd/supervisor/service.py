@@ -78,7 +78,8 @@ class Service:
         self._changed = asyncio.Event()
         self._stop_requested = False
         self._remember_stop = True  # False while the daemon (not a person) stops the unit
-        self.briefing = Briefing(logs_dir, events.emit)
+        self.briefing = Briefing(logs_dir, events.emit,
+                                 given=paths.run / "units" / f"{unit.name}.bootstrap.md")
         self._definition = Definition(unit, base_env=base, logs_dir=logs_dir,
                                       briefing=self.briefing)
         self.terminal = Terminal(lambda: self.session if self.state == State.RUNNING else None)
@@ -131,7 +132,9 @@ class Service:
             await asyncio.shield(self._loop.task)
 
     def restart(self, reason: str = "manual") -> None:
-        """End the running session and start a fresh one at once (not a failure)."""
+        """End the running session and start a fresh one at once (not a failure).
+        A person's ``reason`` is kept and shown with the unit's secrets hidden."""
+        reason = self.redactor.redact_text(reason)
         if self.state in (State.RUNNING, State.STARTING):
             self._loop.fire(Trigger(reason if reason.startswith("manual") else f"manual:{reason}"))
         elif self.state != State.STOPPING:

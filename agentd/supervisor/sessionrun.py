@@ -25,6 +25,7 @@ from agentd.memory.statedir import fingerprint
 from agentd.process.tree import session_env_marker
 from agentd.session import inject
 from agentd.session.child import Child
+from agentd.session.redact import Redactor
 from agentd.session.screen import ScreenRing
 from agentd.session.session import Session
 from agentd.session.transcript import Transcript
@@ -57,11 +58,12 @@ class Host:
 
 
 class SessionRun:
-    def __init__(self, host: Host, unit: Unit, transcript: Transcript, number: int,
-                 reason: str) -> None:
+    def __init__(self, host: Host, unit: Unit, transcript: Transcript, redactor: Redactor,
+                 number: int, reason: str) -> None:
         self.host = host
         self.unit = unit
         self.transcript = transcript
+        self.redactor = redactor
         self.number = number
         self.reason = reason
         self.session: Session | None = None  # from the spawn until the tree is gone
@@ -73,7 +75,7 @@ class SessionRun:
         """Live the session through; ``ends`` (the earlier ones) feed the bootstrap."""
         host, unit, number, reason = self.host, self.unit, self.number, self.reason
         boot = host.briefing.render(unit, number, reason, ends, host.wall())
-        boot_file = host.briefing.write(unit, number, boot)
+        boot_file = host.briefing.write(unit, number, boot, self.redactor)
         plan = inject.plan(unit, number, boot.text, boot_file)
         marker = session_env_marker(unit.name, number)
         env = inject.session_env(host.base_env, unit, plan, number=number, reason=reason,
