@@ -9,7 +9,8 @@ names (``API_TOKEN=...``, ``password: ...``), well-known token shapes
 The ``Redactor`` is pure (bytes in, bytes out, or text in, text out). In a
 terminal stream it finds a secret also when a chunk cuts it in two, and when
 escape sequences (a colour code, a cursor move) or line breaks (a wrap) split
-it up to ``MAX_CUTS`` times.
+it up to ``MAX_CUTS`` times (except a line break right after its first few
+bytes at the end of a chunk: a line's end is not held back for a short match).
 """
 
 from __future__ import annotations
@@ -173,6 +174,11 @@ class Redactor:
         settled = len(shown) - self._longest + 1
         out, done, done_shown = self._mask(region, shown, where, settled)
         keep_shown = self._hold_from(shown, max(done_shown, settled))
+        if len(shown) - keep_shown < MIN_PIECE and b"\n" in region[where[-1] + 1 :] \
+                if shown else False:
+            # A line ended: a short held end (a "t" a secret starts with) would keep the
+            # line from the transcript until more output comes, maybe for hours.
+            keep_shown = len(shown)
         keep = where[keep_shown] if keep_shown < len(shown) else len(region)
         out.append(region[done:keep])
         self._held = region[keep:]
