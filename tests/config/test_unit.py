@@ -547,6 +547,30 @@ def test_writable_by_others_is_refused_even_as_root(
     assert load_unit(path, check_permissions=False).name == "a"
 
 
+@pytest.mark.parametrize("mode", [0o777, 0o775, 0o757])
+def test_a_units_dir_others_may_write_is_refused(tmp_path: Path, mode: int) -> None:
+    units = tmp_path / "units"
+    units.mkdir()
+    path = write(units / "a.yaml", "command: x\nworkdir: /\n")
+    units.chmod(mode)
+    with pytest.raises(UnitError) as caught:
+        load_unit(path)
+    assert str(caught.value) == (f"{path}: its directory {units} is mode {mode:04o}, writable "
+                                 f"by others, who could replace it; run: chmod go-w {units}")
+    units.chmod(0o1777)  # sticky, like /tmp: nobody replaces another's file
+    assert load_unit(path).name == "a"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a directory away")
+def test_a_units_dir_owned_by_someone_else_is_refused(tmp_path: Path) -> None:
+    units = tmp_path / "units"
+    units.mkdir()
+    path = write(units / "a.yaml", "command: x\nworkdir: /\n")
+    os.chown(units, 65534, 65534)
+    with pytest.raises(UnitError, match="is owned by uid 65534"):
+        load_unit(path)
+
+
 @pytest.mark.parametrize("mode", [0o600, 0o644, 0o400, 0o755])
 def test_private_files_are_accepted(tmp_path: Path, mode: int) -> None:
     check_permissions(write(tmp_path / "a.yaml", "command: x\n", mode))
