@@ -274,6 +274,8 @@ class Service:
         }
         if self.state == State.PAUSED and self.pauses.paused_until is not None:
             out["paused_until"] = iso(self.pauses.paused_until)
+        if session is not None and self.state == State.RUNNING and session.stopped_by_signal:
+            out["process"] = "stopped"  # SIGSTOP: running as far as agentd goes, yet idle
         if self.detail:  # e.g. the OS error of a command that cannot be executed
             out["detail"] = self.detail
         return out
