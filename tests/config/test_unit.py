@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from agentd.config.lint import state_in_argv
 from agentd.config.presets import cli_preset_examples, cli_preset_names, load_cli_preset
 from agentd.config.sections import (
     Budget,
@@ -763,6 +764,16 @@ def test_preset_lists_are_replaced_not_appended() -> None:
     )
     assert [s.name for s in unit.sentinels] == ["mine"]
     assert unit.restart.exit_codes == [3]
+
+
+@pytest.mark.parametrize(("preset", "in_ps"), [("claude-code", False), ("codex", False),
+                                               ("gemini", True), ("aider", False)])
+def test_presets_pass_the_bootstrap_by_its_file_where_the_cli_can_read_it(
+        preset: str, in_ps: bool) -> None:
+    unit = parse(f"preset: {preset}\nworkdir: /\n")
+    assert unit.inject.mode == "argv"
+    assert bool(state_in_argv(unit)) is in_ps
+    assert any("{bootstrap_file}" in arg for arg in unit.command) is not in_ps
 
 
 def test_a_unit_command_without_bootstrap_turns_the_preset_to_stdin() -> None:
