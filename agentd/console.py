@@ -23,6 +23,11 @@ def describe(event: dict[str, Any]) -> str | None:
         return f"error: {event.get('error')}"
     if name == "daemon.error":
         return f"internal error: {event.get('error')}"
+    if name == "daemon.degraded":
+        return (f"degraded: {event.get('what')} writes fail ({event.get('path')}: "
+                f"{event.get('error')}); going on without them")
+    if name == "daemon.recovered":
+        return f"recovered: {event.get('what')} writes work again ({event.get('failed')} lost)"
     if name == "unit.state":
         to, why = event.get("to"), event.get("reason") or ""
         if to in ("backoff", "paused", "done", "failed", "stalled", "stopped"):

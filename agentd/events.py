@@ -6,6 +6,12 @@ the daemon may hold several ``EventLog`` values). The file is rotated by size
 or moved away (checked at each event) or on ``reopen`` (SIGHUP). Besides the file, listeners
 receive each event dict: ``agentd run`` prints them for people, tests assert
 on them, the control server will stream them.
+
+A line that cannot be written (a full disk) is lost, never raised: the
+caller's state change goes on. ``health`` (``agentd.health``) counts such
+failures for every writer of agentd's files and reports the first of a spell
+as an event; listeners get every event either way, and the file takes lines
+again as soon as it can (a line cut by the failure is ended first).
 """
 
 from __future__ import annotations
@@ -13,11 +19,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import structlog
 
 from agentd.errors import PathError
+from agentd.health import WriteHealth
 from agentd.logfiles import replaced, rotate
 
 # Event names (SPEC 6); kept here so a typo is a NameError, not a silent new event.
@@ -66,9 +73,11 @@ class EventLog:
         self.path = path
         self._redact = redact
         self._listeners: list[Listener] = []
-        self._file: TextIO | None = None
+        self._fd: int | None = None
+        self._torn = False  # the last line was cut by a failed write: end it first
         self.max_bytes = max_bytes
         self.backups = backups
+        self.health = WriteHealth(self._report)
         if path is not None:
             try:
                 path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -99,34 +108,51 @@ class EventLog:
         getattr(self._log, level)(event, **fields)
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def reopen(self) -> None:
         """Open the file at its path again (SIGHUP, after logrotate moved it)."""
-        if self._file is not None:
+        if self.path is not None:
             self.close()
-            self._open()
+            try:
+                self._open()
+            except OSError as exc:  # tried again at the next event
+                self.health.failed("events", self.path, exc)
 
     def _open(self) -> None:
         assert self.path is not None
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        self._file = os.fdopen(fd, "a", encoding="utf-8", buffering=1)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                           0o600)
+
+    def _report(self, event: str, fields: dict[str, Any]) -> None:
+        self.emit(event, **fields)
 
     def _write(self, line: str) -> None:
-        if self._file is None:
+        if self.path is None:
             return
-        assert self.path is not None
-        if replaced(self.path, self._file.fileno()):  # deleted, or moved by logrotate
-            self.reopen()
-        elif self.max_bytes > 0 and os.fstat(self._file.fileno()).st_size + len(line) > \
-                self.max_bytes:
-            self.close()
-            rotate(self.path, self.backups)
-            self._open()
-        assert self._file is not None
-        self._file.write(line + "\n")
+        data = ("\n" if self._torn else "") + line + "\n"
+        start: int | None = None
+        try:
+            if self._fd is None or replaced(self.path, self._fd):  # deleted, or logrotate
+                self.close()
+                self._open()
+            elif self.max_bytes > 0 and os.fstat(self._fd).st_size + len(data) > self.max_bytes:
+                self.close()
+                rotate(self.path, self.backups)
+                self._open()
+            assert self._fd is not None
+            start = os.fstat(self._fd).st_size
+            view = memoryview(data.encode("utf-8"))
+            while view:
+                view = view[os.write(self._fd, view):]
+            self._torn = False
+        except OSError as exc:
+            self._torn = self._torn or not _cut_back(self._fd, start)
+            self.health.failed("events", self.path, exc)
+            return
+        self.health.ok("events")
 
     def _scrub(self, _logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
         if self._redact is not None:
@@ -144,6 +170,19 @@ class EventLog:
                 # is dropped: it must never break the supervisor's loop.
                 self._listeners.remove(listener)
         return event
+
+
+def _cut_back(fd: int | None, size: int | None) -> bool:
+    """Take back the part of a line a failed write left (a full disk): whether the
+    file ends where it did before (a torn line is ended by the next one otherwise)."""
+    if fd is None or size is None:
+        return True
+    try:
+        if os.fstat(fd).st_size > size:
+            os.ftruncate(fd, size)
+    except OSError:
+        return False
+    return True
 
 
 class _Sink:

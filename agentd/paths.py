@@ -57,6 +57,11 @@ class Paths:
     def unit_lifecycle(self, unit: str) -> Path:
         return self.lifecycle / f"{unit}.json"
 
+    @property
+    def run_sessions(self) -> Path:
+        """``run/sessions``: the live sessions, for the next agentd after a ``kill -9``."""
+        return self.run / "sessions"
+
     def run_socket(self, unit: str) -> Path:
         """The private socket of ``agentd run UNIT``: it answers for that unit alone."""
         return self.run / "units" / f"{unit}.sock"

@@ -81,10 +81,21 @@ def no_leftover_processes() -> Iterator[None]:
     for pid in zombies:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
+    _remove_cgroups(f"agentd-t{os.getpid()}-")
     if left:
         pytest.fail(f"test left processes behind: {left}")
     if zombies:
         pytest.fail(f"test left zombie children: {zombies}")
+
+
+def _remove_cgroups(prefix: str) -> None:
+    """Remove the empty session cgroups of this run (a ``kill -9``ed daemon leaves them)."""
+    from agentd.process import cgroup
+
+    base = cgroup.delegated_base()
+    if base is not None:
+        for path in base.glob(f"{prefix}*"):
+            cgroup.remove(path)
 
 
 def _is_zombie(p: psutil.Process) -> bool:

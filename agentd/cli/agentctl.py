@@ -37,6 +37,7 @@ VERBS: Mapping[str, str] = {
     "attach": "agentd.cli.ctl_attach:attach",
     "screen": "agentd.cli.ctl_watch:screen",
     "top": "agentd.cli.ctl_watch:top",
+    "dashboard": "agentd.cli.ctl_dashboard:dashboard",
     "install-service": "agentd.cli.ctl_service:install_service",
     "hooks": "agentd.cli.ctl_hooks:hooks_cmd",
     "hook": "agentd.cli.ctl_hooks:hook",

@@ -41,8 +41,12 @@ def main(ctx: click.Context, home: Path | None) -> None:
 
 @main.command()
 @click.option("-q", "--quiet", is_flag=True, help="Print only the daemon's own lines.")
+@click.option("--http", metavar="HOST:PORT", envvar="AGENTD_HTTP", default=None,
+              help="Also serve the web dashboard there (loopback only, e.g. 127.0.0.1:8765).")
+@click.option("--http-allow-remote", is_flag=True, envvar="AGENTD_HTTP_ALLOW_REMOTE",
+              help="Let --http bind other addresses than loopback (still with the token).")
 @click.pass_obj
-def serve(paths: Paths, quiet: bool) -> None:
+def serve(paths: Paths, quiet: bool, http: str | None, http_allow_remote: bool) -> None:
     """Run the daemon in the foreground (for systemd Type=notify and launchd).
 
     Loads every unit in the units dir, starts the enabled ones (agentctl
@@ -50,11 +54,19 @@ def serve(paths: Paths, quiet: bool) -> None:
     failed or stalled, and serves agentctl on the control socket. SIGHUP
     reloads the units and reopens the logs; SIGTERM or SIGINT stops every
     session, then exits 0.
+
+    With --http (or AGENTD_HTTP) it also serves a web dashboard; every request
+    needs the token in run/http-token: `agentctl dashboard` prints the link.
     """
     from agentd.daemon.serve import serve as serve_daemon
 
     try:
-        code = serve_daemon(paths, console=Console(quiet=quiet))
+        bind = None
+        if http:
+            from agentd.daemon.dashboard.access import Bind
+
+            bind = Bind.parse(http, allow_remote=http_allow_remote)
+        code = serve_daemon(paths, console=Console(quiet=quiet), http=bind)
     except AgentdError as exc:
         raise click.ClickException(str(exc)) from None
     sys.exit(code)

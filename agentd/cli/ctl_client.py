@@ -46,7 +46,9 @@ def call(cmd: str, *, timeout: float | None = 30.0,
     try:
         with connected(cmd, timeout=timeout,
                        unit=via or args.get("unit"), offline=offline is not None) as client:
-            return client.call(cmd, **args)
+            reply = client.request(cmd, **args)
+            say_degraded(reply)
+            return reply["result"]
     except Unreachable as exc:
         assert offline is not None
         return offline(str(exc))
@@ -66,6 +68,14 @@ def call_units(cmd: str, units: list[str], *, timeout: float | None = 30.0,
         got += call(cmd, timeout=timeout, units=rest, **args)
     by_unit = {s["unit"]: s for s in got}
     return [by_unit[u] for u in units if u in by_unit]
+
+
+def say_degraded(reply: dict[str, Any]) -> None:
+    """A warning on stderr when the daemon says some of its writes fail (a full disk)."""
+    for spell in reply.get("degraded") or []:
+        click.echo(f"agentctl: warning: agentd is degraded: {spell.get('what')} writes fail "
+                   f"since {spell.get('since')} ({spell.get('failed')}x): {spell.get('path')}: "
+                   f"{spell.get('error')}", err=True)
 
 
 def run_units() -> list[str]:

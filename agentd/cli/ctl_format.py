@@ -1,33 +1,14 @@
-"""How ``agentctl``'s daemon verbs show results to people: durations, tables,
-status rows, event lines and transcript text (pure functions of their input)."""
+"""How ``agentctl``'s daemon verbs show results to people: tables, status rows,
+event lines and transcript text (pure functions of their input); durations are
+``agentd.config.times.span``."""
 
 from __future__ import annotations
 
 import json
 import time
-from datetime import datetime
 from typing import Any
 
-
-def _parse_time(value: str | None) -> float | None:
-    try:
-        return datetime.fromisoformat(str(value)).timestamp() if value else None
-    except ValueError:
-        return None
-
-
-def span(seconds: float | None) -> str:
-    """``42s``, ``5m03s``, ``2h05m``, ``3d04h``."""
-    if seconds is None:
-        return "-"
-    s = int(max(0, seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+from agentd.config.times import parse_iso, span
 
 
 def table(rows: list[list[str]]) -> str:
@@ -41,13 +22,13 @@ def status_rows(statuses: list[dict[str, Any]], now: float) -> str:
     rows = [["UNIT", "STATE", "PID", "SESSION", "UPTIME", "RESTARTS", "LAST"]]
     for s in statuses:
         last = s.get("last_reason") or "-"
-        at = _parse_time(s.get("last_at"))
+        at = parse_iso(s.get("last_at"))
         if at is not None and s.get("last_reason"):
             last += f" ({span(now - at)} ago)"
-        until = _parse_time(s.get("paused_until"))
+        until = parse_iso(s.get("paused_until"))
         if until is not None:
             last += f"; paused until {time.strftime('%H:%M', time.localtime(until))}"
-        if s.get("detail") and s["state"] in ("failed", "stalled"):
+        if s.get("detail") and s["state"] in ("failed", "stalled", "stopped"):
             last += f": {s['detail']}"
         if s.get("invalid"):
             last = problem_line(s["invalid"]) if s["state"] == "invalid" else \

@@ -2,7 +2,8 @@
 
 ``parse_reset_time`` reads when a usage limit resets from what a CLI printed
 (``3pm``, ``Oct 9, 5pm (Europe/Paris)``, ``in 2h``...); ``iso`` writes an
-epoch as ISO 8601 UTC for events and messages. Pure: ``now`` is an argument.
+epoch as ISO 8601 UTC for events and messages and ``parse_iso`` reads it
+back; ``span`` writes a duration for people. Pure: ``now`` is an argument.
 """
 
 from __future__ import annotations
@@ -166,3 +167,25 @@ def iso(epoch: float) -> str:
     """An epoch as ISO 8601 UTC to the second: ``2026-11-30T14:32:00Z``."""
     stamp = datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
     return stamp.replace("+00:00", "Z")
+
+
+def parse_iso(value: str | None) -> float | None:
+    """The epoch of an ISO 8601 stamp (as ``iso`` writes); None when absent or malformed."""
+    try:
+        return datetime.fromisoformat(str(value)).timestamp() if value else None
+    except ValueError:
+        return None
+
+
+def span(seconds: float | None) -> str:
+    """``42s``, ``5m03s``, ``2h05m``, ``3d04h``."""
+    if seconds is None:
+        return "-"
+    s = int(max(0, seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"

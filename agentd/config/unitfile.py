@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from agentd.config.names import RESERVED_PREFIX, reserved
 from agentd.config.problems import validation_problems
 from agentd.config.unit import UNIT_NAME, Unit
 from agentd.config.yamllines import Lines, read_yaml
@@ -172,6 +173,12 @@ def _check_name(name: str, file: Path | str) -> None:
         raise UnitError(
             f"{name!r} is not a valid unit name (the file name without .yaml must match"
             f" {UNIT_NAME}); rename the file",
+            file=file,
+        )
+    if reserved(name):
+        raise UnitError(
+            f"{name!r} is reserved: names that begin with {RESERVED_PREFIX!r} are agentd's own "
+            "files in the logs dir (agentd.jsonl...); rename the file",
             file=file,
         )
 

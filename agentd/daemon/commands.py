@@ -40,10 +40,12 @@ Reload = Callable[[str], Awaitable[dict[str, Any]]]
 
 @dataclass(frozen=True)
 class Context:
-    """What every handler may use: the supervisor, and the daemon's reload."""
+    """What every handler may use: the supervisor, the daemon's reload, and the
+    dashboard's URL when the daemon serves one (``agentd serve --http``)."""
 
     sup: Supervisor
     reload: Reload
+    dashboard: str | None = None
 
 
 Handler = Callable[[Context, Any], Awaitable[Any]]
@@ -61,9 +63,9 @@ def command(name: str) -> Callable[[H], H]:
 
 @command("ping")
 async def ping(ctx: Context, _args: NoArgs) -> dict[str, Any]:
-    """Is the daemon there, and which one."""
+    """Is the daemon there, and which one (and where its dashboard is, if it serves one)."""
     return {"pid": os.getpid(), "version": __version__, "units": len(ctx.sup.names()),
-            "socket": str(ctx.sup.paths.socket)}
+            "socket": str(ctx.sup.paths.socket), "dashboard": ctx.dashboard}
 
 
 @command("status")
@@ -151,7 +153,8 @@ async def history(ctx: Context, args: TailArgs) -> list[dict[str, Any]]:
 @command("bootstrap")
 async def bootstrap(ctx: Context, args: UnitArgs) -> dict[str, Any]:
     """What the unit's next session would be given, rendered now."""
-    number, boot = ctx.sup.preview_bootstrap(args.unit)
+    # rendered off the loop: it reads the agent's state dir
+    number, boot = await asyncio.to_thread(ctx.sup.preview_bootstrap, args.unit)
     return {"unit": args.unit, "session": number, "text": boot.text, "tokens": boot.tokens,
             "warnings": boot.warnings, "cut": boot.cut}
 

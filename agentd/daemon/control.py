@@ -57,7 +57,8 @@ CLOSE_GRACE = 0.5  # closing waits this long for the replies under way and strea
 
 
 class ControlServer:
-    def __init__(self, sup: Supervisor, *, reload: Reload, uid: int | None = None) -> None:
+    def __init__(self, sup: Supervisor, *, reload: Reload, uid: int | None = None,
+                 dashboard: str | None = None) -> None:
         self.sup = sup
         self.paths: Paths = sup.paths
         self._uid = os.geteuid() if uid is None else uid
@@ -67,7 +68,7 @@ class ControlServer:
         self._busy = 0  # requests being served: closing lets them reply (`agentctl stop` of
         self._idle = asyncio.Event()  # the unit an `agentd run` ends with)
         self._idle.set()
-        self._context = Context(sup, reload)
+        self._context = Context(sup, reload, dashboard)
         self._streams = Streams(sup)
         self._open = asyncio.Event()
         self.clients = Clients(sup.events.emit)
@@ -161,8 +162,11 @@ class ControlServer:
                 await self._streams.attach(args, reader, writer)
                 return False
             result = await self._handle(cmd, args)
+            degraded = self.sup.degraded()
+            extra = {"degraded": degraded} if degraded else {}
             # a transcript or the event log can be megabytes of JSON: encoded off the loop
-            reply = await asyncio.to_thread(ok, result) if cmd in BULKY else ok(result)
+            reply = (await asyncio.to_thread(ok, result, **extra) if cmd in BULKY
+                     else ok(result, **extra))
         except ProtocolError as exc:
             reply = error(str(exc), exc.code)
         except UnknownUnit as exc:

@@ -43,7 +43,8 @@ the client came is there at once; then the output streams as it comes.
 Commands (args with defaults) -> result:
 
 =========  ===================================================  ==========================
-ping       {}                                                   {pid, version, units, socket}
+ping       {}                                                   {pid, version, units, socket,
+                                                                 dashboard: URL or null}
 status     {units: []}                                          [status]  (all when empty)
 start      {units: [], all: false}                              [status]  once started
 stop       {units: [], all: false}                              [status]  once ended

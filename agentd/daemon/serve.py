@@ -25,6 +25,11 @@ definition. The watcher re-parses only files whose stat changed; SIGHUP
 reload`` re-parse all (e.g. after a missing workdir was created). Unit files
 are read and parsed on a worker thread, never on the loop: a slow or huge
 file cannot hold up sessions or requests.
+
+With ``--http HOST:PORT`` the daemon also serves its web dashboard
+(``agentd.daemon.dashboard``, imported only then) on the same loop, started
+before the control socket so that ``ping`` can say where it is, and closed
+before it.
 """
 
 from __future__ import annotations
@@ -35,12 +40,13 @@ import os
 import signal
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentd import __version__
 from agentd import events as ev
 from agentd.config.unit import Unit
 from agentd.console import Console
+from agentd.daemon.commands import Context
 from agentd.daemon.control import ControlServer
 from agentd.daemon.notify import SystemdNotify
 from agentd.daemon.unitdir import Scan, UnitDir, describe_error, problem
@@ -50,6 +56,10 @@ from agentd.events import EventLog
 from agentd.lockfile import Held, hold
 from agentd.paths import Paths, ensure_private_dir
 from agentd.supervisor.api import Changes, Supervisor
+
+if TYPE_CHECKING:
+    from agentd.daemon.dashboard.access import Bind
+    from agentd.daemon.dashboard.server import Dashboard
 
 UNIT_REMOVED = "unit.removed"
 DAEMON_WARNING = "daemon.warning"
@@ -76,8 +86,10 @@ def acquire_lock(paths: Paths) -> int:
 
 
 class Daemon:
-    def __init__(self, paths: Paths, *, console: Console | None = None) -> None:
+    def __init__(self, paths: Paths, *, console: Console | None = None,
+                 http: Bind | None = None) -> None:
         self.paths = paths
+        self.http = http
         self.console = console or Console()
         self.systemd = SystemdNotify()  # first: sessions must not see NOTIFY_SOCKET
         self.units = UnitDir(paths.units)
@@ -89,6 +101,7 @@ class Daemon:
         self._watchdog: asyncio.TimerHandle | None = None
         self.watcher: UnitsWatcher | None = None
         self.control: ControlServer | None = None
+        self.dashboard: Dashboard | None = None
 
     async def run(self) -> int:
         """Serve until SIGTERM/SIGINT; 0 after a clean stop. AgentdError if it cannot start."""
@@ -103,19 +116,23 @@ class Daemon:
         for sig in SIGNALS:
             loop.add_signal_handler(sig, self._signals.put_nowait, sig)
         try:
-            self.control = ControlServer(self.sup, reload=self.reload)
+            url = await self._serve_dashboard() if self.http is not None else None
+            self.control = ControlServer(self.sup, reload=self.reload, dashboard=url)
             await self.control.listen(open_now=False)  # requests wait for the units
             ensure_private_dir(self.paths.units)
             self.events.emit(ev.DAEMON_START, pid=os.getpid(), version=__version__,
                              socket=str(self.paths.socket), units_dir=str(self.paths.units),
-                             subreaper=self.sup.subreaper)
+                             subreaper=self.sup.subreaper, dashboard=url)
             await self._apply(await self._scan(force=True))
+            self.sup.reclaim_orphans()  # the sessions of units that did not load again
             self.control.open()
             self._watch()
             self.systemd.send("READY=1", f"STATUS={self.summary()}")
             self._ping_watchdog()
             self.console.say(f"agentd {__version__}: pid {os.getpid()}, socket "
                              f"{self.paths.socket}; {self.summary()}", always=True)
+            if self.dashboard is not None:
+                self.console.say(f"agentd: dashboard at {self.dashboard.link}", always=True)
             while await self._dispatch(await self._signals.get()):
                 pass
         finally:
@@ -164,12 +181,22 @@ class Daemon:
             self._watchdog.cancel()
         if self.watcher is not None:
             self.watcher.stop()
+        if self.dashboard is not None:
+            await self.dashboard.close()
         if self.control is not None:
             await self.control.close()
         async with self._reload_lock:
             await self.sup.shutdown()
         killer.cancel()
         self.events.emit(ev.DAEMON_STOP, pid=os.getpid())
+
+    async def _serve_dashboard(self) -> str:
+        """Start the web dashboard (``--http``); its URL."""
+        from agentd.daemon.dashboard.server import Dashboard
+
+        assert self.http is not None
+        self.dashboard = Dashboard(Context(self.sup, self.reload), self.http)
+        return await self.dashboard.start()
 
     # -- units -----------------------------------------------------------------------------
     async def reload(self, why: str) -> dict[str, Any]:
@@ -210,8 +237,12 @@ class Daemon:
             self._report_invalid(path, exc, kept=kept)
         self._reported = {f: said for f, said in self._reported.items()
                           if Path(f) in scan.errors}  # fixed ones may be reported again
-        self.sup.set_invalid(invalid)
         changes = await self.sup.reconcile(units)
+        for name, why in changes.failed.items():  # loaded, but cannot be supervised
+            error = UnitError(f"cannot be supervised: {why}", file=units[name].source)
+            invalid[name] = problem(error)
+            self._report_invalid(Path(str(units[name].source)), error, kept=False)
+        self.sup.set_invalid(invalid)
         self._report(changes, units)
         for name in changes.added:
             self.sup.reclaim(name)
@@ -281,6 +312,6 @@ class Daemon:
             self.console.say(" ".join(["agentd:", str(name), *(str(w) for w in what if w)]))
 
 
-def serve(paths: Paths, *, console: Console | None = None) -> int:
-    """Run the daemon in the foreground; its exit code."""
-    return asyncio.run(Daemon(paths, console=console).run())
+def serve(paths: Paths, *, console: Console | None = None, http: Bind | None = None) -> int:
+    """Run the daemon in the foreground (serving the dashboard at ``http``); its exit code."""
+    return asyncio.run(Daemon(paths, console=console, http=http).run())

@@ -3,7 +3,8 @@
 Each stream is fed through a bounded queue by a listener (the event log's, or
 the unit's terminal) and pumped to its client until the client leaves, falls
 too far behind, does not read what was sent within ``WRITE_DEADLINE``
-(``clients.drain``), or the daemon stops (``end_all``).
+(``clients.drain``), or the daemon stops (``end_all``). The dashboard's live
+events (``agentd.daemon.dashboard``) use the same feeds (``event_feed``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import asyncio
 import base64
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from agentd.daemon.clients import drain
@@ -38,35 +39,43 @@ class Streams:
                 queue.put_nowait(_END)
         return bool(self._queues)
 
-    async def follow(self, args: EventsArgs, reader: asyncio.StreamReader,
-                     writer: asyncio.StreamWriter) -> None:
-        """Recent events, then each new one as it is emitted (see the protocol)."""
-        feed = _Feed()
+    @contextlib.contextmanager
+    def event_feed(self, unit: str | None) -> Iterator[Feed]:
+        """A feed of the events emitted from now on (of ``unit`` only, when named)."""
+        feed = Feed()
 
         def listener(event: dict[str, Any]) -> None:
-            if args.unit is None or event.get("unit") == args.unit:
+            if unit is None or event.get("unit") == unit:
                 feed.put(event)
 
         unsubscribe = self.sup.events.subscribe(listener)
         self._queues.add(feed.queue)
-        gone = asyncio.ensure_future(reader.read(1))  # the client closing ends the stream
-        try:  # an unknown unit: UnknownUnit, an error reply
-            recent = await asyncio.to_thread(recent_events, self.sup, args)  # off the loop
-            writer.write(await asyncio.to_thread(ok, recent, stream=True))
-            await drain(writer)
-            await _pump(feed, gone, writer, lambda event: {"event": event})
+        try:
+            yield feed
         finally:
-            gone.cancel()
             self._queues.discard(feed.queue)
             with contextlib.suppress(ValueError):  # already dropped
                 unsubscribe()
+
+    async def follow(self, args: EventsArgs, reader: asyncio.StreamReader,
+                     writer: asyncio.StreamWriter) -> None:
+        """Recent events, then each new one as it is emitted (see the protocol)."""
+        with self.event_feed(args.unit) as feed:
+            gone = asyncio.ensure_future(reader.read(1))  # the client closing ends the stream
+            try:  # an unknown unit: UnknownUnit, an error reply
+                recent = await asyncio.to_thread(recent_events, self.sup, args)  # off the loop
+                writer.write(await asyncio.to_thread(ok, recent, stream=True))
+                await drain(writer)
+                await _pump(feed, gone, writer, lambda event: {"event": event})
+            finally:
+                gone.cancel()
 
     async def attach(self, args: UnitArgs, reader: asyncio.StreamReader,
                      writer: asyncio.StreamWriter) -> None:
         """Repaint the unit's current screen, then relay its terminal both ways until
         either side closes (see the protocol)."""
         status = self.sup.status([args.unit])[0]  # UnknownUnit: an error reply
-        feed = _Feed()
+        feed = Feed()
         unwatch = self.sup.watch_terminal(args.unit, feed.put)
         screen = self.sup.screen(args.unit)  # at once: the feed has all output after it
         self._queues.add(feed.queue)
@@ -98,7 +107,11 @@ class Streams:
                 self.sup.type_input(unit, data)
 
 
-class _Feed:
+class FeedEnded(Exception):
+    """A feed ended: ``str()`` says why (the daemon stops, or the client was too slow)."""
+
+
+class Feed:
     """A bounded queue from a listener to one streaming client: a client that
     falls behind is told so and dropped, never buffered without bound."""
 
@@ -112,18 +125,27 @@ class _Feed:
         except asyncio.QueueFull:
             self.lagged = True
 
+    async def next(self) -> Any:
+        """The next item; FeedEnded when the daemon stops or the client fell behind."""
+        item = await self.queue.get()
+        if item is _END or self.lagged:
+            raise FeedEnded("client too slow" if self.lagged else "daemon stopping")
+        return item
 
-async def _pump(feed: _Feed, until: asyncio.Future[Any], writer: asyncio.StreamWriter,
+
+async def _pump(feed: Feed, until: asyncio.Future[Any], writer: asyncio.StreamWriter,
                 wrap: Callable[[Any], dict[str, Any]]) -> None:
     """Send the feed's items until ``until`` completes (the client left) or it ends."""
     while True:
-        item = asyncio.ensure_future(feed.queue.get())
+        item = asyncio.ensure_future(feed.next())
         await asyncio.wait([item, until], return_when=asyncio.FIRST_COMPLETED)
         if not item.done():
             item.cancel()
             return
-        if item.result() is _END or feed.lagged:
-            writer.write(encode({"end": "client too slow" if feed.lagged else "daemon stopping"}))
+        try:
+            value = item.result()
+        except FeedEnded as end:
+            writer.write(encode({"end": str(end)}))
             return
-        writer.write(encode(wrap(item.result())))
+        writer.write(encode(wrap(value)))
         await drain(writer)

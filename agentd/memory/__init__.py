@@ -4,7 +4,8 @@ Layouts are data (``layout``, checked by ``schema``; ``layouts/*.yaml`` with
 their init templates); ``statedir`` reads cheaply and writes atomically; the
 formats the seeds use (``markdown`` sections, ``mdlists`` list items,
 ``decisions``, ``taskstate``, ``snapshots``); the renderer (``bootstrap``,
-``filekinds``, ``fit``, ``readonly``, ``gitinfo``); and the state verbs behind
+``filekinds``, ``fit`` with ``fitplan`` and ``fittext``, ``readonly``,
+``gitinfo``); and the state verbs behind
 ``agentctl state`` (``ops``, ``record``, ``init``, ``check``, ``archive``).
 
 Pure of the runtime: imports only the shared leaves (``agentd.errors``,

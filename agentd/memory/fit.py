@@ -21,114 +21,59 @@ rounding, so the budget is not wasted on per-line rounding.
 
 ``Fitted.sections`` pairs each rendered section with its ``FileAccount``: what
 ``agentctl state show --explain`` and the ``session.bootstrap`` event report.
+
+This module decides how much of each part is shown; ``fitplan`` holds that
+plan, ``fittext`` writes the text from it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
+from agentd.memory.fitplan import (
+    MIN_BODY_TOKENS,
+    FileAccount,
+    Fitted,
+    Plan,
+    Share,
+    cut_cost,
+    marker_cost,
+)
+from agentd.memory.fittext import assemble
 from agentd.memory.layout import Keep
-from agentd.memory.parts import Block, Part, line_cost, lines_cost, take_tokens
-from agentd.tokens import estimate_tokens
+from agentd.memory.parts import Block, Part, line_cost, lines_cost
 
-MIN_BODY_TOKENS = 8  # less room than this: leave the part out rather than show a stub
-LEFT_OUT = "[left out for the token budget: read {paths}]"
-CUT = "[... cut for the token budget: read {path} for the rest]"
-
-
-@dataclass
-class FileAccount:
-    """What happened to one file (or fixed part) of the bootstrap."""
-
-    name: str  # the path shown, or "header", "warnings", ...
-    keep: str  # must, record, free, must+record, ... or "fixed"
-    total: float  # tokens of all of it that was read (a long log: its end), shown whole
-    notes: list[str] = field(default_factory=list)
-    tokens: int = 0  # tokens shown, filled in from the final text
-
-    def as_dict(self) -> dict[str, object]:
-        return {"name": self.name, "keep": self.keep, "tokens": self.tokens,
-                "total": round(self.total), "notes": self.notes}  # fmt: skip
-
-
-@dataclass
-class Fitted:
-    sections: list[tuple[str | None, FileAccount]]  # in layout order; None: left out
-    cut: list[str]  # paths not shown in full for the budget
-    must_over: float = 0.0  # tokens the must-keep parts needed beyond the budget
-
-
-# --- the plan: how much of each part is shown ----------------------------------------
-
-
-@dataclass
-class _Share:
-    """The plan for one part: lines (must/free) or newest items (record) shown."""
-
-    block: int
-    part: Part
-    count: int = 0  # lines or items shown; -1: a part of one huge line
-    cut: bool = False  # a must/free part cut short
-    room: float = 0.0  # count -1: the tokens that part of the line may take
-    reason: str = ""
-
-
-class _Plan:
-    def __init__(self, blocks: Sequence[Block], budget: float) -> None:
-        self.blocks = blocks
-        self.room = budget
-        self.spent = [0.0] * len(blocks)
-        self.paid = [False] * len(blocks)
-        self.shares = [_Share(i, p) for i, b in enumerate(blocks) for p in b.parts]
-
-    def frame(self, i: int) -> float:
-        """Block ``i``'s heading and lead, if not paid yet (+0.5: the blank line after it)."""
-        b = self.blocks[i]
-        return 0.0 if self.paid[i] else lines_cost([f"## {b.title}", "", *b.lead]) + 0.5
-
-    def limit(self, i: int) -> float:
-        """What block ``i`` may still take by its own ``max_tokens``."""
-        most = self.blocks[i].max_tokens
-        return float("inf") if most is None else most - self.spent[i]
-
-    def pay(self, i: int, cost: float) -> None:
-        self.paid[i] = True
-        self.spent[i] += cost
-        self.room -= cost
-
-    def of(self, keep: Keep) -> list[_Share]:
-        return [s for s in self.shares if s.part.keep == keep]
+__all__ = ["FileAccount", "Fitted", "fit", "must_cost"]
 
 
 def fit(blocks: Sequence[Block], budget: float) -> Fitted:
     """``blocks`` rendered within ``budget`` tokens (see the module docstring)."""
-    plan = _Plan(blocks, budget)
+    plan = Plan(blocks, budget)
     must_over = _spread(plan, plan.of("must"), "must")
     if must_over <= 0:
         _records(plan)
         _spread(plan, plan.of("free"), "free")
-    return _assemble(plan, must_over)
+    return assemble(plan, must_over)
 
 
 def must_cost(blocks: Sequence[Block]) -> float:
     """What the must-keep parts of ``blocks`` cost whole (with their headings),
     each block at most its ``max_tokens``."""
-    plan = _Plan(blocks, 0.0)
+    plan = Plan(blocks, 0.0)
     groups = _by_block(plan.of("must"))
     return sum(min(plan.frame(i) + sum(s.part.whole_cost() for s in g), plan.limit(i))
                for i, g in groups.items())  # fmt: skip
 
 
-def _by_block(shares: list[_Share]) -> dict[int, list[_Share]]:
-    groups: dict[int, list[_Share]] = {}
+def _by_block(shares: list[Share]) -> dict[int, list[Share]]:
+    groups: dict[int, list[Share]] = {}
     for s in shares:
         if s.part.lines:
             groups.setdefault(s.block, []).append(s)
     return groups
 
 
-def _spread(plan: _Plan, shares: list[_Share], keep: Keep) -> float:
+def _spread(plan: Plan, shares: list[Share], keep: Keep) -> float:
     """Give the must or free ``shares`` their whole cost, or an even share of the
     room by block (water-filling); returns how much more they needed."""
     groups = _by_block(shares)
@@ -157,7 +102,7 @@ def _spread(plan: _Plan, shares: list[_Share], keep: Keep) -> float:
             else:
                 s.count, s.room = _lines_fitting(s.part, left)
                 s.cut, s.reason = s.count != 0, why
-                cost = _cut_cost(s)
+                cost = cut_cost(s)
             left -= cost
             plan.pay(i, cost)
     return max(over, 0.0) if keep == "must" else 0.0
@@ -174,14 +119,10 @@ def _level(needs: list[float], room: float) -> float:
     return max(needs, default=0.0)
 
 
-def _marker_cost(part: Part) -> float:
-    return line_cost(CUT.format(path="x" * 40)) + (0.5 if part.gap else 0.0)
-
-
 def _lines_fitting(part: Part, room: float) -> tuple[int, float]:
     """(lines of ``part`` that fit ``room`` with the marker, from its start or
     end; -1 for a part of one huge line, and the room that part may take)."""
-    room -= _marker_cost(part) + part.fence_cost()
+    room -= marker_cost(part) + part.fence_cost()
     if room < MIN_BODY_TOKENS:
         return 0, 0.0
     count = 0
@@ -194,21 +135,7 @@ def _lines_fitting(part: Part, room: float) -> tuple[int, float]:
     return (count, 0.0) if count else (-1, room)
 
 
-def _kept_lines(s: _Share) -> list[str]:
-    lines = s.part.lines
-    if s.count == -1:  # one huge line: better part of it than nothing
-        line = lines[-1] if s.part.keep_end else lines[0]
-        return [take_tokens(line, int(s.room), from_end=s.part.keep_end)]
-    return lines[len(lines) - s.count :] if s.part.keep_end else lines[: s.count]
-
-
-def _cut_cost(s: _Share) -> float:
-    if s.count == 0:
-        return 0.0
-    return lines_cost(_kept_lines(s)) + _marker_cost(s.part) + s.part.fence_cost()
-
-
-def _records(plan: _Plan) -> None:
+def _records(plan: Plan) -> None:
     """The newest ``least`` items of every record, then more, one item each in turn."""
     shares = plan.of("record")
     stopped: set[int] = set()
@@ -230,95 +157,3 @@ def _records(plan: _Plan) -> None:
                 plan.pay(s.block, cost)
                 s.count += 1
                 progress = True
-
-
-# --- the text -------------------------------------------------------------------------
-
-
-def _assemble(plan: _Plan, must_over: float) -> Fitted:
-    sections: list[tuple[str, FileAccount]] = []
-    cut: list[str] = []
-    left_out: list[str] = []
-    for i, block in enumerate(plan.blocks):
-        shares = [s for s in plan.shares if s.block == i]
-        account = _account(block, shares)
-        body: list[str] = []
-        for s in shares:
-            _append(body, _render(s, block.shown))
-        if not block.complete and not any(s.cut for s in shares) and body:
-            body.append(CUT.format(path=block.shown))  # a read cap: say there is more
-        if not block.complete or any(s.cut or _short(s) for s in shares):
-            cut.append(block.shown)
-        if not any(line.strip() for line in body):
-            if block.parts:
-                left_out.append(block.shown)
-                cut.append(block.shown)
-                account.notes.append("left out: " + _why_left_out(shares))
-                sections.append((None, account))
-            continue
-        while body and not body[0].strip():
-            del body[0]
-        text = "\n".join([f"## {block.title}", "", *block.lead, *body]).rstrip("\n")
-        sections.append((text, account))
-    if left_out:
-        marker = LEFT_OUT.format(paths=", ".join(dict.fromkeys(left_out)))
-        sections.append((marker, FileAccount("left-out", "fixed", estimate_tokens(marker))))
-    return Fitted(sections, list(dict.fromkeys(cut)), must_over)
-
-
-def _short(s: _Share) -> bool:
-    """A record showing fewer than its guaranteed items."""
-    p = s.part
-    return p.keep == "record" and s.count < min(p.least, len(p.items))
-
-
-def _why_left_out(shares: list[_Share]) -> str:
-    reasons = [s.reason for s in shares if s.reason]
-    if reasons:
-        return reasons[0]
-    if any(s.part.keep == "record" and s.part.items for s in shares):
-        return "no room left after the must-keep facts"
-    return "nothing left for free text"
-
-
-def _append(body: list[str], lines: list[str]) -> None:
-    """Add ``lines`` to ``body`` without doubling the blank line between them."""
-    if lines and body and not body[-1].strip() and not lines[0].strip():
-        lines = lines[1:]
-    body.extend(lines)
-
-
-def _render(s: _Share, path: str) -> list[str]:
-    p = s.part
-    if s.count == 0:
-        return []
-    gap = [""] if p.gap else []
-    if p.keep == "record":
-        shown = [ln for item in p.items[len(p.items) - s.count :] for ln in item]
-        return [*gap, *p.caption(s.count, p.total), *p.fenced(shown)]
-    if not s.cut:
-        return [*gap, *p.fenced(p.lines)]
-    kept = p.fenced(_kept_lines(s))
-    marker = CUT.format(path=path)
-    return [*gap, *([marker, *kept] if p.keep_end else [*kept, marker])]
-
-
-def _account(block: Block, shares: list[_Share]) -> FileAccount:
-    keeps = "+".join(dict.fromkeys(p.keep for p in block.parts)) or "-"
-    frame = lines_cost([f"## {block.title}", "", *block.lead])
-    total = frame + sum(p.whole_cost() for p in block.parts)
-    notes = list(block.notes)
-    for s in shares:
-        p = s.part
-        if p.keep == "record" and p.items:
-            due = min(p.least, len(p.items))
-            of = f"{p.total}{'+' if p.unread is None else ''}"
-            line = f"{p.what}: the newest {s.count} of {of} shown ({due} guaranteed)"
-            if s.count < due:
-                line += ": the budget went to must-keep facts first"
-            notes.append(line)
-        elif s.cut:
-            notes.append(f"{p.keep} text cut: {s.reason}")
-    if not block.complete:
-        notes.append("only part of the file was read (it is large)")
-    return FileAccount(block.shown, keeps, total, notes)

@@ -1,7 +1,11 @@
 """Layouts: which state files a bootstrap shows, in which order, and how; and
 where ``agentctl state`` verbs write.
 
-A layout is data. Presets live in ``agentd/memory/layouts/NAME.yaml``::
+A layout is data. Presets live in ``agentd/memory/layouts/NAME.yaml`` (read
+at run time from ``presets.json``, their compiled copy, which
+``scripts/gen_docs.py`` writes and a test keeps equal: ``agentctl state`` runs
+after every step of an agent, and parsing YAML would cost it more than the
+rest of the verb)::
 
     description: one line
     files:            # the bootstrap, in order; `keep` says what the budget keeps first
@@ -24,13 +28,11 @@ layout on every call and must start fast. A bad key raises ``KeyProblem``
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
-from importlib.abc import Traversable
+from pathlib import Path
 from typing import Any, Literal
-
-import yaml
 
 from agentd.errors import AgentdError, KeyProblem
 from agentd.memory.schema import check_fields, from_mapping
@@ -176,27 +178,43 @@ class Layout(_Checked):
     archive: tuple[ArchiveRule, ...] = ()
 
 
-def _presets() -> Traversable:
-    return resources.files("agentd.memory") / "layouts"
+# Next to this module (as the CLI presets): importlib.resources costs an import
+# of tempfile and more, and every `agentctl state` call would pay it.
+PRESETS = Path(__file__).resolve().parent / "layouts"
+COMPILED = PRESETS / "presets.json"
 
 
 def preset_names() -> list[str]:
-    return sorted(p.name[:-5] for p in _presets().iterdir() if p.name.endswith(".yaml"))
+    return sorted(_compiled())
+
+
+@cache
+def _compiled() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(COMPILED.read_text(encoding="utf-8"))
+    return data
+
+
+def compile_presets() -> str:
+    """``presets.json``: every ``layouts/NAME.yaml`` parsed, as JSON (for gen_docs)."""
+    import yaml  # only here: the run-time path reads the JSON
+
+    data = {p.stem: yaml.safe_load(p.read_text(encoding="utf-8"))
+            for p in sorted(PRESETS.glob("*.yaml"))}
+    return json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
 
 
 @cache
 def load_layout(name: str) -> Layout:
     """The layout preset ``name``; LayoutError names the choices."""
-    res = _presets() / f"{name}.yaml"
-    if not res.is_file():
+    data = _compiled().get(name)
+    if data is None:
         raise LayoutError(f"unknown layout {name!r}; choose one of: {', '.join(preset_names())}")
-    data = yaml.safe_load(res.read_text(encoding="utf-8"))
     if not isinstance(data, dict):
-        raise LayoutError(f"layout {name!r}: {res.name} is not a mapping of keys")
+        raise LayoutError(f"layout {name!r}: {name}.yaml is not a mapping of keys")
     try:
         return from_mapping(Layout, {"name": name, **data})
     except KeyProblem as exc:
-        raise LayoutError(f"layout {name!r} ({res.name}): {exc}") from None
+        raise LayoutError(f"layout {name!r} ({name}.yaml): {exc}") from None
 
 
 def load_preset(name: str) -> list[LayoutFile]:
@@ -204,9 +222,9 @@ def load_preset(name: str) -> list[LayoutFile]:
     return list(load_layout(name).files)
 
 
-def templates(name: str) -> Traversable:
+def templates(name: str) -> Path:
     """The directory of the files ``agentctl state init --layout name`` creates."""
-    return _presets() / "templates" / name
+    return PRESETS / "templates" / name
 
 
 def parse_files(items: Any) -> list[LayoutFile]:

@@ -20,6 +20,7 @@ import signal
 import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
 
@@ -44,9 +45,11 @@ class EndResult:
     duration_s: float
 
 
-def kill_now(*, leader: int | None, marker: str, sid: int | None) -> list[int]:
+def kill_now(*, leader: int | None, marker: str, sid: int | None,
+             cgroup: Path | None = None) -> list[int]:
     """SIGKILL the session's processes bottom-up at once, no grace; the pids killed."""
-    procs = order_bottom_up(find_session_processes(leader=leader, marker=marker, sid=sid))
+    procs = order_bottom_up(find_session_processes(leader=leader, marker=marker, sid=sid,
+                                                   cgroup=cgroup))
     return [proc.pid for proc in procs if _send(proc, signal.SIGKILL)]
 
 
@@ -60,17 +63,20 @@ async def end_session_tree(
     poll: float = 0.1,
     on_signal: OnSignal | None = None,
     exclude: Collection[int] = (),
+    cgroup: Path | None = None,
 ) -> EndResult:
     """Send ``sig`` to every process of the session, SIGKILL what is left after ``grace``.
 
     ``on_signal(sig, pids)`` is called for each batch signalled; it must not
     raise. If this coroutine is cancelled (or fails) midway, everything found
     so far is SIGKILLed before the exception propagates: a session's processes
-    must never outlive it.
+    must never outlive it. ``cgroup``: the session's own, whose members are
+    the session's too (``agentd.process.cgroup``).
     """
     refuse_own_session(sid)
     started = time.monotonic()
-    ending = _Ending(leader=leader, marker=marker, sid=sid, exclude=exclude, on_signal=on_signal)
+    ending = _Ending(leader=leader, marker=marker, sid=sid, exclude=exclude, on_signal=on_signal,
+                     cgroup=cgroup)
     try:
         # The group at once, before the scan: the agent hears the decision now.
         ending.signal_group_first(sig)
@@ -99,7 +105,9 @@ class _Ending:
         sid: int | None,
         exclude: Collection[int],
         on_signal: OnSignal | None,
+        cgroup: Path | None = None,
     ) -> None:
+        self._cgroup = cgroup
         self._leader = leader
         self._marker = marker
         self._sid = sid
@@ -114,7 +122,8 @@ class _Ending:
         """Re-scan; track and return the processes not seen before."""
         fresh = []
         found = find_session_processes(
-            leader=self._leader, marker=self._marker, sid=self._sid, exclude=self._exclude
+            leader=self._leader, marker=self._marker, sid=self._sid, exclude=self._exclude,
+            cgroup=self._cgroup,
         )
         for proc in found:
             # psutil compares (pid, create time): a reused pid is a new process.

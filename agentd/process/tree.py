@@ -7,7 +7,10 @@ A session's processes are found three ways, because each alone misses some:
   processes whose parent already exited and that were re-parented;
 - every process of our uid whose inherited environment carries the session's
   marker ``AGENTD_SESSION_ID=<marker>``, plus their descendants, which catches
-  double-forked ``setsid`` daemons that left both the tree and the session.
+  double-forked ``setsid`` daemons that left both the tree and the session;
+- every process in the session's own cgroup, where it has one
+  (``agentd.process.cgroup``), which also catches those that cleared their
+  environment too (``env -i``).
 
 Scanning (``proctable``): one pass over ``/proc`` with raw ``os`` calls, the
 environ read only for our uid's processes started since the marker was made;
@@ -20,9 +23,11 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Collection, Iterable
+from pathlib import Path
 
 import psutil
 
+from agentd.process import cgroup as cgroups
 from agentd.process import table as proctable
 from agentd.process.table import Row
 
@@ -47,6 +52,7 @@ def find_session_processes(
     marker: str,
     sid: int | None,
     exclude: Collection[int] = (),
+    cgroup: Path | None = None,
 ) -> list[psutil.Process]:
     """A snapshot of the session's live processes (zombies and vanished ones skipped).
 
@@ -61,6 +67,7 @@ def find_session_processes(
     refuse_own_session(sid)
     table = proctable.scan()
     roots = _roots(table, leader=leader, marker=marker, sid=sid)
+    roots.update(pid for pid in cgroups.members(cgroup) if pid in table)
     members = _with_descendants(roots, _children_map(table))
     members -= _protected(table, exclude)
     found = []

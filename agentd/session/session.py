@@ -15,6 +15,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import psutil
 
@@ -57,8 +58,10 @@ class Session:
         clock: Callable[[], float] = time.monotonic,
         on_raw: Callable[[bytes], None] | None = None,
         screen: ScreenRing | None = None,
+        cgroup: Path | None = None,
     ) -> None:
         self.number = number
+        self.cgroup = cgroup  # the session's own (``agentd.process.cgroup``), if it has one
         self.child = child
         self.pid = child.pid
         self.marker = marker
@@ -110,7 +113,7 @@ class Session:
         leader = None if self.child.reaped else self.pid
         result = await end_session_tree(
             leader=leader, marker=self.marker, sid=self.pid, sig=sig, grace=grace,
-            on_signal=on_signal,
+            on_signal=on_signal, cgroup=self.cgroup,
         )
         # The leader is dead now; its pidfd callback may not have run yet.
         deadline = self.clock() + 2.0
@@ -200,18 +203,21 @@ class Session:
         self.bytes_out += len(data)
         self.last_output_at = self.clock()
         self._track_paste_mode(data)
-        self.transcript.write(data)
         self.screen.feed(data)
         if self._on_raw is not None:
             self._on_raw(data)
         batch.append(data)
 
     def _match(self, batch: list[bytes]) -> None:
-        """Feed the matcher what was read since: one feed a wakeup, not one a
-        read (a feed has a fixed cost; its hits are acted on after the wakeup
-        either way, as nothing else runs in between)."""
+        """Feed the matcher what was read since, then the transcript: one feed a
+        wakeup, not one a read (a feed has a fixed cost; its hits are acted on
+        after the wakeup either way, as nothing else runs in between). Matched
+        first: a transcript that cannot be written (a full disk) loses nothing
+        of what the matcher sees."""
         if batch:
             hits = self.matcher.feed(b"".join(batch) if len(batch) > 1 else batch[0])
+            for data in batch:  # read by read: the transcript rotates between them
+                self.transcript.write(data)  # never raises: a failed write is counted
             batch.clear()
             self._on_output(hits)
 

@@ -18,6 +18,7 @@ import os
 import time
 from pathlib import Path
 
+from agentd.health import WriteHealth
 from agentd.logfiles import replaced, rotate
 from agentd.session.redact import Redactor
 
@@ -41,8 +42,8 @@ class Transcript:
 
     ``max_bytes <= 0`` means never rotate. A file never exceeds ``max_bytes``
     unless a single write is larger (then that write gets a file of its own).
-    Write errors (disk full) propagate: the caller decides whether output
-    draining goes on without a transcript.
+    A write that fails (a full disk) never raises: what it held is lost, the
+    failure goes to ``health`` as ``what``, and the next write tries again.
     """
 
     def __init__(
@@ -52,11 +53,15 @@ class Transcript:
         max_bytes: int,
         backups: int,
         redactor: Redactor | None = None,
+        health: WriteHealth | None = None,
+        what: str = "transcript",
     ) -> None:
         self.path = Path(path)
         self.max_bytes = max_bytes
         self.backups = max(0, backups)
         self._redactor = redactor
+        self._health = health
+        self._what = what
         self._fd: int | None = None
         self._size = 0
         self._recheck_at = 0.0
@@ -77,15 +82,14 @@ class Transcript:
     def reopen(self) -> None:
         """Open the path again at the next write (SIGHUP: logrotate moved the file)."""
         if self._fd is not None:
-            os.close(self._fd)
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
             self._fd = None
 
     def close(self) -> None:
         if self._redactor is not None:
             self._append(self._redactor.flush())
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self.reopen()
 
     def __enter__(self) -> Transcript:
         return self
@@ -96,6 +100,18 @@ class Transcript:
     def _append(self, data: bytes) -> None:
         if not data:
             return
+        try:
+            self._write(data)
+        except OSError as exc:
+            self._recheck_at = 0.0  # look at the file again next time
+            if self._health is None:
+                raise
+            self._health.failed(self._what, self.path, exc)
+            return
+        if self._health is not None:
+            self._health.ok(self._what)
+
+    def _write(self, data: bytes) -> None:
         fd = self._open()
         if self.max_bytes > 0 and self._size and self._size + len(data) > self.max_bytes:
             self._rotate()

@@ -37,11 +37,14 @@ from agentd.paths import Paths
 from agentd.process.reaper import Reaper, enable_subreaper
 from agentd.session.screen import ScreenCapture
 from agentd.supervisor import lifecycle
+from agentd.supervisor.briefing import kept_bootstrap
 from agentd.supervisor.history import History
 from agentd.supervisor.lifecycle import Lifecycle
 from agentd.supervisor.notifier import Notifier
+from agentd.supervisor.reclaim import reclaim_orphans
 from agentd.supervisor.service import Service
 from agentd.supervisor.sessionloop import last_end
+from agentd.supervisor.sessionrecord import SessionRecords
 from agentd.supervisor.states import State
 
 
@@ -67,6 +70,7 @@ class Changes:
     added: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # could not be added: why
 
 
 class Supervisor:
@@ -142,6 +146,20 @@ class Supervisor:
         """End what a killed agentd left running of the unit's last session (SPEC 10)."""
         self.get(name).reclaim()
 
+    def reclaim_orphans(self) -> None:
+        """End the sessions a killed agentd left of units that did not load again (their
+        files deleted or broken since): in the background, awaited by ``shutdown``."""
+        records = SessionRecords(self.paths.run_sessions, self.events.health)
+
+        async def reclaim() -> None:
+            await reclaim_orphans(records, set(self.services), locks=self.paths.run / "units",
+                                  logs=self.paths.logs, emit=self.events.emit,
+                                  at=lambda: iso(time.time()))
+
+        task = asyncio.get_running_loop().create_task(reclaim())
+        self._retirements.add(task)
+        task.add_done_callback(self._retirements.discard)
+
     async def remove(self, name: str) -> None:
         """Stop the unit (its whole tree) and forget it."""
         service = self.services.pop(name, None)
@@ -167,7 +185,11 @@ class Supervisor:
         changes = Changes()
         for name, unit in sorted(units.items()):
             if name not in self.services:
-                self.add(unit)
+                try:
+                    self.add(unit)
+                except Exception as exc:  # one unit's trouble stays with that unit
+                    changes.failed[name] = f"{type(exc).__name__}: {exc}"
+                    continue
                 changes.added.append(name)
             elif self.services[name].definition != unit:
                 self.services[name].redefine(unit)
@@ -257,6 +279,14 @@ class Supervisor:
                 "last_at": iso(at) if at is not None else None, "since": iso(problem["since"]),
                 "enabled": kept.enabled}
 
+    def degraded(self) -> list[dict[str, Any]]:
+        """The kinds of agentd's own writes failing now (a full disk...): what, path,
+        error, since, failed; empty when every write works (``agentd.health``)."""
+        failing = self.events.health.status()
+        for spell in failing:
+            spell["since"] = iso(spell["since"])
+        return failing
+
     def history(self, name: str, limit: int = 1000) -> list[dict[str, Any]]:
         """The unit's history records (``logs/UNIT/history.jsonl``), oldest first.
 
@@ -275,6 +305,12 @@ class Supervisor:
         if not self.known(name) and not path.exists():
             raise UnknownUnit(name)
         return path
+
+    def given_bootstrap(self, name: str, session: int) -> Path:
+        """Where the bootstrap session ``session`` of the unit was given is kept (it
+        may be missing: never given, or pruned)."""
+        self.get(name)  # UnknownUnit
+        return kept_bootstrap(self.paths.unit_logs(name), session)
 
     def preview_bootstrap(self, name: str) -> tuple[int, Bootstrap]:
         """The session number and bootstrap the unit's next session would get now."""

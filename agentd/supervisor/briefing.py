@@ -17,6 +17,16 @@ unit's missing state dir is created and initialised first (``agentctl state
 init``, never overwriting; event ``state.init``), and the handoff the
 bootstrap showed moves to the state dir's history afterwards, so no later
 session is shown it again (``agentd.memory.handoffs``).
+
+All of it reads or writes the agent's state dir, so it runs off the event
+loop and bounded in time (``agentd.supervisor.offloop``): ``prepare`` renders,
+retires, writes and takes the state dir's fingerprint on a thread; a state
+dir that does not answer within ``STATE_TIMEOUT`` gives a bootstrap that says
+so (``agentd.memory.bootstrap.unavailable``). Events and write failures are
+collected on the thread and reported on the loop. A kept copy that cannot be
+written (a full disk) is counted (``agentd.health``) and the session goes on;
+the file the agent must read that cannot be written is a spawn error that
+is tried again (a read-only state dir in file mode), never a wedged unit.
 """
 
 from __future__ import annotations
@@ -24,27 +34,51 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agentd import events as ev
+from agentd.config.placeholders import placeholders_in
 from agentd.config.unit import Unit
-from agentd.errors import AgentdError
-from agentd.memory import handoffs
-from agentd.memory.bootstrap import Bootstrap, BootstrapContext, render
+from agentd.errors import AgentdError, SpawnError
+from agentd.health import WriteHealth
+from agentd.memory import complete, handoffs
+from agentd.memory.bootstrap import Bootstrap, BootstrapContext, render, unavailable
 from agentd.memory.init import init
 from agentd.memory.layout import resolve
-from agentd.memory.statedir import write_atomic
+from agentd.memory.statedir import fingerprint, write_atomic
 from agentd.session.redact import Redactor, secrets_in
+from agentd.supervisor.offloop import off_loop
 from agentd.supervisor.policy import SessionEnd
 
 _KEPT = re.compile(r"bootstrap-(\d+)\.md")
+STATE_TIMEOUT = 30.0  # s: a state dir that takes longer is reported, the session goes on
+
+
+@dataclass
+class Prepared:
+    """A session's bootstrap, ready: the text, the file to give, the state before it."""
+
+    boot: Bootstrap
+    file: Path
+    fingerprint: str | None  # None: the state dir did not answer
+    said: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # events to emit
+    failed: list[tuple[str, Path, OSError]] = field(default_factory=list)  # failed writes
+
+
+def kept_bootstrap(logs_dir: Path, number: int) -> Path:
+    """Where the bootstrap of session ``number`` is kept, in the unit's logs dir."""
+    return logs_dir / f"bootstrap-{number}.md"
 
 
 class Briefing:
-    def __init__(self, logs_dir: Path, emit: Callable[..., None], *, given: Path) -> None:
+    def __init__(self, logs_dir: Path, emit: Callable[..., None],
+                 health: WriteHealth | None = None, *, given: Path) -> None:
         self.logs_dir = logs_dir
         self._given = given
         self._emit = emit
+        self._health = health
         self.readonly_hashes: dict[str, str] = {}
         self.head: str | None = None
 
@@ -60,27 +94,115 @@ class Briefing:
             last_reason=None if reason == "start" and not ends else reason,
             state_dir=unit.state_dir, workdir=unit.workdir,
             layout=resolve(unit.state.layout), budget_tokens=unit.state.budget_tokens,
-            now=now, readonly_hashes=self.readonly_hashes,
+            now=now, readonly_hashes=dict(self.readonly_hashes),
             since_commit=self.head, unchanged_sessions=unchanged,
         )
 
-    def render(self, unit: Unit, number: int, reason: str, ends: Sequence[SessionEnd],
-               now: float) -> Bootstrap:
-        """The bootstrap of session ``number``; remembers what the next one needs.
-        Creates a missing state dir first, and retires the handoff it shows."""
-        self._ensure_state_dir(unit, number)
-        boot = render(self.context(unit, number, reason, ends, now))
-        if not self.readonly_hashes:
-            self.readonly_hashes = dict(boot.readonly_hashes)
-        self.head = boot.head
+    async def prepare(self, unit: Unit, number: int, reason: str, ends: Sequence[SessionEnd],
+                      now: float, redactor: Redactor) -> Prepared:
+        """Session ``number``'s bootstrap rendered and written, off the loop, the kept copy
+        with the secrets ``redactor`` knows or learns from it hidden. SpawnError (not
+        permanent) when the file the agent must read cannot be written."""
+        ctx = self.context(unit, number, reason, ends, now)
         try:
-            handoffs.retire(unit.state_dir, unit.state.layout, number, now)
-        except (OSError, AgentdError) as exc:  # the session starts anyway, with a warning
+            done = await off_loop(lambda: self._prepare(unit, ctx, redactor), STATE_TIMEOUT)
+        except TimeoutError:
             self._emit(ev.STATE_ERROR, level="warning", unit=unit.name, session=number,
-                       error=f"the handoff could not be moved to history: {exc}")
-        return boot
+                       error=f"the state dir {unit.state_dir} did not answer within "
+                             f"{STATE_TIMEOUT:g}s; the session starts without its state")
+            boot = unavailable(ctx, f"the state dir did not answer within {STATE_TIMEOUT:g}s")
+            try:
+                done = await off_loop(
+                    lambda: self._written(unit, ctx.session, boot, None, redactor),
+                    STATE_TIMEOUT)
+            except TimeoutError:
+                raise SpawnError(f"cannot write the bootstrap of session {number}: the disk "
+                                 f"did not answer within {STATE_TIMEOUT:g}s",
+                                 permanent=False) from None
+        for event, fields in done.said:
+            self._emit(event, **fields)
+        for what, path, exc in done.failed:
+            if self._health is not None:
+                self._health.failed(what, path, exc)
+        if not done.failed and self._health is not None:
+            self._health.ok(f"bootstrap:{unit.name}")
+            self._health.ok(f"state:{unit.name}")
+        if done.fingerprint is not None:  # rendered from the state dir, not without it
+            if not self.readonly_hashes:
+                self.readonly_hashes = dict(done.boot.readonly_hashes)
+            self.head = done.boot.head
+        if any(path == done.file for _, path, _ in done.failed) and _needs_file(unit):
+            raise SpawnError(f"cannot write the bootstrap the agent reads ({done.file}): "
+                             f"{_why(done.failed)}", permanent=False)
+        return done
 
-    def _ensure_state_dir(self, unit: Unit, number: int) -> None:
+    async def state_after(self, unit: Unit) -> tuple[str | None, complete.Completion | None]:
+        """The state dir's fingerprint and completion mark after a session (None, None
+        when it does not answer in time)."""
+        try:
+            return await off_loop(lambda: (fingerprint(unit.state_dir),
+                                           complete.read(unit.state_dir)), STATE_TIMEOUT)
+        except TimeoutError:
+            return None, None
+
+    # -- on the state dir's thread ----------------------------------------------------
+    def _prepare(self, unit: Unit, ctx: BootstrapContext, redactor: Redactor) -> Prepared:
+        said: list[tuple[str, dict[str, Any]]] = []
+        failed: list[tuple[str, Path, OSError]] = []
+        self._ensure_state_dir(unit, ctx.session, said, failed)
+        boot = render(ctx)
+        try:
+            handoffs.retire(unit.state_dir, unit.state.layout, ctx.session, ctx.now)
+        except (OSError, AgentdError) as exc:  # the session starts anyway, with a warning
+            said.append((ev.STATE_ERROR, {
+                "level": "warning", "unit": unit.name, "session": ctx.session,
+                "error": f"the handoff could not be moved to history: {exc}"}))
+            if isinstance(exc, OSError):
+                failed.append((f"state:{unit.name}", unit.state_dir, exc))
+        done = self._written(unit, ctx.session, boot, fingerprint(unit.state_dir), redactor)
+        done.said[:0] = said
+        done.failed[:0] = failed
+        return done
+
+    def _written(self, unit: Unit, number: int, boot: Bootstrap, state: str | None,
+                 redactor: Redactor) -> Prepared:
+        """Keep ``boot`` in the logs, its secrets hidden; give the agent the whole text
+        (``given`` when the kept copy hides something; ``inject.path`` in file mode); a
+        write that fails is noted, not raised."""
+        redactor.learn(secrets_in(boot.text, unit.secret_patterns))
+        kept = redactor.redact_text(boot.text)
+        done = Prepared(boot, kept_bootstrap(self.logs_dir, number), state)
+        log_copy = done.file
+        try:
+            self.logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            write_atomic(log_copy, kept, mode=0o600)
+            self._prune(number, unit.logs.keep_bootstraps)
+        except OSError as exc:
+            done.failed.append((f"bootstrap:{unit.name}", log_copy, exc))
+        if kept != boot.text:
+            done.file = self._given
+            try:
+                done.file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                write_atomic(done.file, boot.text, mode=0o600)
+            except OSError as exc:
+                done.failed.append((f"bootstrap:{unit.name}", done.file, exc))
+        if unit.inject.mode == "file":
+            done.file = unit.inject_path
+            try:
+                done.file.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(done.file, boot.text, mode=0o600)
+            except OSError as exc:
+                done.failed.append((f"state:{unit.name}", done.file, exc))
+                with contextlib.suppress(OSError):  # never give the agent a stale bootstrap
+                    done.file.unlink()
+        done.said.append((ev.SESSION_BOOTSTRAP, {
+            "unit": unit.name, "session": number, "file": str(log_copy), "tokens": boot.tokens,
+            "budget": boot.budget, "warnings": boot.warnings or None, "cut": boot.cut or None,
+            "explain": boot.explain()}))
+        return done
+
+    def _ensure_state_dir(self, unit: Unit, number: int, said: list[tuple[str, dict[str, Any]]],
+                          failed: list[tuple[str, Path, OSError]]) -> None:
         """Create and initialise a unit's state dir that does not exist yet."""
         path = unit.state_dir
         if path.exists():
@@ -94,38 +216,20 @@ class Briefing:
                 path.mkdir(parents=True, exist_ok=True)
                 created = []
         except (OSError, AgentdError) as exc:
-            self._emit(ev.STATE_ERROR, level="warning", unit=unit.name, session=number,
-                       error=f"the state dir {path} could not be created: {exc}")
+            said.append((ev.STATE_ERROR, {"level": "warning", "unit": unit.name,
+                                          "session": number,
+                                          "error": f"the state dir {path} could not be "
+                                                   f"created: {exc}"}))
+            if isinstance(exc, OSError):
+                failed.append((f"state:{unit.name}", path, exc))
             return
-        self._emit(ev.STATE_INIT, unit=unit.name, session=number, dir=str(path),
-                   layout=layout if isinstance(layout, str) else "inline", created=created)
+        said.append((ev.STATE_INIT, {"unit": unit.name, "session": number, "dir": str(path),
+                                     "layout": layout if isinstance(layout, str) else "inline",
+                                     "created": created}))
 
     def forget_readonly(self) -> None:
         """Other state files (a changed unit): record their hashes afresh."""
         self.readonly_hashes = {}
-
-    def write(self, unit: Unit, number: int, boot: Bootstrap, redactor: Redactor) -> Path:
-        """Keep ``boot`` in the logs, its secrets hidden (and whole at ``inject.path`` in
-        file mode); the file to give."""
-        redactor.learn(secrets_in(boot.text, unit.secret_patterns))
-        kept = redactor.redact_text(boot.text)
-        self.logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        log_copy = self.logs_dir / f"bootstrap-{number}.md"
-        write_atomic(log_copy, kept, mode=0o600)
-        target = log_copy
-        if kept != boot.text:
-            target = self._given
-            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            write_atomic(target, boot.text, mode=0o600)
-        if unit.inject.mode == "file":
-            target = unit.inject_path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(target, boot.text, mode=0o600)
-        self._emit(ev.SESSION_BOOTSTRAP, unit=unit.name, session=number, file=str(log_copy),
-                   tokens=boot.tokens, budget=boot.budget, warnings=boot.warnings or None,
-                   cut=boot.cut or None, explain=boot.explain())
-        self._prune(number, unit.logs.keep_bootstraps)
-        return target
 
     def _prune(self, number: int, keep: int) -> None:
         """Delete the kept bootstraps older than the last ``keep`` (0: keep all)."""
@@ -136,3 +240,15 @@ class Briefing:
             if found and int(found.group(1)) <= number - keep:
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
+
+
+def _needs_file(unit: Unit) -> bool:
+    """Does the agent read the bootstrap from a file (file mode, or ``{bootstrap_file}``)?"""
+    if unit.inject.mode == "file":
+        return True
+    return any("bootstrap_file" in placeholders_in(arg)
+               for arg in [*unit.command, *unit.env.values()])
+
+
+def _why(failed: list[tuple[str, Path, OSError]]) -> str:
+    return "; ".join(f"{exc.strerror or exc}" for _, _, exc in failed) or "it is not there"

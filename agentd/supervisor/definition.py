@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentd.config.unit import Unit
+from agentd.health import WriteHealth
 from agentd.session.redact import Redactor, secrets_from_env
 from agentd.session.transcript import Transcript
 from agentd.supervisor.briefing import Briefing
@@ -18,8 +19,9 @@ from agentd.supervisor.briefing import Briefing
 
 class Definition:
     def __init__(self, unit: Unit, *, base_env: dict[str, str], logs_dir: Path,
-                 briefing: Briefing) -> None:
+                 briefing: Briefing, health: WriteHealth | None = None) -> None:
         self.unit = unit
+        self._health = health
         self._next: Unit | None = None  # a changed definition, for the next session
         self._base_env = base_env
         self._logs_dir = logs_dir
@@ -56,4 +58,5 @@ class Definition:
         env.update(self.unit.env)
         self.redactor = Redactor(secrets_from_env(env), self.unit.secret_patterns)
         return Transcript(self._logs_dir / "transcript.log", max_bytes=self.unit.logs.max_bytes,
-                          backups=self.unit.logs.backups, redactor=self.redactor)
+                          backups=self.unit.logs.backups, redactor=self.redactor,
+                          health=self._health, what=f"transcript:{self.unit.name}")

@@ -7,6 +7,10 @@ or a ``kill -9`` (the last ``start`` without an ``end`` shows what was running).
 Past ``max_bytes`` (the unit's ``logs.max_bytes``) the older half of the file
 moves to ``history.jsonl.1`` (replacing the one before) and the newer half
 stays: the recent sessions, their numbers and a pause in force are never cut.
+
+A record that cannot be written (a full disk) is lost and counted by
+``health`` (``agentd.health``), never raised: the session goes on. A history
+that cannot be read reads as empty.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentd.health import WriteHealth
 from agentd.memory.statedir import write_atomic
 
 TAIL_BYTES = 256 * 1024
@@ -27,12 +32,27 @@ TAIL_BYTES = 256 * 1024
 class History:
     path: Path
     max_bytes: int = 0  # 0: never rotated
+    health: WriteHealth | None = None  # None: a failed write raises
 
     def append(self, record: dict[str, Any]) -> None:
+        try:
+            self._append(record)
+        except OSError as exc:
+            if self.health is None:
+                raise
+            self.health.failed(f"history:{self.path.parent.name}", self.path, exc)
+            return
+        if self.health is not None:
+            self.health.ok(f"history:{self.path.parent.name}")
+
+    def _append(self, record: dict[str, Any]) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         line = json.dumps(record, ensure_ascii=False) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
+            end = os.fstat(fd).st_size
+            if end and os.pread(fd, 1, end - 1) != b"\n":
+                line = "\n" + line  # the last record was cut (a full disk): end it first
             os.write(fd, line.encode("utf-8"))
             size = os.fstat(fd).st_size
         finally:
@@ -56,7 +76,7 @@ class History:
                 size = f.seek(0, os.SEEK_END)
                 f.seek(max(0, size - TAIL_BYTES))
                 data = f.read()
-        except FileNotFoundError:
+        except OSError:  # missing, or under a file of that name: nothing recorded
             return []
         lines = data.split(b"\n")
         if len(data) < size:

@@ -8,27 +8,37 @@ numbers, bootstraps and the state dir. A unit holds
 waits to run again: two units that share a state dir would overwrite each
 other's memory, so the second one refuses to start.
 
-An agentd that died hard (``kill -9``) leaves a history whose last record is
-a session ``start`` without an ``end``; that session's processes still carry
-its marker in their environment, so they are found and ended like any
-session's (the leader's pid is not used: after the old daemon died it may
-belong to someone else by now). Only the lock's holder may do that: if
-another agentd holds it, that session is alive and supervised, not lost.
+An agentd that died hard (``kill -9``) leaves a record of each session it
+ran in ``run/sessions`` (``agentd.supervisor.sessionrecord``; from before
+those records, a history whose last record is a ``start`` without an
+``end``); that session's processes still carry its marker in their
+environment and sit in its cgroup where it had one, so they are found and
+ended like any session's (the leader's pid is not used: after the old daemon
+died it may belong to someone else by now). Only the unit lock's holder may
+do that: if another agentd holds it, that session is alive and supervised,
+not lost. A unit that loads again ends its own (``reclaim_if_owner``); the
+sessions of units that did not load again (a unit file deleted or broken in
+between) are ended by ``reclaim_orphans``, with the stop signal and grace
+they were started with.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from agentd import events as ev
 from agentd.config.convert import signal_name
+from agentd.config.names import UNIT_NAME
 from agentd.config.unit import Unit
 from agentd.lockfile import Held, hold, release
 from agentd.process.ending import end_session_tree
 from agentd.supervisor.history import History
+from agentd.supervisor.sessionrecord import Recorded, SessionRecords
 
 LOST = "agentd-lost"
 
@@ -39,7 +49,7 @@ class _Lock:
     def __init__(self) -> None:
         self._fd: int | None = None
 
-    def _claim(self, unit: Unit, path: Path, note: str,
+    def _claim(self, name: str, path: Path, note: str,
                taken: Callable[[Held], str]) -> str | None:
         """Hold ``path`` (if not yet); ``taken(held)`` says why not when another has it."""
         if self._fd is not None:
@@ -49,7 +59,7 @@ class _Lock:
         except Held as held:
             return taken(held)
         except OSError as exc:
-            return f"{unit.name}: cannot take {path}: {exc.strerror or exc}"
+            return f"{name}: cannot take {path}: {exc.strerror or exc}"
         return None
 
     def release(self) -> None:
@@ -66,8 +76,12 @@ class UnitLock(_Lock):
 
     def claim(self, unit: Unit) -> str | None:
         """Hold the lock (if not yet); why not, if another agentd already does."""
-        return self._claim(unit, self.path, str(unit.source or ""), lambda held: (
-            f"{unit.name} is already supervised by another agentd (pid {held.pid}); "
+        return self.claim_name(unit.name, str(unit.source or ""))
+
+    def claim_name(self, name: str, note: str = "") -> str | None:
+        """``claim`` for a unit known only by its name (one that did not load)."""
+        return self._claim(name, self.path, note, lambda held: (
+            f"{name} is already supervised by another agentd (pid {held.pid}); "
             "use `agentctl` for that one, or stop it first"))
 
 
@@ -82,39 +96,86 @@ class StateDirLock(_Lock):
         """Hold the lock of ``unit``'s state dir (if not yet); why not, if another unit does."""
         real = os.path.realpath(unit.state_dir)
         path = self.directory / f"{hashlib.sha256(real.encode()).hexdigest()[:32]}.lock"
-        return self._claim(unit, path, f"{unit.name} {real}", lambda held: (
+        return self._claim(unit.name, path, f"{unit.name} {real}", lambda held: (
             f"{unit.name}: its state dir {real} is in use by unit "
             f"{held.note.split(' ', 1)[0] or 'another unit'} (pid {held.pid}); two units "
             "must not share one: give each its own state.dir"))
 
 
-async def reclaim_if_owner(lock: UnitLock, history: History, unit: Unit, *,
-                           emit: Callable[..., None], at: str) -> bool:
+async def reclaim_if_owner(lock: UnitLock, history: History, records: SessionRecords,
+                           unit: Unit, *, emit: Callable[..., None], at: str) -> bool:
     """End the unit's lost last session if we may (we hold the lock); whether there was one."""
     if lock.claim(unit) is not None:
         return False
     try:
-        return await reclaim_lost_session(history, unit, emit=emit, at=at) is not None
+        return await reclaim_lost_session(history, records, unit, emit=emit, at=at) is not None
     except Exception as exc:  # report it; new sessions carry another marker
         emit(ev.UNIT_ERROR, level="error", unit=unit.name,
              error=f"reclaiming the last session: {type(exc).__name__}: {exc}")
         return False
 
 
-async def reclaim_lost_session(history: History, unit: Unit, *, emit: Callable[..., None],
-                               at: str) -> int | None:
+async def reclaim_lost_session(history: History, records: SessionRecords, unit: Unit, *,
+                               emit: Callable[..., None], at: str) -> int | None:
     """End the unit's last session if a previous agentd left it; its number, or None."""
+    recorded = records.read(unit.name) or _from_history(history, unit.name)
+    if recorded is None:
+        return None
+    await _end(recorded, int(unit.stop.signal), unit.stop.grace, emit)
+    _record_end(history, recorded.session, at)
+    records.finish(unit.name, recorded.cgroup_path)
+    return recorded.session
+
+
+async def reclaim_orphans(records: SessionRecords, loaded: Collection[str], *,
+                          locks: Path, logs: Path, emit: Callable[..., None],
+                          at: Callable[[], str]) -> list[str]:
+    """End the recorded sessions of units not in ``loaded`` (their files are gone or
+    broken) whose lock no other agentd holds; the units whose sessions were ended."""
+    ended = []
+    for recorded in records.all():
+        name = recorded.unit
+        if name in loaded or not re.fullmatch(UNIT_NAME, name):
+            continue
+        lock = UnitLock(locks / f"{name}.lock")
+        if lock.claim_name(name, "reclaiming a lost session") is not None:
+            continue  # another agentd supervises it: alive, not lost
+        try:
+            await _end(recorded, recorded.signal, recorded.grace, emit)
+            _record_end(History(logs / name / "history.jsonl"), recorded.session, at())
+            records.finish(name, recorded.cgroup_path)
+            ended.append(name)
+        except Exception as exc:  # report it, go on with the others
+            emit(ev.UNIT_ERROR, level="error", unit=name,
+                 error=f"reclaiming a lost session: {type(exc).__name__}: {exc}")
+        finally:
+            lock.release()
+    return ended
+
+
+def _from_history(history: History, unit: str) -> Recorded | None:
+    """The session a history's last ``start`` without an ``end`` names (older agentds)."""
     records = history.recent()
     last = records[-1] if records else None
     if not last or last.get("kind") != "start" or not last.get("marker"):
         return None
-    number = int(last.get("session", 0))
+    return Recorded(unit, int(last.get("session", 0)), str(last["marker"]), None, 0, 0.0)
 
-    def on_signal(sig: int, pids: list[int]) -> None:
-        emit(ev.SESSION_ORPHAN_KILLED, unit=unit.name, session=number, signal=signal_name(sig),
-             pids=pids, why="left running by an agentd that did not stop cleanly")
 
-    await end_session_tree(leader=None, marker=str(last["marker"]), sid=None,
-                           sig=int(unit.stop.signal), grace=unit.stop.grace, on_signal=on_signal)
-    history.append({"kind": "end", "session": number, "at": at, "reason": LOST})
-    return number
+async def _end(recorded: Recorded, sig: int, grace: float, emit: Callable[..., None]) -> None:
+    def on_signal(sent: int, pids: list[int]) -> None:
+        emit(ev.SESSION_ORPHAN_KILLED, unit=recorded.unit, session=recorded.session,
+             signal=signal_name(sent), pids=pids,
+             why="left running by an agentd that did not stop cleanly")
+
+    await end_session_tree(leader=None, marker=recorded.marker, sid=None, sig=sig, grace=grace,
+                           on_signal=on_signal, cgroup=recorded.cgroup_path)
+
+
+def _record_end(history: History, number: int, at: str) -> None:
+    """Close the session's ``start`` in the history with an ``end`` (if it is open)."""
+    records = history.recent()
+    last = records[-1] if records else None
+    if last and last.get("kind") == "start" and int(last.get("session", 0)) == number:
+        with contextlib.suppress(OSError):  # counted by the history's health, if it has one
+            history.append({"kind": "end", "session": number, "at": at, "reason": LOST})

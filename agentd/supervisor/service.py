@@ -42,6 +42,7 @@ from agentd.supervisor.lifecycle import REMEMBERED, Lifecycle
 from agentd.supervisor.pauses import Pauses, restored_pause
 from agentd.supervisor.reclaim import StateDirLock, UnitLock
 from agentd.supervisor.sessionloop import SessionLoop
+from agentd.supervisor.sessionrecord import SessionRecords
 from agentd.supervisor.sessionrun import Host
 from agentd.supervisor.states import ACTIVE, TERMINAL, TRANSITIONS, State, TransitionError
 from agentd.supervisor.triggers import Trigger
@@ -68,7 +69,8 @@ class Service:
         base = dict(os.environ if base_env is None else base_env)
         base.pop("NOTIFY_SOCKET", None)  # systemd's notify socket is the daemon's, not the agent's
         logs_dir = paths.unit_logs(unit.name)
-        history = History(logs_dir / "history.jsonl", max_bytes=unit.logs.max_bytes)
+        history = History(logs_dir / "history.jsonl", max_bytes=unit.logs.max_bytes,
+                          health=events.health)
         self.lifecycle = Lifecycle(paths.unit_lifecycle(unit.name))
         kept = self.lifecycle.value
         self.state = kept.state or State.STOPPED  # done, failed... until someone starts it
@@ -78,17 +80,19 @@ class Service:
         self._changed = asyncio.Event()
         self._stop_requested = False
         self._remember_stop = True  # False while the daemon (not a person) stops the unit
-        self.briefing = Briefing(logs_dir, events.emit,
+        self.briefing = Briefing(logs_dir, events.emit, events.health,
                                  given=paths.run / "units" / f"{unit.name}.bootstrap.md")
         self._definition = Definition(unit, base_env=base, logs_dir=logs_dir,
-                                      briefing=self.briefing)
+                                      briefing=self.briefing, health=events.health)
         self.terminal = Terminal(lambda: self.session if self.state == State.RUNNING else None)
         self._lock = UnitLock(paths.run / "units" / f"{unit.name}.lock")
         self._state_lock = StateDirLock(paths.run / "statedirs")
         self.pauses = Pauses(set_state=self._set_state, wall=wall, emit=events.emit,
                              on_deadline=lambda reason: self._loop.after_wait(reason),
                              restored=restored_pause(history.recent()))
-        host = Host(emit=events.emit, history=history, briefing=self.briefing, base_env=base,
+        records = SessionRecords(paths.run_sessions, events.health)
+        host = Host(emit=events.emit, history=history, records=records,
+                    briefing=self.briefing, base_env=base,
                     socket=paths.socket, clock=clock, wall=wall, set_state=self._set_state,
                     stop_requested=lambda: self._stop_requested, on_raw=self.terminal.output,
                     notify=notify)
@@ -108,6 +112,7 @@ class Service:
         refused = self.claim() or self._state_lock.claim(self.definition)
         if refused:
             self.events.emit(ev.UNIT_ERROR, level="error", unit=self.unit.name, error=refused)
+            self.detail = refused  # status says why it is not running (e.g. at daemon start)
             return refused
         self.pauses.reset(resume=resume_pause)
         self._stop_requested = False
@@ -161,7 +166,8 @@ class Service:
         if session is None:
             return []
         leader = None if session.child.reaped else session.pid  # a reaped pid may be reused
-        return kill_now(leader=leader, marker=session.marker, sid=session.pid)
+        return kill_now(leader=leader, marker=session.marker, sid=session.pid,
+                        cgroup=session.cgroup)
 
     def reclaim(self) -> asyncio.Task[None]:
         """End what a previous agentd left of this unit's last session (once).
@@ -286,9 +292,9 @@ class Service:
         try:
             self.lifecycle.update(**changes)
         except OSError as exc:
-            self.events.emit(ev.UNIT_ERROR, level="error", unit=self.unit.name,
-                             error=f"cannot record the unit's state in {self.lifecycle.path}: "
-                                   f"{exc.strerror or exc}")
+            self.events.health.failed(f"lifecycle:{self.unit.name}", self.lifecycle.path, exc)
+        else:
+            self.events.health.ok(f"lifecycle:{self.unit.name}")
 
     # -- state -----------------------------------------------------------------------
     def _set_state(self, new: State, reason: str = "", detail: str = "") -> None:

@@ -143,8 +143,8 @@ class SessionLoop:
 
     async def _reclaim_safely(self) -> None:
         wall = self.host.wall
-        if await reclaim_if_owner(self._lock, self.host.history, self._definition.unit,
-                                  emit=self.host.emit, at=iso(wall())):
+        if await reclaim_if_owner(self._lock, self.host.history, self.host.records,
+                                  self._definition.unit, emit=self.host.emit, at=iso(wall())):
             self.last_reason, self.last_at = LOST, wall()
 
     def _decide(self, end: SessionEnd) -> Decision:

@@ -21,7 +21,7 @@ from agentd.config.times import iso
 from agentd.config.unit import Unit
 from agentd.errors import SpawnError
 from agentd.memory import complete
-from agentd.memory.statedir import fingerprint
+from agentd.process import cgroup as cgroups
 from agentd.process.tree import session_env_marker
 from agentd.session import inject
 from agentd.session.child import Child
@@ -34,6 +34,7 @@ from agentd.supervisor.budget import Usage
 from agentd.supervisor.handoff import Handoff
 from agentd.supervisor.history import History
 from agentd.supervisor.policy import SessionEnd
+from agentd.supervisor.sessionrecord import Recorded, SessionRecords
 from agentd.supervisor.states import SetState, State
 from agentd.supervisor.triggers import HANDOFF_RULE, Trigger, Triggers
 from agentd.terminal.matcher import LineMatcher
@@ -46,6 +47,7 @@ class Host:
 
     emit: Callable[..., None]
     history: History
+    records: SessionRecords  # run/sessions: what a later agentd must end after a kill -9
     briefing: Briefing
     base_env: dict[str, str]
     socket: Path  # the control socket, for `agentctl` inside the session
@@ -74,19 +76,25 @@ class SessionRun:
     async def run(self, ends: Sequence[SessionEnd], usage: Usage | None) -> SessionEnd:
         """Live the session through; ``ends`` (the earlier ones) feed the bootstrap."""
         host, unit, number, reason = self.host, self.unit, self.number, self.reason
-        boot = host.briefing.render(unit, number, reason, ends, host.wall())
-        boot_file = host.briefing.write(unit, number, boot, self.redactor)
-        plan = inject.plan(unit, number, boot.text, boot_file)
-        marker = session_env_marker(unit.name, number)
-        env = inject.session_env(host.base_env, unit, plan, number=number, reason=reason,
-                                 bootstrap_file=boot_file, marker=marker, socket=host.socket)
-        state_before = fingerprint(unit.state_dir)
         started = host.clock()
-        self.transcript.note(f"{iso(host.wall())} session {number} starting ({reason})")
+        cgroup: Path | None = None
         try:
+            prepared = await host.briefing.prepare(unit, number, reason, ends, host.wall(),
+                                                   self.redactor)
+            boot, boot_file, state_before = prepared.boot, prepared.file, prepared.fingerprint
+            plan = inject.plan(unit, number, boot.text, boot_file)
+            marker = session_env_marker(unit.name, number)
+            env = inject.session_env(host.base_env, unit, plan, number=number, reason=reason,
+                                     bootstrap_file=boot_file, marker=marker, socket=host.socket)
+            self.transcript.note(f"{iso(host.wall())} session {number} starting ({reason})")
+            cgroup = cgroups.session_cgroup(marker)
+            host.records.begin(Recorded(unit.name, number, marker, str(cgroup) if cgroup else None,
+                                        int(unit.stop.signal), unit.stop.grace))
             child = Child.spawn(plan.argv, cwd=unit.workdir, env=env,
-                                cols=unit.pty.cols, rows=unit.pty.rows)
+                                cols=unit.pty.cols, rows=unit.pty.rows,
+                                cgroup_procs=str(cgroup / "cgroup.procs") if cgroup else None)
         except SpawnError as exc:
+            host.records.finish(unit.name, cgroup)
             self._spawn_failed(exc)
             return SessionEnd(number, started, host.clock(), spawn_error=str(exc),
                               spawn_retry=not exc.permanent, state_changed=False)
@@ -102,7 +110,7 @@ class SessionRun:
         session = Session(number=number, child=child, marker=marker,
                           matcher=matcher, transcript=self.transcript,
                           on_output=self._on_output, clock=host.clock, on_raw=host.on_raw,
-                          screen=self.screen)
+                          screen=self.screen, cgroup=cgroup)
         self.session = session
         session.start()
         host.history.append({"kind": "start", "session": number, "pid": child.pid,
@@ -118,14 +126,15 @@ class SessionRun:
         await asyncio.wait([session.exited, triggers.fired], return_when=asyncio.FIRST_COMPLETED)
         trigger = triggers.trigger
         await self.end(trigger)
+        state_after, done = await host.briefing.state_after(unit)
         return SessionEnd(
             number, started, host.clock(),
             exit_code=child.exit_code, signal=child.signal,
             trigger=trigger.reason if trigger else None,
             action=trigger.action if trigger else "restart",
             pause_until=trigger.pause_until if trigger else None,
-            state_changed=fingerprint(unit.state_dir) != state_before,
-            complete=_summary(complete.read(unit.state_dir)),
+            state_changed=state_after != state_before or state_after is None,
+            complete=_summary(done),
         )
 
     def fire(self, trigger: Trigger) -> None:
@@ -152,6 +161,7 @@ class SessionRun:
 
         await session.end(int(self.unit.stop.signal), self.unit.stop.grace, on_signal=on_signal)
         session.close()
+        self.host.records.finish(self.unit.name, session.cgroup)
         self.session = None
         self._triggers = None
         child = session.child

@@ -80,12 +80,18 @@ def test_top_alone_loads_its_tui_library(tmp_path: Path) -> None:
     assert loaded(imported(["--help"], tmp_path), ("textual", "rich")) == []
 
 
+def test_dashboard_loads_no_web_stack(tmp_path: Path) -> None:
+    modules = imported(["dashboard"], tmp_path, AGENTD_HOME=str(tmp_path))
+    assert "agentd.daemon.dashboard.access" in modules  # the verb ran (the token file's name)
+    assert loaded(modules, ("aiohttp", "jinja2", "agentd.daemon.dashboard.server")) == []
+
+
 def test_every_verb_is_listed_with_its_help_and_hook_stays_hidden() -> None:
     ctx = click.Context(main)
     assert main.list_commands(ctx) == sorted(VERBS)
     assert set(VERBS) == {"status", "start", "stop", "restart", "enable", "disable", "reload",
                           "logs", "events", "history", "bootstrap", "attach", "screen", "top",
-                          "install-service",
+                          "dashboard", "install-service",
                           "state", "hooks", "hook"}
     listing = CliRunner().invoke(main, ["--help"]).stdout.split("Commands:\n", 1)[1]
     shown = {line.split()[0]: line.split(None, 1)[1] for line in listing.splitlines()}

@@ -160,6 +160,11 @@ def test_two_units_that_share_a_state_dir_refuse_to_run_at_once(
     refused = d.call("start", units=["two"])
     assert refused["code"] == 1 and "is in use by unit one" in refused["error"]
     assert d.status("two")["state"] == "stopped"
+    assert "is in use by unit one" in d.status("two")["detail"]  # status says why
+    table = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "status", "two"],
+                           capture_output=True, text=True, timeout=30,
+                           env=dict(os.environ, AGENTD_HOME=str(dhome))).stdout
+    assert "is in use by unit one" in table
     d.result("stop", units=["one"])  # the state dir is free again
     [two] = d.result("start", units=["two"])
-    assert two["state"] == "running"
+    assert two["state"] == "running" and "detail" not in two

@@ -3,12 +3,16 @@ status), each problem is reported once, and no file holds up the loop."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.conftest import fake, poll_for
 from tests.daemon import test_daemon
@@ -104,3 +108,54 @@ def test_status_answers_within_a_second_while_big_or_many_files_arrive(
         during.clear()
         poller.join(30)
     assert worst and worst[0] < 1.0, f"status took {worst[0]:.3f}s at worst"
+
+
+def test_a_unit_named_like_agentds_own_files_is_invalid_not_fatal(
+        dhome: Path, serve: list[Served]) -> None:
+    for name in ("agentd.jsonl", "AGENTD.jsonl.1", "good"):
+        write_unit(dhome, name, {"command": fake("out:up", "wait"), "autostart": name == "good"})
+    d = Served(dhome)
+    serve.append(d.ready())
+    poll_for(lambda: d.status("good")["state"] == "running", what="the good unit running")
+    for name in ("agentd.jsonl", "AGENTD.jsonl.1"):
+        status = d.status(name)
+        assert status["state"] == "invalid", status
+        assert "reserved" in status["invalid"]["message"], status
+    assert (dhome / "logs" / "agentd.jsonl").is_file()  # the events file is the daemon's
+    assert d.result("reload")["loaded"] == []  # a later reload works too
+    checked = subprocess.run([sys.executable, "-m", "agentd.cli", "check",
+                              str(dhome / "units" / "agentd.jsonl.yaml")],
+                             capture_output=True, text=True, timeout=30, check=False)
+    assert checked.returncode != 0 and "reserved" in checked.stdout + checked.stderr
+    assert d.stop() == 0
+    assert "Traceback" not in d.stderr
+
+
+def test_a_unit_that_cannot_be_supervised_stays_invalid_alone(
+        dhome: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentd.config.unitfile import load_unit
+    from agentd.events import EventLog
+    from agentd.paths import Paths
+    from agentd.supervisor import api
+
+    real = api.Service
+
+    def service(unit: Any, **kw: Any) -> Any:
+        if unit.name == "bad":
+            raise OSError(20, "Not a directory")
+        return real(unit, **kw)
+
+    monkeypatch.setattr(api, "Service", service)
+    units = {name: load_unit(write_unit(dhome, name, {"command": fake("wait")}))
+             for name in ("bad", "good")}
+
+    async def main() -> api.Changes:
+        sup = api.Supervisor(Paths.resolve(dhome), EventLog(None))
+        try:
+            return await sup.reconcile(units)
+        finally:
+            await sup.shutdown()
+
+    changes = asyncio.run(main())
+    assert changes.added == ["good"] and list(changes.failed) == ["bad"]
+    assert "Not a directory" in changes.failed["bad"]

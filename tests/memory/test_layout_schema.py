@@ -162,9 +162,8 @@ def test_inline_files_name_the_item_and_key() -> None:
 def test_a_bad_preset_file_is_a_layout_error_naming_file_and_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "broken.yaml").write_text("files:\n  - {path: a.md, kind: nope}\n")
-    (tmp_path / "list.yaml").write_text("- a.md\n")
-    monkeypatch.setattr(layout, "_presets", lambda: tmp_path)
+    compiled = {"broken": {"files": [{"path": "a.md", "kind": "nope"}]}, "list": ["a.md"]}
+    monkeypatch.setattr(layout, "_compiled", lambda: compiled)
     load_layout.cache_clear()
     try:
         with pytest.raises(LayoutError, match=r"^layout 'broken' \(broken.yaml\): files\[0\]"):
@@ -184,3 +183,9 @@ def test_the_state_verbs_import_no_pydantic() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_the_compiled_presets_are_the_yaml_files() -> None:
+    """`agentctl state` reads presets.json; it must say what the YAML files say."""
+    assert layout.COMPILED.read_text(encoding="utf-8") == layout.compile_presets(), (
+        "run scripts/gen_docs.py")

@@ -1,0 +1,142 @@
+// agentd's dashboard, in the browser: live events by server-sent events, the parts of the
+// page marked data-live fetched again when a unit's state changes, the current screen
+// every few seconds while the unit runs (and the page is seen), bootstraps on demand.
+(function () {
+  "use strict";
+  const SCREEN_EVERY = 3000;  // ms between screen redraws while the unit runs (~9 ms of CPU each)
+  const UPTIME_EVERY = 15000;  // ms between refreshes of the live parts while a unit runs
+  const KEEP_EVENTS = 200;
+  const LONGEST_VALUE = 160;  // characters of one event field shown (bootstrap accounts are long)
+  const REFRESH_ON = /^(unit\.|session\.(start|exit|bootstrap|sentinel|handoff)|daemon\.)/;
+
+  // The token came in the address: the cookie holds it now, keep it out of the history.
+  const here = new URL(location.href);
+  if (here.searchParams.has("token")) {
+    here.searchParams.delete("token");
+    history.replaceState(null, "", here);
+  }
+
+  // A fetch that fails (the daemon restarting, a page being left) is no error: null.
+  async function get(url) {
+    try {
+      const answer = await fetch(url, {cache: "no-store"});
+      return answer.ok ? answer : null;
+    } catch (_) {
+      return null;
+    }
+  }
+
+  // -- the page's live parts ---------------------------------------------------------------
+  let refreshing = null;
+  let again = false;  // something changed while the page was being fetched
+  function refreshSoon() {
+    if (refreshing) {
+      again = true;
+      return;
+    }
+    refreshing = setTimeout(async function () {
+      try {
+        const answer = await get(location.href);
+        if (answer) {
+          const fresh = new DOMParser().parseFromString(await answer.text(), "text/html");
+          for (const part of fresh.querySelectorAll("[data-live]")) {
+            const old = document.getElementById(part.id);
+            if (!old) continue;
+            keepOpen(old, part);
+            old.replaceWith(document.adoptNode(part));
+          }
+        }
+      } catch (_) {
+        // the answer broke off: the next change or tick fetches it again
+      } finally {
+        refreshing = null;
+        watchBootstraps();
+        if (again) {
+          again = false;
+          refreshSoon();
+        }
+      }
+    }, 300);
+  }
+
+  function keepOpen(old, fresh) {  // an open bootstrap stays open, with its text
+    for (const open of old.querySelectorAll("details.bootstrap[open]")) {
+      const twin = fresh.querySelector(`details.bootstrap[data-src="${open.dataset.src}"]`);
+      if (twin) twin.replaceWith(open);
+    }
+  }
+
+  function running() {
+    return document.querySelector('.state.s-running, .state.s-starting') !== null;
+  }
+
+  // -- events ---------------------------------------------------------------------------------
+  const list = document.getElementById("events");
+  function show(event) {
+    if (!list) return;
+    const item = document.createElement("li");
+    const rest = Object.entries(event)
+      .filter(([k]) => !["timestamp", "level", "event", "unit", "session"].includes(k))
+      .map(([k, v]) => `${k}=${cut(typeof v === "string" ? v : JSON.stringify(v))}`).join(" ");
+    const when = String(event.timestamp || "").slice(11, 19);
+    const where = (event.unit || "-") + (event.session ? `#${event.session}` : "");
+    item.textContent = `${when}  ${event.event}  ${where}  ${rest}`;
+    item.className = event.level || "info";
+    list.prepend(item);
+    while (list.children.length > KEEP_EVENTS) list.lastChild.remove();
+  }
+  function cut(text) {
+    return text.length > LONGEST_VALUE ? text.slice(0, LONGEST_VALUE) + "…" : text;
+  }
+  const recent = document.getElementById("recent-events");
+  if (recent) for (const event of JSON.parse(recent.textContent)) show(event);
+
+  const live = document.getElementById("live");
+  const feed = new EventSource(document.body.dataset.events);
+  feed.onopen = function () { live.textContent = "live"; live.classList.add("on"); };
+  feed.onerror = function () { live.textContent = "reconnecting"; live.classList.remove("on"); };
+  feed.addEventListener("end", function (e) {
+    live.textContent = `ended: ${JSON.parse(e.data)}`;
+    live.classList.remove("on");
+  });
+  feed.onmessage = function (e) {
+    const event = JSON.parse(e.data);
+    show(event);
+    if (REFRESH_ON.test(event.event)) refreshSoon();
+  };
+
+  // -- the screen, and uptimes ------------------------------------------------------------------
+  const screen = document.getElementById("screen");
+  async function drawScreen() {
+    if (!screen || document.hidden || !running()) return;
+    const answer = await get(screen.dataset.src);
+    try {
+      const drawn = answer && await answer.json();
+      if (!drawn) return;
+      screen.textContent = drawn.rows.join("\n");
+      document.getElementById("screen-session").textContent = drawn.session;
+    } catch (_) {
+      // broke off: the next tick draws it
+    }
+  }
+  if (screen) setInterval(drawScreen, SCREEN_EVERY);
+  setInterval(function () { if (!document.hidden && running()) refreshSoon(); }, UPTIME_EVERY);
+
+  // -- bootstraps, fetched when opened -------------------------------------------------------------
+  function watchBootstraps() {
+    for (const box of document.querySelectorAll("details.bootstrap:not([data-watched])")) {
+      box.dataset.watched = "1";
+      box.addEventListener("toggle", async function () {
+        const pre = box.querySelector("pre");
+        if (!box.open || pre.textContent) return;
+        const answer = await get(box.dataset.src);
+        try {
+          if (answer) pre.textContent = await answer.text();
+        } catch (_) {
+          // broke off: opening it again fetches it again
+        }
+      });
+    }
+  }
+  watchBootstraps();
+})();

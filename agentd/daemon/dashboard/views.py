@@ -1,0 +1,54 @@
+"""What the dashboard's pages show of a unit, in words: pure functions of a
+unit's status (``Supervisor.status``), today's usage and its budget."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from agentd.config.sections import Budget
+from agentd.config.times import parse_iso, span
+from agentd.supervisor.budget import Usage
+
+
+def summary(status: dict[str, Any], usage: Usage, budget: Budget, now: float) -> dict[str, Any]:
+    """``status`` with what a person reads: uptime, the last reason and when, the
+    pause, today's budget use."""
+    running = status.get("pid") is not None
+    last = status.get("last_reason") or "-"
+    at = parse_iso(status.get("last_at"))
+    if at is not None and status.get("last_reason"):
+        last += f" ({span(now - at)} ago)"
+    until = parse_iso(status.get("paused_until"))
+    since = parse_iso(status.get("since"))
+    return {**status, "running": running,
+            "uptime": span(status.get("uptime_s")) if running else "-",
+            "last": last,
+            "paused": clock(until) if until is not None else None,
+            "since_text": f"{clock(since)} ({span(now - since)} ago)" if since else "-",
+            "budget": budget_used(usage, budget)}
+
+
+def budget_used(usage: Usage, budget: Budget) -> str:
+    """Today's sessions, runtime and output tokens, each of its daily limit when set."""
+    def part(used: str, limit: str | None, what: str) -> str:
+        return f"{used}/{limit} {what}" if limit else f"{used} {what}"
+
+    return ", ".join([
+        part(str(usage.sessions), str(budget.max_sessions_per_day or "") or None, "sessions"),
+        part(span(usage.runtime_s), span(budget.max_runtime_per_day)
+             if budget.max_runtime_per_day else None, "run"),
+        part(f"{usage.tokens:,}", f"{budget.max_output_tokens_per_day:,}"
+             if budget.max_output_tokens_per_day else None, "tokens"),
+    ])
+
+
+def clock(epoch: float) -> str:
+    """A moment in local time, to the second."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
+
+
+def when(stamp: str | None) -> str:
+    """An ISO stamp of the history (UTC) in local time; ``-`` when there is none."""
+    at = parse_iso(stamp)
+    return clock(at) if at is not None else "-"

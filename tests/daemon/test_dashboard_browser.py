@@ -1,0 +1,156 @@
+"""The dashboard in a real browser: the distribution's Chromium (``apt-get install
+chromium``) driven by Playwright's Python package, pointed at ``/usr/bin/chromium``;
+no browser is ever downloaded. Skips, saying what to install, when either is
+missing.
+
+The unit page's screenshot is written to the test's tmp dir, and also to
+``$AGENTD_DASHBOARD_SCREENSHOT`` when set (how ``docs/dashboard.png`` is made).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentd.daemon.dashboard.timeline import COLOURS
+from tests.conftest import fake, poll_for
+from tests.daemon import test_daemon
+from tests.daemon.test_daemon import Served
+from tests.daemon.test_dashboard import QUICK, dashboard_daemon
+from tests.helpers import write_unit
+
+dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
+sync_api = pytest.importorskip("playwright.sync_api", reason="the dashboard's browser tests "
+                               "need playwright: pip install -e '.[test]'")
+expect = sync_api.expect
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--no-first-run", "--disable-sync"]
+SCREENSHOT = "AGENTD_DASHBOARD_SCREENSHOT"
+WAIT_MS = 15_000  # for anything the page shows
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    """A Chromium context with a fresh profile (``BrowserContext``)."""
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"the dashboard's browser tests need {CHROMIUM}: apt-get install chromium")
+    with sync_api.sync_playwright() as driver:
+        context = driver.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=FLAGS,
+            viewport={"width": 1200, "height": 900})
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+def console_errors(page: Any) -> list[str]:
+    """The errors the page will log (a script or style refused, a failed request...).
+    Chromium asks for /favicon.ico now and then on its own, without the cookie (the
+    pages say they have none): that 401 is not the page's."""
+    said: list[str] = []
+
+    def note(message: Any) -> None:
+        if message.type == "error" and not message.location["url"].endswith("/favicon.ico"):
+            said.append(f"{message.text} ({message.location['url']})")
+
+    page.on("console", note)
+    return said
+
+
+def two_units(home: Path) -> None:
+    """alpha: four sessions (a hand-over, a compaction, a crash, then one that runs
+    on); beta: one that runs until stopped."""
+    write_unit(home, "alpha", {
+        "command": fake("out:alpha working", "sleep:1",
+                        "if-session:2:out:Compacting conversation", "if-session:2:wait",
+                        "if-session:3:exit:3", "if-session:4:wait", "exit:42"),
+        "sentinels": [{"name": "compaction", "match": "Compacting conversation",
+                       "action": "restart"}],
+        "restart": {**QUICK, "exit_codes": [42]}})
+    write_unit(home, "beta", {"command": fake("out:beta is thinking", "wait"),
+                              "state": {"dir": ".agent-beta"}})  # two units may not share one
+
+
+def test_units_page_timeline_tooltips_and_a_screenshot(dhome: Path, serve: list[Served],
+                                                       browser: Any, tmp_path: Path) -> None:
+    two_units(dhome)
+    d, site = dashboard_daemon(dhome, serve)
+    page = browser.new_page()
+    refused = page.goto(site.url)
+    assert refused is not None and refused.status == 401
+    assert "needs its token" in page.content()
+    assert "Traceback" not in d.stderr and "Error handling request" not in d.stderr
+
+    errors = console_errors(page)
+    page.goto(f"{site.url}?token={site.token}")  # sets the cookie; the address drops the token
+    expect(page).to_have_url(site.url, timeout=WAIT_MS)
+    rows = page.locator("table.units tbody tr[data-unit]")
+    assert rows.evaluate_all("rows => rows.map(r => r.dataset.unit)") == ["alpha", "beta"]
+    poll_for(lambda: d.status("alpha")["session"] == 4 and d.status("alpha")["pid"],
+             timeout=30, what="alpha's fourth session")
+
+    page.get_by_role("link", name="alpha").click()
+    page.wait_for_url(f"{site.url}units/alpha", timeout=WAIT_MS)
+    bars = page.locator("svg.timeline rect.session")
+    got = bars.evaluate_all("""bars => bars.map(b => [b.dataset.session, b.dataset.outcome,
+                                b.getAttribute('fill'), b.querySelector('title').textContent])""")
+    assert [(n, outcome) for n, outcome, _, _ in got] == [
+        ("1", "handoff"), ("2", "context"), ("3", "crashed"), ("4", "running")]
+    assert [fill for _, _, fill, _ in got] == [COLOURS[o] for _, o, _, _ in got]
+    # the tooltip is the bar's <title>
+    assert got[1][3].startswith("session 2: context (sentinel:compaction), ")
+    assert got[2][3].startswith("session 3: crashed (exit:3)")
+    expect(page.locator("#screen")).to_contain_text("alpha working", timeout=WAIT_MS)
+    expect(page.locator("#events li").nth(5)).to_be_attached(timeout=WAIT_MS)
+    # the picture: session 4 a few seconds in, drawn afresh
+    poll_for(lambda: d.status("alpha")["uptime_s"] >= 3, what="alpha's session 4 to last 3 s")
+    page.reload()
+    expect(page.locator("#screen")).to_contain_text("alpha working", timeout=WAIT_MS)
+    shot = tmp_path / "dashboard.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+    if os.environ.get(SCREENSHOT):
+        shutil.copyfile(shot, os.environ[SCREENSHOT])
+
+    page.goto(f"{site.url}units/alpha?span=1h")
+    assert page.locator("svg.timeline rect.session").count() == 4
+    assert page.locator(".zoom b").text_content() == "1h"
+    assert errors == []  # e.g. nothing the Content-Security-Policy refused
+
+
+def test_the_stop_button_stops_the_unit_and_events_come_live(dhome: Path, serve: list[Served],
+                                                             browser: Any) -> None:
+    two_units(dhome)
+    d, site = dashboard_daemon(dhome, serve)
+    poll_for(lambda: d.status("beta")["pid"], what="beta to run")
+    page = browser.new_page()
+    errors = console_errors(page)
+    page.goto(f"{site.url}units/beta?token={site.token}")
+    expect(page.locator("#live")).to_have_class("live on", timeout=WAIT_MS)  # events open
+    assert page.locator("#summary .state").text_content() == "running"
+
+    page.get_by_role("button", name="Stop").click()
+    expect(page.locator("#summary .state")).to_have_text("stopped", timeout=WAIT_MS)
+    assert d.status("beta")["state"] == "stopped" and d.status("beta")["pid"] is None
+    assert page.url == f"{site.url}units/beta"
+
+    expect(page.locator("#live")).to_have_class("live on", timeout=WAIT_MS)
+    d.result("start", units=["beta"])  # from agentctl: the page follows by itself
+    expect(page.locator("#events li", has_text="session.start  beta#2")).to_have_count(
+        1, timeout=WAIT_MS)
+    expect(page.locator("#summary .state")).to_have_text("running", timeout=WAIT_MS)
+    page.get_by_text("The next session's bootstrap").click()
+    expect(page.locator("details.bootstrap pre").first).to_contain_text(
+        "# agentd bootstrap: beta, session 3", timeout=WAIT_MS)
+    assert errors == []
+    page.close()  # the browser leaves: its live stream ends, quietly
+    assert d.stop() == 0
+    assert "Traceback" not in d.stderr and "Error handling request" not in d.stderr
