@@ -34,7 +34,8 @@ def status_rows(statuses: list[dict[str, Any]], now: float) -> str:
             last = problem_line(s["invalid"]) if s["state"] == "invalid" else \
                 f"{last}; its file does not load (agentctl status --json)"
         running = s.get("pid") is not None
-        rows.append([s["unit"], s["state"], str(s["pid"]) if running else "-",
+        shown = "paused-by-signal" if s.get("process") == "stopped" else s["state"]
+        rows.append([s["unit"], shown, str(s["pid"]) if running else "-",
                      str(s.get("session", 0)), span(s.get("uptime_s")) if running else "-",
                      str(s.get("restarts", 0)), last])
     return table(rows)

@@ -86,15 +86,21 @@ def _command(unit: Unit, env: Mapping[str, str]) -> list[Finding]:
     return []
 
 
+STATE_IN_PS = ("the bootstrap (the agent's state) is passed on the command line, where every "
+               "user of this machine can read it with `ps`; pass its path instead: "
+               "{bootstrap_file} (e.g. \"Read {bootstrap_file} and follow it\")")
+
+
+def state_in_argv(unit: Unit) -> list[int]:
+    """Where ``command`` carries the bootstrap's text (``{bootstrap}``), which ``ps`` shows."""
+    return [i for i, arg in enumerate(unit.command) if "bootstrap" in placeholders_in(arg)]
+
+
 def _bootstrap_in_argv(unit: Unit, env: Mapping[str, str], limits: ArgLimits) -> list[Finding]:
-    in_command = [(("command", Index(i)), arg) for i, arg in enumerate(unit.command)
-                  if "bootstrap" in placeholders_in(arg)]
+    in_command = [(("command", Index(i)), unit.command[i]) for i in state_in_argv(unit)]
     in_env = [(("env", name), value) for name, value in unit.env.items()
               if "bootstrap" in placeholders_in(value)]
-    found = [Finding("warning", key, "the bootstrap (the agent's state) is passed on the "
-                     "command line, where every user of this machine can read it with `ps`; "
-                     "pass its path instead: {bootstrap_file} (e.g. \"Read {bootstrap_file} "
-                     "and follow it\")") for key, _ in in_command[:1]]
+    found = [Finding("warning", key, STATE_IN_PS) for key, _ in in_command[:1]]
     largest = unit.state.budget_tokens * BYTES_PER_TOKEN + BOOTSTRAP_OVERHEAD
     for key, text in in_command + in_env:
         if limits.one is not None and largest + len(text) > limits.one:

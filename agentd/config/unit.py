@@ -18,6 +18,7 @@ from typing import Annotated, Any
 from pydantic import (
     BeforeValidator,
     Field,
+    PrivateAttr,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -26,6 +27,7 @@ from pydantic import (
 from agentd.config.fields import (
     StrictModel,
     command_argv,
+    compile_regex,
     expand,
     expanded_argv,
     scalar_text,
@@ -112,6 +114,14 @@ class Unit(StrictModel):
     """
     pty: PtySpec = Field(default_factory=PtySpec)
     """The size of the session's terminal."""
+    secrets: list[str] = []  # noqa: RUF012 (pydantic copies it)
+    """More secrets to hide, as regular expressions (Python `re`): what one matches is shown as
+    `***` in the kept bootstraps, transcripts, events, history and status. Without it agentd
+    hides the values of the env vars above, and in the state values assigned to such names
+    (`API_TOKEN=...`, `password: ...`) and well-known token shapes (`sk-...`, `ghp_...`,
+    `AKIA...`, private keys).
+    """
+    _secret_patterns: list[re.Pattern[str]] = PrivateAttr(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
@@ -178,6 +188,26 @@ class Unit(StrictModel):
                 raise KeyProblem((index, "name"), f"duplicate sentinel name {sentinel.name!r}")
             seen.add(sentinel.name)
         return value
+
+    @field_validator("secrets")
+    @classmethod
+    def _secrets_compile(cls, value: list[str]) -> list[str]:
+        for index, pattern in enumerate(value):
+            try:
+                compiled = compile_regex(pattern)
+            except ValueError as exc:
+                raise KeyProblem((index,), str(exc)) from None
+            if compiled.search("") is not None:
+                raise KeyProblem((index,), f"{pattern!r} matches empty text, so it would hide "
+                                 "nothing and garble everything; make it match only the secret")
+        return value
+
+    @property
+    def secret_patterns(self) -> list[re.Pattern[str]]:
+        """The compiled ``secrets``, compiled once."""
+        if len(self._secret_patterns) != len(self.secrets):
+            self._secret_patterns = [compile_regex(p) for p in self.secrets]
+        return self._secret_patterns
 
     @model_validator(mode="after")
     def _inject_mode(self) -> Unit:

@@ -108,6 +108,22 @@ def _refuse_unsafe(st: os.stat_result, path: Path) -> None:
         )
 
 
+def _refuse_unsafe_dir(path: Path) -> None:
+    """Raise if others may replace the files in ``path``'s directory (the units dir):
+    one could put there a link to any file of ours that reads as a unit. A sticky
+    directory (/tmp) lets nobody replace another's file."""
+    directory = path.parent
+    st = os.stat(directory)
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & (stat.S_IWGRP | stat.S_IWOTH) and not mode & stat.S_ISVTX:
+        raise UnitError(f"its directory {directory} is mode {mode:04o}, writable by others, "
+                        f"who could replace it; run: chmod go-w {directory}", file=path)
+    me = os.geteuid()
+    if st.st_uid not in (me, 0):
+        raise UnitError(f"its directory {directory} is owned by uid {st.st_uid}, not by this "
+                        f"user (uid {me}) or root; run: chown {me} {directory}", file=path)
+
+
 # --- loading -----------------------------------------------------------------
 
 
@@ -126,6 +142,7 @@ def read_unit(path: Path, *, check_permissions: bool = True) -> tuple[Unit, Line
             st = os.fstat(handle.fileno())
             if check_permissions:
                 _refuse_unsafe(st, path)
+                _refuse_unsafe_dir(path)
             _refuse_large(st.st_size, path)
             raw = handle.read(MAX_UNIT_BYTES + 1)
         _refuse_large(len(raw), path)  # it grew since

@@ -11,6 +11,7 @@ import contextlib
 import json
 import re
 import socket
+import time
 from collections.abc import Iterator
 from enum import IntEnum
 from pathlib import Path
@@ -37,6 +38,9 @@ def check_unit_name(name: str) -> str:
 
 def encode(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
+
+
+CONNECT_RETRY = 0.01  # seconds between tries while the daemon's backlog is full
 
 
 def listening(path: Path, timeout: float = 1.0) -> bool:
@@ -79,7 +83,7 @@ class Client:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
         try:
-            sock.connect(str(self.path))
+            _connect(sock, self.path, self.timeout)
         except OSError as exc:
             sock.close()
             why = {FileNotFoundError: "no socket there", ConnectionRefusedError:
@@ -142,3 +146,17 @@ class Client:
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+
+
+def _connect(sock: socket.socket, path: Path, timeout: float | None) -> None:
+    """``connect``, waiting while the daemon's backlog is full (a flood of other
+    clients): a Unix socket with a timeout says EAGAIN at once instead of waiting."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        try:
+            sock.connect(str(path))
+            return
+        except BlockingIOError:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise
+            time.sleep(CONNECT_RETRY)

@@ -133,14 +133,14 @@ async def reload(ctx: Context, _args: NoArgs) -> dict[str, Any]:
 async def logs(ctx: Context, args: LogsArgs) -> dict[str, Any]:
     """The last lines of the unit's transcript, raw, and where to follow it."""
     path = ctx.sup.transcript(args.unit)
-    text, size = read_tail(path, args.lines)
+    text, size = await asyncio.to_thread(read_tail, path, args.lines)  # megabytes, off the loop
     return {"path": str(path), "text": text, "size": size}
 
 
 @command("events")
 async def events(ctx: Context, args: EventsArgs) -> list[dict[str, Any]]:
     """The last events (of one unit, if named) from ``logs/agentd.jsonl``."""
-    return recent_events(ctx.sup, args)
+    return await asyncio.to_thread(recent_events, ctx.sup, args)  # megabytes, off the loop
 
 
 @command("history")

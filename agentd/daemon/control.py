@@ -10,6 +10,10 @@ reaches the supervisor. Requests wait until the owner ``opens`` the server
 (the daemon: once its units are loaded), so no client sees a half-loaded
 daemon, and none is refused meanwhile.
 
+Greedy clients (``clients``): connections are capped per uid and in all, an
+idle one is closed after ``REQUEST_IDLE``, one that does not read its reply
+is dropped after ``WRITE_DEADLINE``.
+
 Safety: the socket is created with mode 0600 (umask while binding, then
 chmod) in a 0700 directory, and each peer's uid is checked (SO_PEERCRED on
 Linux, LOCAL_PEERCRED on macOS): only the daemon's own user is served. A
@@ -29,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from agentd.daemon.client import listening
+from agentd.daemon.clients import REQUEST_IDLE, Clients, drain
 from agentd.daemon.commands import HANDLERS, Context, Reload
 from agentd.daemon.protocol import (
     MAX_REQUEST,
@@ -46,6 +51,8 @@ from agentd.paths import Paths, ensure_private_dir
 from agentd.supervisor.api import Supervisor, UnknownUnit
 
 CONTROL_ERROR = "control.error"
+LISTEN_BACKLOG = 64  # connections the kernel holds until accepted
+BULKY = frozenset({"logs", "events"})  # replies that may be megabytes
 CLOSE_GRACE = 0.5  # closing waits this long for the replies under way and streams' goodbyes
 
 
@@ -64,6 +71,7 @@ class ControlServer:
         self._context = Context(sup, reload, dashboard)
         self._streams = Streams(sup)
         self._open = asyncio.Event()
+        self.clients = Clients(sup.events.emit)
 
     # -- lifecycle -------------------------------------------------------------------
     async def listen(self, *, open_now: bool = True) -> None:
@@ -109,6 +117,10 @@ class ControlServer:
                 writer.write(error(f"refused: uid {uid} may not control this agentd "
                                    f"(run agentctl as uid {self._uid})", Code.FAILURE))
                 return
+            if not self.clients.admit(reader, writer, uid):
+                writer.write(error("refused: too many connections to this agentd; try again",
+                                   Code.FAILURE))
+                return
             await self._open.wait()
             while await self._one(reader, writer):
                 pass
@@ -116,15 +128,21 @@ class ControlServer:
             pass
         finally:
             self._clients.discard(task)
+            self.clients.release(writer)
             with contextlib.suppress(Exception):
-                await writer.drain()
+                if not writer.is_closing():  # an evicted one is closed already
+                    await drain(writer)
                 writer.close()
 
     async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         """Serve one request; False when the connection is to be closed."""
         more = True
+        self.clients.waiting(writer)
         try:
-            line = await reader.readuntil(b"\n")
+            async with asyncio.timeout(REQUEST_IDLE):  # a timer, not a task per request
+                line = await reader.readuntil(b"\n")
+        except TimeoutError:  # idle too long: the slot goes to someone who asks
+            return False
         except asyncio.IncompleteReadError as exc:  # the end: serve an unterminated last line
             line, more = exc.partial, False
         except asyncio.LimitOverrunError:
@@ -133,6 +151,7 @@ class ControlServer:
             return False
         if not line.strip():
             return more
+        self.clients.busy(writer)
         try:
             cmd, args = parse_request(line)
             if isinstance(args, EventsArgs) and args.follow:
@@ -144,7 +163,10 @@ class ControlServer:
                 return False
             result = await self._handle(cmd, args)
             degraded = self.sup.degraded()
-            reply = ok(result, degraded=degraded) if degraded else ok(result)
+            extra = {"degraded": degraded} if degraded else {}
+            # a transcript or the event log can be megabytes of JSON: encoded off the loop
+            reply = (await asyncio.to_thread(ok, result, **extra) if cmd in BULKY
+                     else ok(result, **extra))
         except ProtocolError as exc:
             reply = error(str(exc), exc.code)
         except UnknownUnit as exc:
@@ -155,7 +177,7 @@ class ControlServer:
             self.sup.events.emit(CONTROL_ERROR, level="error", error=f"{type(exc).__name__}: {exc}")
             reply = error(f"internal error: {type(exc).__name__}: {exc}", Code.FAILURE)
         writer.write(reply)
-        await writer.drain()
+        await drain(writer)
         return more
 
     async def _handle(self, cmd: str, args: Any) -> Any:
@@ -195,7 +217,7 @@ def bind_socket(paths: Paths) -> socket.socket:
     finally:
         os.umask(old)
     os.chmod(path, 0o600)
-    sock.listen(64)
+    sock.listen(LISTEN_BACKLOG)
     sock.setblocking(False)
     return sock
 

@@ -2,7 +2,8 @@
 
 Each stream is fed through a bounded queue by a listener (the event log's, or
 the unit's terminal) and pumped to its client until the client leaves, falls
-too far behind, or the daemon stops (``end_all``). The dashboard's live
+too far behind, does not read what was sent within ``WRITE_DEADLINE``
+(``clients.drain``), or the daemon stops (``end_all``). The dashboard's live
 events (``agentd.daemon.dashboard``) use the same feeds (``event_feed``).
 """
 
@@ -15,6 +16,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from agentd.daemon.clients import drain
 from agentd.daemon.commands import recent_events
 from agentd.daemon.protocol import EventsArgs, UnitArgs, encode, ok
 from agentd.supervisor.api import Supervisor
@@ -61,8 +63,9 @@ class Streams:
         with self.event_feed(args.unit) as feed:
             gone = asyncio.ensure_future(reader.read(1))  # the client closing ends the stream
             try:  # an unknown unit: UnknownUnit, an error reply
-                writer.write(ok(recent_events(self.sup, args), stream=True))
-                await writer.drain()
+                recent = await asyncio.to_thread(recent_events, self.sup, args)  # off the loop
+                writer.write(await asyncio.to_thread(ok, recent, stream=True))
+                await drain(writer)
                 await _pump(feed, gone, writer, lambda event: {"event": event})
             finally:
                 gone.cancel()
@@ -81,7 +84,7 @@ class Streams:
             writer.write(ok({k: status[k] for k in ("unit", "session", "state")}, stream=True))
             drawn = await asyncio.to_thread(screen.draw, redraw=True)
             writer.write(encode({"data": base64.b64encode(drawn.redraw).decode()}))
-            await writer.drain()
+            await drain(writer)
             await _pump(feed, typing, writer,
                         lambda data: {"data": base64.b64encode(data).decode()})
         finally:
@@ -145,4 +148,4 @@ async def _pump(feed: Feed, until: asyncio.Future[Any], writer: asyncio.StreamWr
             writer.write(encode({"end": str(end)}))
             return
         writer.write(encode(wrap(value)))
-        await writer.drain()
+        await drain(writer)

@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
+
 from agentd.process.ending import EndResult, end_session_tree
 from agentd.session.child import Child
 from agentd.session.screen import ScreenRing
@@ -260,3 +262,13 @@ class Session:
     @property
     def uptime(self) -> float:
         return self.clock() - self.started_at
+
+    @property
+    def stopped_by_signal(self) -> bool:
+        """The agent is stopped (SIGSTOP, SIGTSTP, a debugger): alive but doing nothing
+        until SIGCONT. Its process state, read when asked."""
+        try:
+            return psutil.Process(self.pid).status() in (psutil.STATUS_STOPPED,
+                                                         psutil.STATUS_TRACING_STOP)
+        except psutil.Error:
+            return False

@@ -4,8 +4,12 @@ Between sessions agentd remembers two things for the next bootstrap: the
 hashes of the layout's readonly files as the first session saw them (to warn
 when one changed) and the git HEAD (for "changes since the last session").
 Each rendered bootstrap is kept as ``logs/UNIT/bootstrap-N.md`` (the last
-``logs.keep_bootstraps`` of them; 0 keeps all) and, in file mode, also
-written where the agent reads it; event ``session.bootstrap`` carries its
+``logs.keep_bootstraps`` of them; 0 keeps all) with the secrets the state
+shows hidden (``agentd.session.redact``; the unit's redactor learns them, so
+its transcript and events hide them too); the session is given that copy, or,
+when it hides something, the whole text in the private ``given`` file
+(``run/units/UNIT.bootstrap.md``, 0600); in file mode the whole text is also
+written where the agent reads it. Event ``session.bootstrap`` carries its
 account (tokens shown of each file, what was cut and why).
 
 Around the rendering of a session's bootstrap, the state dir's lifecycle: a
@@ -44,6 +48,7 @@ from agentd.memory.bootstrap import Bootstrap, BootstrapContext, render, unavail
 from agentd.memory.init import init
 from agentd.memory.layout import resolve
 from agentd.memory.statedir import fingerprint, write_atomic
+from agentd.session.redact import Redactor, secrets_in
 from agentd.supervisor.offloop import off_loop
 from agentd.supervisor.policy import SessionEnd
 
@@ -69,8 +74,9 @@ def kept_bootstrap(logs_dir: Path, number: int) -> Path:
 
 class Briefing:
     def __init__(self, logs_dir: Path, emit: Callable[..., None],
-                 health: WriteHealth | None = None) -> None:
+                 health: WriteHealth | None = None, *, given: Path) -> None:
         self.logs_dir = logs_dir
+        self._given = given
         self._emit = emit
         self._health = health
         self.readonly_hashes: dict[str, str] = {}
@@ -93,20 +99,22 @@ class Briefing:
         )
 
     async def prepare(self, unit: Unit, number: int, reason: str, ends: Sequence[SessionEnd],
-                      now: float) -> Prepared:
-        """Session ``number``'s bootstrap rendered and written, off the loop. SpawnError
-        (not permanent) when the file the agent must read cannot be written."""
+                      now: float, redactor: Redactor) -> Prepared:
+        """Session ``number``'s bootstrap rendered and written, off the loop, the kept copy
+        with the secrets ``redactor`` knows or learns from it hidden. SpawnError (not
+        permanent) when the file the agent must read cannot be written."""
         ctx = self.context(unit, number, reason, ends, now)
         try:
-            done = await off_loop(lambda: self._prepare(unit, ctx), STATE_TIMEOUT)
+            done = await off_loop(lambda: self._prepare(unit, ctx, redactor), STATE_TIMEOUT)
         except TimeoutError:
             self._emit(ev.STATE_ERROR, level="warning", unit=unit.name, session=number,
                        error=f"the state dir {unit.state_dir} did not answer within "
                              f"{STATE_TIMEOUT:g}s; the session starts without its state")
             boot = unavailable(ctx, f"the state dir did not answer within {STATE_TIMEOUT:g}s")
             try:
-                done = await off_loop(lambda: self._written(unit, ctx.session, boot, None),
-                                      STATE_TIMEOUT)
+                done = await off_loop(
+                    lambda: self._written(unit, ctx.session, boot, None, redactor),
+                    STATE_TIMEOUT)
             except TimeoutError:
                 raise SpawnError(f"cannot write the bootstrap of session {number}: the disk "
                                  f"did not answer within {STATE_TIMEOUT:g}s",
@@ -138,7 +146,7 @@ class Briefing:
             return None, None
 
     # -- on the state dir's thread ----------------------------------------------------
-    def _prepare(self, unit: Unit, ctx: BootstrapContext) -> Prepared:
+    def _prepare(self, unit: Unit, ctx: BootstrapContext, redactor: Redactor) -> Prepared:
         said: list[tuple[str, dict[str, Any]]] = []
         failed: list[tuple[str, Path, OSError]] = []
         self._ensure_state_dir(unit, ctx.session, said, failed)
@@ -151,22 +159,33 @@ class Briefing:
                 "error": f"the handoff could not be moved to history: {exc}"}))
             if isinstance(exc, OSError):
                 failed.append((f"state:{unit.name}", unit.state_dir, exc))
-        done = self._written(unit, ctx.session, boot, fingerprint(unit.state_dir))
+        done = self._written(unit, ctx.session, boot, fingerprint(unit.state_dir), redactor)
         done.said[:0] = said
         done.failed[:0] = failed
         return done
 
-    def _written(self, unit: Unit, number: int, boot: Bootstrap, state: str | None) -> Prepared:
-        """Keep ``boot`` in the logs and, in file mode, write it
-        where the agent reads it; a write that fails is noted, not raised."""
+    def _written(self, unit: Unit, number: int, boot: Bootstrap, state: str | None,
+                 redactor: Redactor) -> Prepared:
+        """Keep ``boot`` in the logs, its secrets hidden; give the agent the whole text
+        (``given`` when the kept copy hides something; ``inject.path`` in file mode); a
+        write that fails is noted, not raised."""
+        redactor.learn(secrets_in(boot.text, unit.secret_patterns))
+        kept = redactor.redact_text(boot.text)
         done = Prepared(boot, kept_bootstrap(self.logs_dir, number), state)
         log_copy = done.file
         try:
             self.logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            write_atomic(log_copy, boot.text, mode=0o600)
+            write_atomic(log_copy, kept, mode=0o600)
             self._prune(number, unit.logs.keep_bootstraps)
         except OSError as exc:
             done.failed.append((f"bootstrap:{unit.name}", log_copy, exc))
+        if kept != boot.text:
+            done.file = self._given
+            try:
+                done.file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                write_atomic(done.file, boot.text, mode=0o600)
+            except OSError as exc:
+                done.failed.append((f"bootstrap:{unit.name}", done.file, exc))
         if unit.inject.mode == "file":
             done.file = unit.inject_path
             try:

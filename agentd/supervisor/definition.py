@@ -12,7 +12,8 @@ from pathlib import Path
 
 from agentd.config.unit import Unit
 from agentd.health import WriteHealth
-from agentd.session.transcript import Redactor, Transcript, secrets_from_env
+from agentd.session.redact import Redactor, secrets_from_env
+from agentd.session.transcript import Transcript
 from agentd.supervisor.briefing import Briefing
 
 
@@ -55,7 +56,7 @@ class Definition:
     def _open_transcript(self) -> Transcript:
         env = dict(self._base_env)
         env.update(self.unit.env)
-        self.redactor = Redactor(secrets_from_env(env))
+        self.redactor = Redactor(secrets_from_env(env), self.unit.secret_patterns)
         return Transcript(self._logs_dir / "transcript.log", max_bytes=self.unit.logs.max_bytes,
                           backups=self.unit.logs.backups, redactor=self.redactor,
                           health=self._health, what=f"transcript:{self.unit.name}")

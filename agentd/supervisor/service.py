@@ -30,9 +30,10 @@ from agentd.events import EventLog
 from agentd.memory.bootstrap import Bootstrap
 from agentd.paths import Paths
 from agentd.process.ending import kill_now
+from agentd.session.redact import Redactor
 from agentd.session.screen import ScreenCapture, ScreenRing
 from agentd.session.session import Session
-from agentd.session.transcript import Redactor, Transcript
+from agentd.session.transcript import Transcript
 from agentd.supervisor.attach import Terminal
 from agentd.supervisor.briefing import Briefing
 from agentd.supervisor.definition import Definition
@@ -79,7 +80,8 @@ class Service:
         self._changed = asyncio.Event()
         self._stop_requested = False
         self._remember_stop = True  # False while the daemon (not a person) stops the unit
-        self.briefing = Briefing(logs_dir, events.emit, events.health)
+        self.briefing = Briefing(logs_dir, events.emit, events.health,
+                                 given=paths.run / "units" / f"{unit.name}.bootstrap.md")
         self._definition = Definition(unit, base_env=base, logs_dir=logs_dir,
                                       briefing=self.briefing, health=events.health)
         self.terminal = Terminal(lambda: self.session if self.state == State.RUNNING else None)
@@ -135,7 +137,9 @@ class Service:
             await asyncio.shield(self._loop.task)
 
     def restart(self, reason: str = "manual") -> None:
-        """End the running session and start a fresh one at once (not a failure)."""
+        """End the running session and start a fresh one at once (not a failure).
+        A person's ``reason`` is kept and shown with the unit's secrets hidden."""
+        reason = self.redactor.redact_text(reason)
         if self.state in (State.RUNNING, State.STARTING):
             self._loop.fire(Trigger(reason if reason.startswith("manual") else f"manual:{reason}"))
         elif self.state != State.STOPPING:
@@ -276,6 +280,8 @@ class Service:
         }
         if self.state == State.PAUSED and self.pauses.paused_until is not None:
             out["paused_until"] = iso(self.pauses.paused_until)
+        if session is not None and self.state == State.RUNNING and session.stopped_by_signal:
+            out["process"] = "stopped"  # SIGSTOP: running as far as agentd goes, yet idle
         if self.detail:  # e.g. the OS error of a command that cannot be executed
             out["detail"] = self.detail
         return out

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from agentd import events as ev
+from agentd.config.lint import STATE_IN_PS, state_in_argv
 from agentd.config.times import iso
 from agentd.memory.bootstrap import Bootstrap, render
 from agentd.supervisor.definition import Definition
@@ -61,6 +62,7 @@ class SessionLoop:
         self.current: SessionRun | None = None  # the last session, running or not
         self.task: asyncio.Task[None] | None = None
         self._reclaim_task: asyncio.Task[None] | None = None
+        self._warned_ps = False  # the state in argv, visible in `ps`: said once
 
     def start(self, reason: str) -> None:
         """Run sessions from now on (the service is ``starting`` already)."""
@@ -129,10 +131,14 @@ class SessionLoop:
 
     async def _one_session(self, reason: str) -> SessionEnd:
         self._definition.apply()
+        unit = self._definition.unit
+        if not self._warned_ps and state_in_argv(unit):  # once per unit, not per session
+            self._warned_ps = True
+            self.host.emit(ev.UNIT_ERROR, level="warning", unit=unit.name, error=STATE_IN_PS)
         self.host.set_state(State.STARTING, reason)
         self.session_no += 1
-        self.current = SessionRun(self.host, self._definition.unit, self._definition.transcript,
-                                  self.session_no, reason)
+        self.current = SessionRun(self.host, unit, self._definition.transcript,
+                                  self._definition.redactor, self.session_no, reason)
         return await self.current.run(self.ends, self._pauses.usage)
 
     async def _reclaim_safely(self) -> None:

@@ -25,6 +25,7 @@ from agentd.process import cgroup as cgroups
 from agentd.process.tree import session_env_marker
 from agentd.session import inject
 from agentd.session.child import Child
+from agentd.session.redact import Redactor
 from agentd.session.screen import ScreenRing
 from agentd.session.session import Session
 from agentd.session.transcript import Transcript
@@ -59,11 +60,12 @@ class Host:
 
 
 class SessionRun:
-    def __init__(self, host: Host, unit: Unit, transcript: Transcript, number: int,
-                 reason: str) -> None:
+    def __init__(self, host: Host, unit: Unit, transcript: Transcript, redactor: Redactor,
+                 number: int, reason: str) -> None:
         self.host = host
         self.unit = unit
         self.transcript = transcript
+        self.redactor = redactor
         self.number = number
         self.reason = reason
         self.session: Session | None = None  # from the spawn until the tree is gone
@@ -77,7 +79,8 @@ class SessionRun:
         started = host.clock()
         cgroup: Path | None = None
         try:
-            prepared = await host.briefing.prepare(unit, number, reason, ends, host.wall())
+            prepared = await host.briefing.prepare(unit, number, reason, ends, host.wall(),
+                                                   self.redactor)
             boot, boot_file, state_before = prepared.boot, prepared.file, prepared.fingerprint
             plan = inject.plan(unit, number, boot.text, boot_file)
             marker = session_env_marker(unit.name, number)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from click.testing import CliRunner, Result
 
@@ -143,6 +144,21 @@ def test_logs_strip_escapes_unless_raw(daemon: Served, dhome: Path) -> None:
     raw = agentctl("logs", "a", "-n", "1", "--raw").stdout
     assert "\x1b[31mred\x1b[0m alert" in raw
     assert agentctl("logs", "ghost").exit_code == 4
+
+
+def test_an_agent_stopped_by_a_signal_is_shown_so(daemon: Served) -> None:
+    pid = daemon.status("a")["pid"]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        poll_for(lambda: psutil.Process(pid).status() == psutil.STATUS_STOPPED, what="stopped")
+        row = agentctl("status", "a").stdout.splitlines()[1].split()
+        assert row[:3] == ["a", "paused-by-signal", str(pid)]
+        got = json.loads(agentctl("status", "--json", "a").stdout)[0]
+        assert got["state"] == "running" and got["process"] == "stopped"
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    poll_for(lambda: agentctl("status", "a").stdout.splitlines()[1].split()[1] == "running",
+             what="running again after SIGCONT")
 
 
 def test_logs_and_events_follow(daemon: Served, dhome: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from agentd.config.lint import state_in_argv
 from agentd.config.presets import cli_preset_examples, cli_preset_names, load_cli_preset
 from agentd.config.sections import (
     Budget,
@@ -547,6 +548,30 @@ def test_writable_by_others_is_refused_even_as_root(
     assert load_unit(path, check_permissions=False).name == "a"
 
 
+@pytest.mark.parametrize("mode", [0o777, 0o775, 0o757])
+def test_a_units_dir_others_may_write_is_refused(tmp_path: Path, mode: int) -> None:
+    units = tmp_path / "units"
+    units.mkdir()
+    path = write(units / "a.yaml", "command: x\nworkdir: /\n")
+    units.chmod(mode)
+    with pytest.raises(UnitError) as caught:
+        load_unit(path)
+    assert str(caught.value) == (f"{path}: its directory {units} is mode {mode:04o}, writable "
+                                 f"by others, who could replace it; run: chmod go-w {units}")
+    units.chmod(0o1777)  # sticky, like /tmp: nobody replaces another's file
+    assert load_unit(path).name == "a"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a directory away")
+def test_a_units_dir_owned_by_someone_else_is_refused(tmp_path: Path) -> None:
+    units = tmp_path / "units"
+    units.mkdir()
+    path = write(units / "a.yaml", "command: x\nworkdir: /\n")
+    os.chown(units, 65534, 65534)
+    with pytest.raises(UnitError, match="is owned by uid 65534"):
+        load_unit(path)
+
+
 @pytest.mark.parametrize("mode", [0o600, 0o644, 0o400, 0o755])
 def test_private_files_are_accepted(tmp_path: Path, mode: int) -> None:
     check_permissions(write(tmp_path / "a.yaml", "command: x\n", mode))
@@ -739,6 +764,16 @@ def test_preset_lists_are_replaced_not_appended() -> None:
     )
     assert [s.name for s in unit.sentinels] == ["mine"]
     assert unit.restart.exit_codes == [3]
+
+
+@pytest.mark.parametrize(("preset", "in_ps"), [("claude-code", False), ("codex", False),
+                                               ("gemini", True), ("aider", False)])
+def test_presets_pass_the_bootstrap_by_its_file_where_the_cli_can_read_it(
+        preset: str, in_ps: bool) -> None:
+    unit = parse(f"preset: {preset}\nworkdir: /\n")
+    assert unit.inject.mode == "argv"
+    assert bool(state_in_argv(unit)) is in_ps
+    assert any("{bootstrap_file}" in arg for arg in unit.command) is not in_ps
 
 
 def test_a_unit_command_without_bootstrap_turns_the_preset_to_stdin() -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentd.session.transcript import Redactor, Transcript, secrets_from_env
+from agentd.session.redact import Redactor, secrets_from_env
+from agentd.session.transcript import Transcript
 
 KEY = "sk-ant-api03-Zm9vYmFyYmF6"
 
