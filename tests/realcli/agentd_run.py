@@ -1,0 +1,39 @@
+"""`agentd run UNIT` in the background for a real-CLI test, and the sessions it started."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from tests.conftest import poll_for
+from tests.helpers import agentd_popen, records
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate(timeout=10)
+
+
+def session_starts(home: Path, unit: str) -> list[dict[str, object]]:
+    return [r for r in records(home / "logs" / unit / "history.jsonl") if r.get("kind") == "start"]
+
+
+@contextmanager
+def running(home: Path, unit: str, *, sessions: int = 2, timeout: float = 90) -> Iterator[None]:
+    """`agentd run UNIT` until ``sessions`` sessions started (then the body runs),
+    stopped with SIGINT at the end whatever happens."""
+    proc = agentd_popen(home, "run", unit)
+    try:
+        poll_for(lambda: len(session_starts(home, unit)) >= sessions, timeout=timeout,
+                 what=f"session {sessions} of {unit}")
+        yield
+    finally:
+        _stop(proc)
