@@ -43,8 +43,7 @@ class FakeModel(ServedModel):
     """The fake Anthropic model on 127.0.0.1 (a thread of this process)."""
 
     def __init__(self, log: Path, brain: Brain | None = None) -> None:
-        handler = type("Handler", (_Handler,), {"brain": staticmethod(brain) if brain else None})
-        super().__init__(fa, _BASE, log, handler)
+        super().__init__(fa, _BASE, log, _Handler, brain)
 
     def main_requests(self) -> list[dict[str, Any]]:
         """Requests of the agent loop (they carry tools), summaries included."""

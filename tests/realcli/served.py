@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from types import ModuleType
@@ -21,11 +22,13 @@ class ServedModel:
     from construction until ``close`` (or the end of its ``with`` block)."""
 
     def __init__(self, api: ModuleType, defaults: dict[str, Any], log: Path,
-                 handler: type[BaseHTTPRequestHandler]) -> None:
+                 handler: type[BaseHTTPRequestHandler], brain: Callable[..., Any] | None) -> None:
+        """``handler`` has a class attribute ``brain``: each server gets its own."""
         self._api = api
         with api.LOCK:
             api.CONFIG.clear()
             api.CONFIG.update(json.loads(json.dumps(defaults)))
+        handler = type("Handler", (handler,), {"brain": staticmethod(brain) if brain else None})
         self.server = api.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.server.daemon_threads = True
         self.server.log_path = str(log)
