@@ -1,9 +1,12 @@
-"""`agentd run UNIT` in the background for a real-CLI test, and the sessions it started."""
+"""agentd and agentctl as the real-CLI tests run them: `agentd run UNIT` in the
+background (and the sessions it started), `agentctl` from the test or on the CLI's PATH."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,3 +40,15 @@ def running(home: Path, unit: str, *, sessions: int = 2, timeout: float = 90) ->
         yield
     finally:
         _stop(proc)
+
+
+def agentctl(*args: str, cwd: Path) -> None:
+    """`agentctl ARGS` run by the test (the state dir, hooks); it must succeed."""
+    done = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+
+
+def with_agentctl_on_path(env: dict[str, str]) -> dict[str, str]:
+    """The CLI's shell tool finds `agentctl` as a user's shell would: on PATH."""
+    return {**env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}

@@ -8,10 +8,7 @@ a 100k window).
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +16,7 @@ import pytest
 from tests.conftest import poll_for
 from tests.helpers import events, records, write_unit
 from tests.realcli import fake_anthropic as fa
-from tests.realcli.agentd_run import running, session_starts
+from tests.realcli.agentd_run import agentctl, running, session_starts, with_agentctl_on_path
 from tests.realcli.conftest import ClaudeProject
 from tests.realcli.model import FakeModel, bash, first_user_text, tool_results
 
@@ -47,24 +44,13 @@ def test_screen_sentinel_restarts_with_a_bootstrap_that_says_why(
     assert f"sentinel:{sentinel['name']}" in header, header
 
 
-def _agentctl(*args: str, cwd: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, done.stderr
-
-
-def _with_agentctl_on_path(env: dict[str, str]) -> dict[str, str]:
-    """The CLI's Bash tool finds `agentctl` as a user's shell would: on PATH."""
-    return {**env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-
-
 def test_precompact_hook_ends_the_session_before_any_summary_request(
     home: Path, tmp_path: Path, claude_project: ClaudeProject,
 ) -> None:
     """`agentctl hooks claude-code` installed: Claude Code runs the PreCompact hook,
     which reaches agentd through AGENTD_SOCKET; the session ends while the CLI waits
     for its hook, so the summary request never reaches the model."""
-    _agentctl("hooks", "claude-code", "--dir", str(claude_project.project), cwd=tmp_path)
+    agentctl("hooks", "claude-code", "--dir", str(claude_project.project), cwd=tmp_path)
     with FakeModel(tmp_path / "requests.jsonl") as model:
         model.control(script=[bash("echo one", BIG), bash("echo two", BIG)])
         write_unit(home, "hk", claude_project.unit(model.url))
@@ -87,7 +73,7 @@ def test_agentctl_restart_from_the_cli_bash_tool_under_agentd_run(
     with FakeModel(tmp_path / "requests.jsonl") as model:
         model.control(script=[bash('agentctl restart "$AGENTD_UNIT" --reason fresh')])
         unit = claude_project.unit(model.url)
-        unit["env"] = _with_agentctl_on_path(unit["env"])
+        unit["env"] = with_agentctl_on_path(unit["env"])
         write_unit(home, "rs", unit)
         with running(home, "rs", timeout=90):
             pass
@@ -115,10 +101,10 @@ def test_graceful_handoff_records_state_before_the_wall(
 ) -> None:
     """The model reports usage that puts `10% until auto-compact` in the footer; agentd
     types its request, the model records a handoff, and session 2's bootstrap has it."""
-    _agentctl("state", "--dir", str(claude_project.project / ".agent"), "init", cwd=tmp_path)
+    agentctl("state", "--dir", str(claude_project.project / ".agent"), "init", cwd=tmp_path)
     with FakeModel(tmp_path / "requests.jsonl", brain=_handoff_brain) as model:
         unit = claude_project.unit(model.url, handoff={"wait": "60s"})
-        unit["env"] = _with_agentctl_on_path(unit["env"])
+        unit["env"] = with_agentctl_on_path(unit["env"])
         write_unit(home, "ho", unit)
         with running(home, "ho", timeout=120):
             pass
@@ -154,13 +140,13 @@ def test_a_task_advances_through_three_compactions_each_step_once_in_order(
     """Claude Code compacts after every two steps (hooks installed): each time agentd
     ends the session first and the next one goes on from the bootstrap's next action."""
     project = claude_project.project
-    _agentctl("state", "--dir", str(project / ".agent"), "init", cwd=tmp_path)
-    _agentctl("state", "--dir", str(project / ".agent"), "next", "step-1", cwd=tmp_path)
-    _agentctl("hooks", "claude-code", "--dir", str(project), cwd=tmp_path)
+    agentctl("state", "--dir", str(project / ".agent"), "init", cwd=tmp_path)
+    agentctl("state", "--dir", str(project / ".agent"), "next", "step-1", cwd=tmp_path)
+    agentctl("hooks", "claude-code", "--dir", str(project), cwd=tmp_path)
     work = project / "work.log"
     with FakeModel(tmp_path / "requests.jsonl", brain=_task_brain) as model:
         unit = claude_project.unit(model.url)
-        unit["env"] = _with_agentctl_on_path(unit["env"])
+        unit["env"] = with_agentctl_on_path(unit["env"])
         write_unit(home, "task", unit)
         with running(home, "task", sessions=1):
             poll_for(lambda: work.exists() and len(work.read_text().split()) >= STEPS,
