@@ -21,6 +21,7 @@ from typing import Any
 import psutil
 import pytest
 
+from agentd.config.presets import load_cli_preset
 from tests.realcli import seed_cli_homes
 
 CLAUDE_CODE = "2.1.197"
@@ -120,20 +121,21 @@ class CodexProject:
         self.project.mkdir(parents=True)
         self.codex = codex
 
-    def seed(self, port: int, compact_limit: int | None = None, **config: int) -> None:
+    def seed(self, port: int, compact_limit: int | None = None, **config: int | str) -> None:
         seed_cli_homes.codex(str(self.home), str(self.project), port, compact_limit)
-        if config:  # more top-level keys, as a user would add them to config.toml
+        if config:  # more top-level keys (TOML values), as a user would add them to config.toml
             toml = (self.home / "config.toml").read_text(encoding="utf-8")
             keys = "".join(f"{key} = {value}\n" for key, value in config.items())
             (self.home / "config.toml").write_text(keys + toml, encoding="utf-8")
 
     def unit(self, **overrides: Any) -> dict[str, Any]:
-        """A unit on the codex preset running this Codex unattended: no approvals or
-        sandbox, and no app-server daemon left behind when the TUI exits."""
+        """A unit on the codex preset running this Codex unattended, as its comment
+        says a user would: the preset's command and flags, plus no approvals or sandbox."""
+        _program, *flags, bootstrap = load_cli_preset("codex")["command"]
         unit: dict[str, Any] = {
             "preset": "codex",
-            "command": [str(self.codex), "--disable", "daemon_auto_start",
-                        "--dangerously-bypass-approvals-and-sandbox", "{bootstrap}"],
+            "command": [str(self.codex), *flags, "--dangerously-bypass-approvals-and-sandbox",
+                        bootstrap],
             "workdir": str(self.project),
             "env": {"CODEX_HOME": str(self.home), "FAKE_API_KEY": "x"},
             "restart": {"min_uptime": 0, "delay": "100ms"},
