@@ -25,7 +25,9 @@ Sentinels fire on the first draw. A logical line is matched
 * by ``check_partial``: prompt rules (``Rule.partial``), named groups or not.
 
 Per line and rule a hit is an edge: the rule fires when it matches and did
-not match the line's text before. A spinner repainting ``(1s``, ``(2s`` fires
+not match the line's text before (a rule with named groups: or matched it with
+other values in its groups, as a footer's ``100% context left`` redrawn in
+place as ``8% context left``). A spinner repainting ``(1s``, ``(2s`` fires
 once; the line showing something else and later the sentinel again fires
 again. An erased line keeps what it matched (TUIs erase and redraw the same
 text). Empty lines are never matched. A hit's ``line`` is the logical line
@@ -265,8 +267,8 @@ class LineMatcher:
         )
         if hits and not echo:
             hits = [h for h in hits if not (self._redrawn(h) or _left_over(h, shown))]
-        self._hits += [h for h in hits if h.rule.name not in mark.fired]
-        names = frozenset(h.rule.name for h in hits)
+        self._hits += [h for h in hits if h.fired_as not in mark.fired]
+        names = frozenset(h.fired_as for h in hits)
         return Mark(names if how is Settle.FINAL else mark.fired | names, since, shown)
 
     def _block(self, text: str, fired: frozenset[str], unfinished: int) -> dict[int, Mark]:
@@ -278,9 +280,9 @@ class LineMatcher:
         for index, hit in self._rules.block_hits(text, 0, end):
             if (index == unfinished and hit.rule.has_groups) or self._redrawn(hit):
                 continue
-            if index or hit.rule.name not in fired:
+            if index or hit.fired_as not in fired:
                 self._hits.append(hit)
-            marks[index] = Mark(marks.get(index, NO_MARK).fired | {hit.rule.name})
+            marks[index] = Mark(marks.get(index, NO_MARK).fired | {hit.fired_as})
         return marks
 
     def _redrawn(self, hit: Hit) -> bool:

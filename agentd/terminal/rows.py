@@ -20,7 +20,7 @@ from agentd.terminal.cells import PAD
 class Mark(NamedTuple):
     """What the matcher keeps for a logical line between matches."""
 
-    fired: frozenset[str] = frozenset()  # the rules its text matched last
+    fired: frozenset[str] = frozenset()  # the rules its text matched last (Hit.fired_as)
     echo_at: int | None = None  # where its text was found in the injected text
     echo: str = ""  # its text when it was echo last: what is left of that is echo too
 

@@ -41,6 +41,15 @@ class Hit:
     groups: dict[str, str]
     span: tuple[int, int] = field(default=(0, 0), compare=False)  # of the match in line
 
+    @property
+    def fired_as(self) -> str:
+        """What a line remembers of this hit: the rule, and for a rule with named
+        groups what they held, so that a line redrawn in place with other values
+        (`100% context left` -> `8% context left`) is a new hit."""
+        if not self.groups:
+            return self.rule.name
+        return "\0".join([self.rule.name, *(f"{k}={v}" for k, v in sorted(self.groups.items()))])
+
 
 # A rule's pattern may search many lines at once (joined by LF, with
 # re.MULTILINE so ^ and $ still mean line ends) as a pre-filter: a

@@ -1,6 +1,6 @@
-"""Fixtures for tests that drive the real Claude Code against a fake model.
+"""Fixtures for tests that drive the real Claude Code and Codex CLI against a fake model.
 
-Claude Code is installed from npm once per machine into a cache dir
+Each CLI is installed from npm once per machine into a cache dir
 (``$AGENTD_TEST_CACHE``, default ``~/.cache/agentd-tests``), pinned to the
 version these tests were written against. If npm is missing or the install
 fails, every test here is skipped, and the reason says so loudly.
@@ -8,18 +8,24 @@ fails, every test here is skipped, and the reason says so loudly.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
+from agentd.config.presets import load_cli_preset
 from tests.realcli import seed_cli_homes
 
 CLAUDE_CODE = "2.1.197"
+CODEX = "0.171.0"
 CACHE = Path(os.environ.get("AGENTD_TEST_CACHE") or Path.home() / ".cache" / "agentd-tests")
 
 
@@ -43,18 +49,29 @@ def _install(package: str, version: str, prefix: Path, exe: Path) -> Path:
     return exe
 
 
+def _pinned(package: str, version: str, prefix: Path, exe: Path) -> Path:
+    """``exe`` of ``package@version``, installed on first use, checked by its --version."""
+    _install(package, version, prefix, exe)
+    said = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    if version not in said.stdout:
+        pytest.skip(f"REAL CLI TESTS SKIPPED: {exe} says {said.stdout.strip()!r}, not {version}")
+    return exe
+
+
 @pytest.fixture(scope="session")
 def claude_bin() -> Path:
     """The real Claude Code, pinned (installed into the cache on first use)."""
     prefix = CACHE / f"claude-code-{CLAUDE_CODE}"
-    exe = _install("@anthropic-ai/claude-code", CLAUDE_CODE, prefix,
+    return _pinned("@anthropic-ai/claude-code", CLAUDE_CODE, prefix,
                    prefix / "node_modules" / ".bin" / "claude")
-    version = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60,
-                             stdin=subprocess.DEVNULL)
-    if CLAUDE_CODE not in version.stdout:
-        pytest.skip(f"REAL CLI TESTS SKIPPED: {exe} says {version.stdout.strip()!r}, "
-                    f"not {CLAUDE_CODE}")
-    return exe
+
+
+@pytest.fixture(scope="session")
+def codex_bin() -> Path:
+    """The real Codex CLI, pinned (installed into the cache on first use)."""
+    prefix = CACHE / f"codex-{CODEX}"
+    return _pinned("@openai/codex", CODEX, prefix, prefix / "node_modules" / ".bin" / "codex")
 
 
 class ClaudeProject:
@@ -92,3 +109,66 @@ class ClaudeProject:
 @pytest.fixture
 def claude_project(tmp_path: Path, claude_bin: Path) -> Iterator[ClaudeProject]:
     yield ClaudeProject(tmp_path, claude_bin)
+
+
+class CodexProject:
+    """A project dir and a CODEX_HOME seeded so Codex starts straight into its prompt,
+    against the fake model on ``port`` (auto-compacting past ``compact_limit`` tokens)."""
+
+    def __init__(self, root: Path, codex: Path) -> None:
+        self.home = root / "codexhome"
+        self.project = root / "p"
+        self.project.mkdir(parents=True)
+        self.codex = codex
+
+    def seed(self, port: int, compact_limit: int | None = None, **config: int | str) -> None:
+        seed_cli_homes.codex(str(self.home), str(self.project), port, compact_limit)
+        if config:  # more top-level keys (TOML values), as a user would add them to config.toml
+            toml = (self.home / "config.toml").read_text(encoding="utf-8")
+            keys = "".join(f"{key} = {value}\n" for key, value in config.items())
+            (self.home / "config.toml").write_text(keys + toml, encoding="utf-8")
+
+    def unit(self, **overrides: Any) -> dict[str, Any]:
+        """A unit on the codex preset running this Codex unattended, as its comment
+        says a user would: the preset's command and flags, plus no approvals or sandbox."""
+        _program, *flags, bootstrap = load_cli_preset("codex")["command"]
+        unit: dict[str, Any] = {
+            "preset": "codex",
+            "command": [str(self.codex), *flags, "--dangerously-bypass-approvals-and-sandbox",
+                        bootstrap],
+            "workdir": str(self.project),
+            "env": {"CODEX_HOME": str(self.home), "FAKE_API_KEY": "x"},
+            "restart": {"min_uptime": 0, "delay": "100ms"},
+            "stop": {"signal": "TERM", "grace": "5s"},
+        }
+        unit.update(overrides)
+        return unit
+
+    def processes(self) -> list[str]:
+        """Every process still running with this CODEX_HOME (the TUI, an app-server
+        daemon that reparented to init): none may outlive a test."""
+        home = str(self.home)
+        left: list[str] = []
+        for proc in psutil.process_iter(["pid", "cmdline", "environ"]):
+            try:
+                if proc.status() == psutil.STATUS_ZOMBIE:
+                    continue
+            except psutil.Error:
+                continue
+            cmdline = " ".join(proc.info.get("cmdline") or [])
+            if (proc.info.get("environ") or {}).get("CODEX_HOME") == home or home in cmdline:
+                left.append(f"{proc.info['pid']}: {cmdline[:120]}")
+        return left
+
+
+@pytest.fixture
+def codex_project(tmp_path: Path, codex_bin: Path) -> Iterator[CodexProject]:
+    project = CodexProject(tmp_path, codex_bin)
+    yield project
+    deadline = time.monotonic() + 5.0  # the TUI may still be on its way out
+    while (left := project.processes()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for line in left:
+        with contextlib.suppress(OSError):
+            os.kill(int(line.split(":")[0]), signal.SIGKILL)
+    assert not left, f"Codex processes outlived the test: {left}"

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import io
 import json
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tests.realcli import fake_anthropic as fa
+from tests.realcli.served import ServedModel
 
 Brain = Callable[[dict[str, Any]], dict[str, Any] | None]
 _BASE = json.loads(json.dumps(fa.CONFIG))  # the defaults, before any test changed them
@@ -40,53 +39,16 @@ class _Handler(fa.Handler):
         super().do_POST()
 
 
-class FakeModel:
-    """One fake model server on 127.0.0.1 (a thread of this process)."""
+class FakeModel(ServedModel):
+    """The fake Anthropic model on 127.0.0.1 (a thread of this process)."""
 
     def __init__(self, log: Path, brain: Brain | None = None) -> None:
-        with fa.LOCK:
-            fa.CONFIG.clear()
-            fa.CONFIG.update(json.loads(json.dumps(_BASE)))
-        handler = type("Handler", (_Handler,), {"brain": staticmethod(brain) if brain else None})
-        self.server = fa.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.server.daemon_threads = True
-        self.server.log_path = str(log)  # type: ignore[attr-defined]
-        log.touch()
-        self.log = log
-        self.port = self.server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self._thread.start()
-
-    def control(self, **config: Any) -> None:
-        with fa.LOCK:
-            fa.CONFIG.update(json.loads(json.dumps(config)))
-
-    def requests(self) -> list[dict[str, Any]]:
-        lines = self.log.read_text(encoding="utf-8").splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
+        super().__init__(fa, _BASE, log, _Handler, brain)
 
     def main_requests(self) -> list[dict[str, Any]]:
         """Requests of the agent loop (they carry tools), summaries included."""
         return [r for r in self.requests()
                 if isinstance(r.get("body"), dict) and r["body"].get("tools")]
-
-    def summaries(self) -> list[dict[str, Any]]:
-        return [r for r in self.requests() if r.get("note") == "summary"]
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self._thread.join(timeout=5)
-
-
-@contextmanager
-def fake_model(log: Path, brain: Brain | None = None) -> Iterator[FakeModel]:
-    model = FakeModel(log, brain)
-    try:
-        yield model
-    finally:
-        model.close()
 
 
 def first_user_text(body: dict[str, Any]) -> str:

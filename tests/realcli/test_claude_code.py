@@ -8,53 +8,21 @@ a 100k window).
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import poll_for
-from tests.helpers import agentd_popen, events, records, write_unit
+from tests.helpers import events, records, write_unit
 from tests.realcli import fake_anthropic as fa
+from tests.realcli.agentd_run import agentctl, running, session_starts, with_agentctl_on_path
 from tests.realcli.conftest import ClaudeProject
-from tests.realcli.model import bash, fake_model, first_user_text, tool_results
+from tests.realcli.model import FakeModel, bash, first_user_text, tool_results
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
 BIG = 97_000  # reported input tokens: two such replies make Claude Code compact
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-    try:
-        proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate(timeout=10)
-
-
-def _session_starts(home: Path, unit: str) -> list[dict[str, object]]:
-    return [r for r in records(home / "logs" / unit / "history.jsonl") if r.get("kind") == "start"]
-
-
-@contextmanager
-def _running(home: Path, unit: str, *, sessions: int = 2, timeout: float = 90) -> Iterator[None]:
-    """`agentd run UNIT` until ``sessions`` sessions started (then the body runs),
-    stopped with SIGINT at the end whatever happens."""
-    proc = agentd_popen(home, "run", unit)
-    try:
-        poll_for(lambda: len(_session_starts(home, unit)) >= sessions, timeout=timeout,
-                 what=f"session {sessions} of {unit}")
-        yield
-    finally:
-        _stop(proc)
 
 
 def test_screen_sentinel_restarts_with_a_bootstrap_that_says_why(
@@ -62,10 +30,10 @@ def test_screen_sentinel_restarts_with_a_bootstrap_that_says_why(
 ) -> None:
     """No hooks: Claude Code draws `Compacting conversation`, the preset's sentinel
     ends the session, and session 2 is started with a fresh bootstrap naming why."""
-    with fake_model(tmp_path / "requests.jsonl") as model:
+    with FakeModel(tmp_path / "requests.jsonl") as model:
         model.control(script=[bash("echo one", BIG), bash("echo two", BIG)])
         write_unit(home, "cc", claude_project.unit(model.url))
-        with _running(home, "cc", timeout=90):
+        with running(home, "cc", timeout=90):
             poll_for(lambda: any("# agentd bootstrap: cc, session 2" in first_user_text(r["body"])
                                  for r in model.main_requests()),
                      timeout=60, what="session 2's prompt at the model")
@@ -76,32 +44,21 @@ def test_screen_sentinel_restarts_with_a_bootstrap_that_says_why(
     assert f"sentinel:{sentinel['name']}" in header, header
 
 
-def _agentctl(*args: str, cwd: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, done.stderr
-
-
-def _with_agentctl_on_path(env: dict[str, str]) -> dict[str, str]:
-    """The CLI's Bash tool finds `agentctl` as a user's shell would: on PATH."""
-    return {**env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-
-
 def test_precompact_hook_ends_the_session_before_any_summary_request(
     home: Path, tmp_path: Path, claude_project: ClaudeProject,
 ) -> None:
     """`agentctl hooks claude-code` installed: Claude Code runs the PreCompact hook,
     which reaches agentd through AGENTD_SOCKET; the session ends while the CLI waits
     for its hook, so the summary request never reaches the model."""
-    _agentctl("hooks", "claude-code", "--dir", str(claude_project.project), cwd=tmp_path)
-    with fake_model(tmp_path / "requests.jsonl") as model:
+    agentctl("hooks", "claude-code", "--dir", str(claude_project.project), cwd=tmp_path)
+    with FakeModel(tmp_path / "requests.jsonl") as model:
         model.control(script=[bash("echo one", BIG), bash("echo two", BIG)])
         write_unit(home, "hk", claude_project.unit(model.url))
-        with _running(home, "hk", timeout=90):
+        with running(home, "hk", timeout=90):
             poll_for(lambda: any("# agentd bootstrap: hk, session 2" in first_user_text(r["body"])
                                  for r in model.main_requests()),
                      timeout=60, what="session 2's prompt at the model")
-    assert _session_starts(home, "hk")[1]["reason"] == "sentinel:precompact"
+    assert session_starts(home, "hk")[1]["reason"] == "sentinel:precompact"
     assert model.summaries() == [], "a summary request reached the model"
     outcome = next(r for r in records(home / "logs" / "hk" / "history.jsonl")
                    if r.get("kind") == "outcome" and r["session"] == 1)
@@ -113,14 +70,14 @@ def test_agentctl_restart_from_the_cli_bash_tool_under_agentd_run(
 ) -> None:
     """The bootstrap's own rule, `agentctl restart "$AGENTD_UNIT"`, run by Claude
     Code's Bash tool: the session's socket is agentd run's private one."""
-    with fake_model(tmp_path / "requests.jsonl") as model:
+    with FakeModel(tmp_path / "requests.jsonl") as model:
         model.control(script=[bash('agentctl restart "$AGENTD_UNIT" --reason fresh')])
         unit = claude_project.unit(model.url)
-        unit["env"] = _with_agentctl_on_path(unit["env"])
+        unit["env"] = with_agentctl_on_path(unit["env"])
         write_unit(home, "rs", unit)
-        with _running(home, "rs", timeout=90):
+        with running(home, "rs", timeout=90):
             pass
-    assert _session_starts(home, "rs")[1]["reason"] == "manual:fresh"
+    assert session_starts(home, "rs")[1]["reason"] == "manual:fresh"
 
 
 HANDOFF_ASK = "your context is nearly full"
@@ -144,17 +101,17 @@ def test_graceful_handoff_records_state_before_the_wall(
 ) -> None:
     """The model reports usage that puts `10% until auto-compact` in the footer; agentd
     types its request, the model records a handoff, and session 2's bootstrap has it."""
-    _agentctl("state", "--dir", str(claude_project.project / ".agent"), "init", cwd=tmp_path)
-    with fake_model(tmp_path / "requests.jsonl", brain=_handoff_brain) as model:
+    agentctl("state", "--dir", str(claude_project.project / ".agent"), "init", cwd=tmp_path)
+    with FakeModel(tmp_path / "requests.jsonl", brain=_handoff_brain) as model:
         unit = claude_project.unit(model.url, handoff={"wait": "60s"})
-        unit["env"] = _with_agentctl_on_path(unit["env"])
+        unit["env"] = with_agentctl_on_path(unit["env"])
         write_unit(home, "ho", unit)
-        with _running(home, "ho", timeout=120):
+        with running(home, "ho", timeout=120):
             pass
     asked, done = events(home, "session.handoff")[:2]
     assert asked["phase"] == "asked" and asked["left"] <= 15
     assert done["changed"] is True
-    assert _session_starts(home, "ho")[1]["reason"] == "context"
+    assert session_starts(home, "ho")[1]["reason"] == "context"
     assert any(HANDOFF_ASK in fa.last_user_text(r["body"]) for r in model.main_requests())
     second = (home / "logs" / "ho" / "bootstrap-2.md").read_text(encoding="utf-8")
     assert "refactor half done: order_service next" in second
@@ -183,20 +140,20 @@ def test_a_task_advances_through_three_compactions_each_step_once_in_order(
     """Claude Code compacts after every two steps (hooks installed): each time agentd
     ends the session first and the next one goes on from the bootstrap's next action."""
     project = claude_project.project
-    _agentctl("state", "--dir", str(project / ".agent"), "init", cwd=tmp_path)
-    _agentctl("state", "--dir", str(project / ".agent"), "next", "step-1", cwd=tmp_path)
-    _agentctl("hooks", "claude-code", "--dir", str(project), cwd=tmp_path)
+    agentctl("state", "--dir", str(project / ".agent"), "init", cwd=tmp_path)
+    agentctl("state", "--dir", str(project / ".agent"), "next", "step-1", cwd=tmp_path)
+    agentctl("hooks", "claude-code", "--dir", str(project), cwd=tmp_path)
     work = project / "work.log"
-    with fake_model(tmp_path / "requests.jsonl", brain=_task_brain) as model:
+    with FakeModel(tmp_path / "requests.jsonl", brain=_task_brain) as model:
         unit = claude_project.unit(model.url)
-        unit["env"] = _with_agentctl_on_path(unit["env"])
+        unit["env"] = with_agentctl_on_path(unit["env"])
         write_unit(home, "task", unit)
-        with _running(home, "task", sessions=1):
+        with running(home, "task", sessions=1):
             poll_for(lambda: work.exists() and len(work.read_text().split()) >= STEPS,
                      timeout=150, what="six steps in work.log")
             poll_for(lambda: any(r.get("note") == "scripted" for r in model.requests()),
                      timeout=60, what="the model to find no step left")
     assert work.read_text().split() == [f"step-{n}" for n in range(1, STEPS + 1)]
-    starts = _session_starts(home, "task")
+    starts = session_starts(home, "task")
     assert len(starts) >= 4 and all(s["reason"] == "sentinel:precompact" for s in starts[1:4])
     assert model.summaries() == [], "a summary request reached the model"

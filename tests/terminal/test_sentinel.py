@@ -235,6 +235,18 @@ def test_a_spinner_redrawn_in_place_fires_once_and_again_for_a_new_occurrence() 
     assert names(m.feed(b"\x1b[A\r* Compacting conversation\xe2\x80\xa6")) == ["compacting"]
 
 
+def test_a_rule_with_groups_fires_again_when_a_redraw_changes_what_they_hold() -> None:
+    """Codex 0.171.0's footer is always drawn, `100% context left` at first; as usage
+    grows it writes only the cells that change (`  8`): the hit with the new figure
+    is what a handoff waits for. The same figure redrawn is no new hit."""
+    left = Rule("handoff", re.compile(r"(?P<left>\d{1,3})% context left"), action="handoff")
+    m = LineMatcher([left])
+    footer = b"  ? for shortcuts\x1b[40;102H100%\x1b[40;107Hcontext\x1b[40;115Hleft\x1b[1;1H"
+    assert [h.groups for h in m.feed(b"\x1b[40;1H" + footer)] == [{"left": "100"}]
+    assert [h.groups for h in m.feed(b"\x1b[40;102H  8\x1b[1;1H")] == [{"left": "8"}]
+    assert m.feed(b"\x1b[40;102H  8\x1b[1;1H") == []
+
+
 def test_a_row_redrawn_over_other_text_cell_by_cell() -> None:
     """Ink redraws only the cells that differ: here over "Running PreCompact
     hooks…", as in tests/fixtures/captured (no space is written, letters that
