@@ -18,7 +18,7 @@ import json
 import re
 import time
 
-from agentd.memory import markdown, snapshots, statedir
+from agentd.memory import markdown, snapshots, statewrite
 from agentd.memory.layout import ArchiveRule
 from agentd.memory.ops import Docs, StateDir, item_text, json_list
 from agentd.memory.record import LOG
@@ -31,7 +31,7 @@ EPOCH_FILE = re.compile(r"^decisions-epoch-(\d+)\.log$")
 
 def archive(sd: StateDir, now: float) -> list[str]:
     """Archive what has grown; returns a report, one line a change."""
-    with statedir.locked(sd.path):
+    with statewrite.locked(sd.path):
         report = _epochs(sd)
         moved = snapshots.archive_old(sd.path, KEEP_SNAPSHOTS)
         if moved:
@@ -59,9 +59,9 @@ def _epochs(sd: StateDir) -> list[str]:
     for k in range(full):  # epoch files first: a crash now duplicates, never loses
         chunk = lines[k * EPOCH : (k + 1) * EPOCH]
         target = sd.path / f"decisions-epoch-{first + k}.log"
-        statedir.write_atomic(target, "\n".join(chunk) + "\n")
+        statewrite.write_atomic(target, "\n".join(chunk) + "\n")
         report.append(f"moved {len(chunk)} decisions to {target}")
-    statedir.write_atomic(log, "\n".join(lines[full * EPOCH :]) + "\n")
+    statewrite.write_atomic(log, "\n".join(lines[full * EPOCH :]) + "\n")
     return report
 
 

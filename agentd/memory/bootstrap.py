@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 
-from agentd.memory import complete, gitinfo, readonly, statedir
+from agentd.memory import complete, gitinfo, readonly
 from agentd.memory.context import BootstrapContext
 from agentd.memory.decisions import DECISION_LINE
 from agentd.memory.escapes import escape_controls, escape_lines
@@ -67,7 +67,7 @@ def render(ctx: BootstrapContext) -> Bootstrap:
     show = partial(shown, ctx.workdir)
     hashes, changed = readonly.check(ctx.state_dir, ctx.layout, recorded, show)
     warnings += changed
-    head = statedir.git_head(ctx.workdir)
+    head = gitinfo.git_head(ctx.workdir)
     if stale := gitinfo.stale(ctx.workdir, ctx.state_dir, head, _dir_shown(ctx)):
         warnings.append(stale)
     if ctx.unchanged_sessions >= 2:

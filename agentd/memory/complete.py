@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentd.memory import statedir
+from agentd.memory import statedir, statewrite
 
 NAME = "complete.json"
 MAX_BYTES = 64 << 10
@@ -49,7 +49,7 @@ def mark(state_dir: Path, summary: str, at: str) -> Path:
     value = os.environ.get("AGENTD_SESSION", "")
     record = {"summary": summary, "at": at, "session": int(value) if value.isdigit() else None}
     path = state_dir / NAME
-    statedir.write_atomic(path, json.dumps(record, ensure_ascii=False, indent=2) + "\n")
+    statewrite.write_atomic(path, json.dumps(record, ensure_ascii=False, indent=2) + "\n")
     return path
 
 

@@ -1,5 +1,7 @@
 """What git says about the workdir, for the bootstrap (SPEC 4, steps 3-4).
 
+``run_git`` and ``git_head`` ask it, with a short timeout.
+
 ``stale``: the newest state file is older than the last commit, so the agent
 committed work and forgot to update its state. ``changes``: a short
 "changes since the last session" (commits and changed files). Both are
@@ -8,6 +10,7 @@ optional information: any git failure means saying nothing.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -15,13 +18,14 @@ from agentd.memory import statedir
 
 STALE_GRACE_S = 60  # the agent updates the state, then commits: not stale
 SHOWN = 10  # commits and files listed before "and N more"
+GIT_TIMEOUT = 3.0
 
 
 def stale(workdir: Path, state_dir: Path, head: str | None, dir_shown: str) -> str | None:
     """A warning when the state is older than the last commit, else None."""
     if head is None:
         return None
-    committed = statedir.run_git(workdir, "log", "-1", "--format=%ct", head)
+    committed = run_git(workdir, "log", "-1", "--format=%ct", head)
     newest = statedir.newest_mtime(state_dir) if state_dir.is_dir() else None
     if not committed or not committed.strip().isdigit() or newest is None:
         return None
@@ -41,7 +45,7 @@ def _head_touches(workdir: Path, state_dir: Path, head: str) -> bool:
         rel = state_dir.resolve().relative_to(workdir.resolve())
     except ValueError:
         return False
-    out = statedir.run_git(
+    out = run_git(
         workdir, "diff-tree", "--no-commit-id", "--name-only", "-r", "--root", head,
         "--", str(rel) or ".",
     )  # fmt: skip
@@ -52,12 +56,12 @@ def changes(workdir: Path, since: str | None, head: str | None) -> str:
     """The "Changes since the last session" section, or "" when there is nothing to say."""
     if head is None or not since or since == head:
         return ""
-    count = statedir.run_git(workdir, "rev-list", "--count", f"{since}..{head}")
-    log = statedir.run_git(
+    count = run_git(workdir, "rev-list", "--count", f"{since}..{head}")
+    log = run_git(
         workdir, "log", "--oneline", "--no-decorate", "-n", str(SHOWN), f"{since}..{head}"
     )
-    stat = statedir.run_git(workdir, "diff", "--shortstat", since, head)
-    names = statedir.run_git(workdir, "diff", "--name-only", "-z", since, head)
+    stat = run_git(workdir, "diff", "--shortstat", since, head)
+    names = run_git(workdir, "diff", "--name-only", "-z", since, head)
     if count is None or log is None or stat is None or names is None:
         return ""  # since was garbage-collected, or git is unhappy: say nothing
     total = int(count.strip() or 0)
@@ -70,3 +74,37 @@ def changes(workdir: Path, since: str | None, head: str | None) -> str:
         more = f" and {len(files) - SHOWN} more" if len(files) > SHOWN else ""
         lines.append(f"Files: {stat.strip()}: {', '.join(files[:SHOWN])}{more}")
     return "\n".join(lines)
+
+
+def run_git(workdir: Path, *args: str, timeout: float = GIT_TIMEOUT) -> str | None:
+    """stdout of ``git -C workdir ARGS``, or None on any failure (not a repo,
+    no git, timeout): callers treat git as optional information."""
+    import subprocess
+
+    env = {
+        **os.environ,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_OPTIONAL_LOCKS": "0",  # never take the index lock from under the agent
+        "LC_ALL": "C",
+    }
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(workdir), "--no-pager", *args],
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=timeout,
+            env=env,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    return done.stdout.decode("utf-8", "replace")
+
+
+def git_head(workdir: Path) -> str | None:
+    """The commit id of HEAD in ``workdir``, None if not a repo or no commit yet."""
+    out = run_git(workdir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    head = (out or "").strip()
+    return head or None

@@ -15,7 +15,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentd.memory import markdown, statedir
+from agentd.memory import markdown, statedir, statewrite
 from agentd.memory.layout import Layout, LayoutFile, Target, load_layout, templates
 from agentd.memory.ops import Docs, StateDir, StateError, read, stamp
 
@@ -51,7 +51,7 @@ def retire(state_dir: Path, layout: str | Sequence[LayoutFile], session: int,
     sd = StateDir(state_dir, layout_of(layout), "recorded")
     if not any((state_dir / t.path).is_file() for t in _targets(sd.layout)):
         return None
-    with statedir.locked(state_dir):
+    with statewrite.locked(state_dir):
         docs = Docs(sd)
         moved = take(docs)
         if not moved:
@@ -59,7 +59,7 @@ def retire(state_dir: Path, layout: str | Sequence[LayoutFile], session: int,
         docs.save()
         history = state_dir / HISTORY
         gap = "\n" if history.is_file() and history.stat().st_size else ""
-        statedir.append_line(history, gap + history_entry(moved, session, now))
+        statewrite.append_line(history, gap + history_entry(moved, session, now))
     return moved
 
 

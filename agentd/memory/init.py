@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from importlib.abc import Traversable
 from pathlib import Path
 
-from agentd.memory import readonly, statedir
+from agentd.memory import readonly, statedir, statewrite
 from agentd.memory.layout import Layout, LayoutError, load_layout, templates
 from agentd.memory.ops import LAYOUT_RECORD, StateError, layout_name
 
@@ -39,7 +39,7 @@ def init(path: Path, name: str | None) -> list[str]:
         raise StateError(str(e)) from None
     path.mkdir(parents=True, exist_ok=True)
     report: list[str] = []
-    with statedir.locked(path):
+    with statewrite.locked(path):
         created = set()
         for rel, template in _template_files(templates(layout.name)):
             if _create(path / rel, template.read_bytes()):
@@ -51,7 +51,7 @@ def init(path: Path, name: str | None) -> list[str]:
             if entry.kind == "latest":
                 (path / entry.path).mkdir(parents=True, exist_ok=True)
         if not recorded:
-            statedir.write_atomic(path / LAYOUT_RECORD, layout.name + "\n")
+            statewrite.write_atomic(path / LAYOUT_RECORD, layout.name + "\n")
         _record_readonly(path, layout)
     report.append(f"layout {layout.name}: {layout.description}")
     return report

@@ -2,9 +2,9 @@
 
 A verb writes its text into the layout's ``Target`` for it (``agentd.memory.layout``):
 a field of a JSON file, a section of a Markdown file, or a whole file. Each
-verb runs under the state dir's lock (``statedir.locked``), reads the files it
-touches, and replaces each with ``statedir.write_atomic``; decisions.log only
-grows, and is appended to in one write (``statedir.append_line``). Two agents
+verb runs under the state dir's lock (``statewrite.locked``), reads the files it
+touches, and replaces each with ``statewrite.write_atomic``; decisions.log only
+grows, and is appended to in one write (``statewrite.append_line``). Two agents
 writing at once take turns and lose nothing.
 
 The layout of a state dir is the name in ``STATE_DIR/.layout`` (written by
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentd.errors import AgentdError
-from agentd.memory import markdown, mdlists, statedir
+from agentd.memory import markdown, mdlists, statedir, statewrite
 from agentd.memory.layout import Layout, LayoutError, Target, load_layout, preset_names, templates
 from agentd.memory.markdown import NONE_MARKERS
 
@@ -161,7 +161,7 @@ class Docs:
                 text = dump_json(self._json[rel])
             else:
                 text = "\n".join(markdown.strip_trailing_blank(self._lines[rel])) + "\n"
-            statedir.write_atomic(path, text)
+            statewrite.write_atomic(path, text)
         self._dirty.clear()
 
 

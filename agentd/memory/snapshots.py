@@ -18,7 +18,7 @@ import os
 import re
 from pathlib import Path
 
-from agentd.memory import statedir
+from agentd.memory import gitinfo, statewrite
 
 DIR = "snapshots"
 ARCHIVE = "archive"
@@ -52,7 +52,7 @@ def blob_hashes(files: list[str], cwd: Path) -> dict[str, str | None]:
     present = [f for f in files if (cwd / f).is_file()]
     if not present:
         return result
-    out = statedir.run_git(cwd, "hash-object", "--", *present)
+    out = gitinfo.run_git(cwd, "hash-object", "--", *present)
     hashes = out.split() if out else []
     if len(hashes) != len(present):  # no git: the same hash, computed here
         hashes = [_blob_hash(cwd / f) for f in present]
@@ -73,11 +73,11 @@ def take(state_dir: Path, name: str, record: dict[str, object], files: list[str]
     full = {
         "snapshot": name,
         **record,
-        "git_head": statedir.git_head(git_dir),
+        "git_head": gitinfo.git_head(git_dir),
         "files": blob_hashes(files, cwd),
     }
     path = snap / f"{name}.json"
-    statedir.write_atomic(path, json.dumps(full, indent=2, ensure_ascii=False) + "\n")
+    statewrite.write_atomic(path, json.dumps(full, indent=2, ensure_ascii=False) + "\n")
     return path
 
 

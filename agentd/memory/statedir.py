@@ -1,4 +1,4 @@
-"""The state dir on disk: cheap reads for the bootstrap, atomic writes, git.
+"""The state dir on disk, read cheaply for the bootstrap (writes: ``statewrite``).
 
 Everything here is bounded so that a huge or hostile state dir cannot stall a
 restart: tails are read backwards from the end of a file, heads are capped,
@@ -11,26 +11,18 @@ symbolic link to ``/etc/shadow``) from one that stays in it.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import re
 import stat
-import time
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
 from typing import BinaryIO
 
-from agentd.errors import AgentdError
-
 # The file agentd itself writes into the state dir (inject mode `file`); it
 # changes every session, so it must not count as the agent's progress.
 BOOTSTRAP_NAME = "BOOTSTRAP.md"
-LOCK_NAME = ".lock"  # writers of the state dir hold an flock on it
-LOCK_TIMEOUT = 10.0
 MAX_ENTRIES = 10_000
-GIT_TIMEOUT = 3.0
 _BLOCK = 8192
 # A tail never reads more than this many bytes, whatever the line lengths:
 # 10 lines of a log are useful, 10 lines of a 1 GB minified blob are not.
@@ -274,128 +266,3 @@ def fingerprint(state_dir: Path) -> str:
 def newest_mtime(state_dir: Path) -> float | None:
     """The newest mtime of the agent's files in ``state_dir`` (None: no files)."""
     return max((st.st_mtime for _, st in iter_files(state_dir)), default=None)
-
-
-# --- writing -----------------------------------------------------------------
-
-
-def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
-    """Replace ``path`` with ``data`` so that readers see the old or the new
-    file, never a torn one, even across a crash: temp file in the same dir,
-    fsync, rename, fsync the dir (the rename itself must reach the disk)."""
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    # as tempfile.mkstemp does (O_EXCL, 0600), without importing tempfile
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
-            f.flush()
-            os.fchmod(f.fileno(), mode)
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
-
-
-def append_line(path: Path, line: str) -> None:
-    """Append ``line`` and a newline to ``path`` in one write, then fsync.
-
-    For logs that only grow (decisions.log), where rewriting the whole file
-    for each line would make a long log slow to extend. Callers hold the
-    state dir lock, so writers never interleave. A file whose last line was
-    torn (no final newline, e.g. after a crash) gets a newline first, so the
-    torn line stays on its own and is reported by ``agentctl state check``.
-    """
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        size = os.fstat(fd).st_size
-        torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
-        data = (b"\n" if torn else b"") + line.encode("utf-8") + b"\n"
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-class LockTimeout(AgentdError):
-    pass
-
-
-@contextlib.contextmanager
-def locked(state_dir: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
-    """Hold the exclusive write lock of ``state_dir`` (``fcntl.flock`` on its
-    ``.lock`` file) for the block: two agents writing at once take turns.
-    Waits at most ``timeout`` seconds. The lock goes with the process, so a
-    writer killed mid-way never leaves the state dir locked."""
-    fd = os.open(state_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise LockTimeout(
-                        f"{state_dir}: another writer has held {LOCK_NAME} for {timeout:g}s; "
-                        "try again, or look for a stuck `agentctl state` process"
-                    ) from None
-                time.sleep(0.005)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        dfd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return  # some platforms cannot open a dir; the rename is still atomic
-    try:
-        with contextlib.suppress(OSError):
-            os.fsync(dfd)
-    finally:
-        os.close(dfd)
-
-
-# --- git -----------------------------------------------------------------------
-
-
-def run_git(workdir: Path, *args: str, timeout: float = GIT_TIMEOUT) -> str | None:
-    """stdout of ``git -C workdir ARGS``, or None on any failure (not a repo,
-    no git, timeout): callers treat git as optional information."""
-    import subprocess
-
-    env = {
-        **os.environ,
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_OPTIONAL_LOCKS": "0",  # never take the index lock from under the agent
-        "LC_ALL": "C",
-    }
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(workdir), "--no-pager", *args],
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            timeout=timeout,
-            env=env,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if done.returncode != 0:
-        return None
-    return done.stdout.decode("utf-8", "replace")
-
-
-def git_head(workdir: Path) -> str | None:
-    """The commit id of HEAD in ``workdir``, None if not a repo or no commit yet."""
-    out = run_git(workdir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-    head = (out or "").strip()
-    return head or None

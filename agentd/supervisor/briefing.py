@@ -47,7 +47,8 @@ from agentd.memory import complete, handoffs
 from agentd.memory.bootstrap import Bootstrap, BootstrapContext, render, unavailable
 from agentd.memory.init import init
 from agentd.memory.layout import resolve
-from agentd.memory.statedir import fingerprint, write_atomic
+from agentd.memory.statedir import fingerprint
+from agentd.memory.statewrite import write_atomic
 from agentd.session.redact import Redactor, secrets_in
 from agentd.supervisor.offloop import off_loop
 from agentd.supervisor.policy import SessionEnd

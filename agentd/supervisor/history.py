@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agentd.health import WriteHealth
-from agentd.memory.statedir import write_atomic
+from agentd.memory.statewrite import write_atomic
 
 TAIL_BYTES = 256 * 1024
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from agentd.config.times import iso
-from agentd.memory.statedir import write_atomic
+from agentd.memory.statewrite import write_atomic
 from agentd.supervisor.states import State
 
 REMEMBERED = frozenset({State.STOPPED, State.DONE, State.FAILED, State.STALLED})

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from agentd.health import WriteHealth
-from agentd.memory.statedir import write_atomic
+from agentd.memory.statewrite import write_atomic
 from agentd.process import cgroup as cgroups
 
 

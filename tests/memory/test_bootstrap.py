@@ -17,8 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentd.memory.bootstrap import DECISION_LINE, Bootstrap, BootstrapContext, render
+from agentd.memory.gitinfo import git_head
 from agentd.memory.layout import LayoutFile, resolve
-from agentd.memory.statedir import fingerprint, git_head, read_tail_lines, tail_lines, write_atomic
+from agentd.memory.statedir import fingerprint, read_tail_lines, tail_lines
+from agentd.memory.statewrite import write_atomic
 from agentd.tokens import estimate_tokens
 
 NOW = 1_764_513_120.0  # 2025-11-30 14:32 UTC
