@@ -104,7 +104,7 @@ async def _run(unit: Unit, paths: Paths, console: Console, *, attach: bool) -> i
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(sig)
         events.close()
-    status = service.status()
+    status = sup.status([service.unit.name])[0]
     took = time.monotonic() - started
     why = service.detail or (service.state_reason if service.state != State.DONE else "")
     if signals:

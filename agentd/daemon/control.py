@@ -48,7 +48,8 @@ from agentd.daemon.protocol import (
 from agentd.daemon.streams import Streams
 from agentd.errors import AgentdError, PathError
 from agentd.paths import Paths, ensure_private_dir
-from agentd.supervisor.api import Supervisor, UnknownUnit
+from agentd.supervisor.api import Supervisor
+from agentd.supervisor.unitrefs import UnknownUnit
 
 CONTROL_ERROR = "control.error"
 LISTEN_BACKLOG = 64  # connections the kernel holds until accepted

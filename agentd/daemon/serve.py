@@ -55,7 +55,8 @@ from agentd.errors import AgentdError, PathError, UnitError
 from agentd.events import EventLog
 from agentd.lockfile import Held, hold
 from agentd.paths import Paths, ensure_private_dir
-from agentd.supervisor.api import Changes, Supervisor
+from agentd.supervisor.api import Supervisor
+from agentd.supervisor.unitrefs import Changes
 
 if TYPE_CHECKING:
     from agentd.daemon.dashboard.access import Bind

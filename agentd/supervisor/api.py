@@ -20,57 +20,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentd import events as ev
 from agentd.config.times import iso
 from agentd.config.unit import Unit
 from agentd.errors import AgentdError
 from agentd.events import EventLog
 from agentd.memory.bootstrap import Bootstrap
 from agentd.paths import Paths
-from agentd.process.reaper import Reaper, enable_subreaper
 from agentd.session.screen import ScreenCapture
-from agentd.supervisor import lifecycle
 from agentd.supervisor.briefing import kept_bootstrap
+from agentd.supervisor.children import Children
 from agentd.supervisor.history import History
 from agentd.supervisor.lifecycle import Lifecycle
 from agentd.supervisor.notifier import Notifier
 from agentd.supervisor.reclaim import reclaim_orphans
+from agentd.supervisor.report import status_of, status_on_disk
 from agentd.supervisor.service import Service
-from agentd.supervisor.sessionloop import last_end
 from agentd.supervisor.sessionrecord import SessionRecords
-from agentd.supervisor.states import State
-
-
-class UnknownUnit(KeyError):
-    pass
-
-
-class InvalidUnit(AgentdError):
-    """The unit's file does not load, and there is no earlier definition to use."""
-
-    def __init__(self, name: str, problem: dict[str, Any]) -> None:
-        where = f"{problem['file']}" + (f":{problem['line']}" if problem.get("line") else "")
-        key = f"{problem['key']}: " if problem.get("key") else ""
-        super().__init__(f"{name}: its unit file does not load ({where}: {key}"
-                         f"{problem['message']}); fix it (agentd check {problem['file']}) and "
-                         "agentd loads it by itself")
-
-
-@dataclass
-class Changes:
-    """What ``reconcile`` did, by unit name."""
-
-    added: list[str] = field(default_factory=list)
-    changed: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)  # could not be added: why
+from agentd.supervisor.unitrefs import Changes, InvalidUnit, UnknownUnit
 
 
 class Supervisor:
@@ -81,33 +52,14 @@ class Supervisor:
         self.invalid: dict[str, dict[str, Any]] = {}  # name -> problem, for files that do not load
         self._retiring: set[Service] = set()
         self._retirements: set[asyncio.Task[None]] = set()
-        # As a child subreaper, double-forked grandchildren of sessions are
-        # re-parented to us: we can find them and must reap them.
-        self.subreaper = enable_subreaper() if subreaper else False
-        self.reaper = Reaper(owned=self._owned)
         self.notifier = Notifier(self.events.emit)
+        self.children = Children(self._all, self.notifier, self.events.emit, subreaper=subreaper)
+        self.subreaper = self.children.subreaper
         self.events.set_redact(self._redact)
-        self._sigchld = False
 
     def attach(self) -> None:
-        """Watch SIGCHLD on the running loop (exit fallback + reaping adopted orphans);
-        an error no task awaited becomes an event, not a traceback on stderr."""
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGCHLD, self._on_sigchld)
-        loop.set_exception_handler(self._on_loop_error)
-        self._sigchld = True
-
-    def detach(self) -> None:
-        if self._sigchld:
-            loop = asyncio.get_running_loop()
-            loop.remove_signal_handler(signal.SIGCHLD)
-            loop.set_exception_handler(None)
-            self._sigchld = False
-
-    def _on_loop_error(self, _loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        exc = context.get("exception")
-        said = f"{type(exc).__name__}: {exc}" if exc is not None else context.get("message")
-        self.events.emit(ev.DAEMON_ERROR, level="error", error=str(said))
+        """Watch SIGCHLD and the loop's unawaited errors (``Children``)."""
+        self.children.attach()
 
     # -- units -----------------------------------------------------------------------
     def add(self, unit: Unit) -> Service:
@@ -249,8 +201,8 @@ class Supervisor:
         """Wait (at most ``timeout`` s) until ``done(status)``; the status then."""
         service = self.get(name)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(service.wait(lambda _state: done(service.status())), timeout)
-        return service.status()
+            await asyncio.wait_for(service.wait(lambda _state: done(status_of(service))), timeout)
+        return status_of(service)
 
     def status(self, names: list[str] | None = None) -> list[dict[str, Any]]:
         chosen = names if names else sorted({*self.services, *self.invalid})
@@ -259,25 +211,14 @@ class Supervisor:
     def _status(self, name: str) -> dict[str, Any]:
         problem = self.invalid.get(name)
         if name in self.services:
-            out = self.services[name].status()
+            out = status_of(self.services[name])
         elif problem is not None:
-            out = self._invalid_status(name, problem)
+            out = status_on_disk(self.paths, name, problem)
         else:
             raise UnknownUnit(name)
         if problem is not None:
             out["invalid"] = {k: v for k, v in problem.items() if k != "since"}
         return out
-
-    def _invalid_status(self, name: str, problem: dict[str, Any]) -> dict[str, Any]:
-        """What is known of a unit whose file does not load: its record on disk."""
-        records = History(self.paths.unit_logs(name) / "history.jsonl").recent()
-        reason, at = last_end(records)
-        kept = lifecycle.read(self.paths.unit_lifecycle(name))
-        return {"unit": name, "state": str(State.INVALID), "pid": None,
-                "session": max((int(r.get("session", 0)) for r in records), default=0),
-                "uptime_s": 0.0, "restarts": kept.restarts, "last_reason": reason,
-                "last_at": iso(at) if at is not None else None, "since": iso(problem["since"]),
-                "enabled": kept.enabled}
 
     def degraded(self) -> list[dict[str, Any]]:
         """The kinds of agentd's own writes failing now (a full disk...): what, path,
@@ -324,8 +265,8 @@ class Supervisor:
             service.close()
         await asyncio.gather(*self._retirements, return_exceptions=True)  # removals under way
         await self.notifier.close()
-        self.reaper.reap()
-        self.detach()
+        self.children.reaper.reap()
+        self.children.detach()
 
     def reopen_logs(self) -> None:
         """Open every transcript at its path again (SIGHUP, as logrotate expects)."""
@@ -340,23 +281,6 @@ class Supervisor:
 
     def _all(self) -> list[Service]:
         return [*self.services.values(), *self._retiring]
-
-    # -- processes ---------------------------------------------------------------------
-    def _owned(self, pid: int) -> bool:
-        if self.notifier.owns(pid):
-            return True
-        for service in self._all():
-            session = service.session
-            if session is not None and session.pid == pid and not session.child.reaped:
-                return True
-        return False
-
-    def _on_sigchld(self) -> None:
-        for service in self._all():
-            if service.session is not None:
-                service.session.check_exit()
-        self.notifier.check()
-        self.reaper.reap()
 
     def _redact(self, text: str) -> str:
         for service in self._all():

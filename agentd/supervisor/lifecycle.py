@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from agentd.config.times import iso
+from agentd.health import WriteHealth
 from agentd.memory.statewrite import write_atomic
 from agentd.supervisor.states import State
 
@@ -51,9 +52,24 @@ class Remembered:
 class Lifecycle:
     """One unit's ``lifecycle/UNIT.json``: read once, written on change."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, health: WriteHealth | None = None) -> None:
         self.path = path
         self.value = read(path)
+        self._health = health
+
+    def keep(self, **changes: Any) -> None:
+        """``update``, a failure counted and reported (``health``), not raised: the
+        state change itself has happened."""
+        what = f"lifecycle:{self.path.stem}"
+        try:
+            self.update(**changes)
+        except OSError as exc:
+            if self._health is None:
+                raise
+            self._health.failed(what, self.path, exc)
+        else:
+            if self._health is not None:
+                self._health.ok(what)
 
     def update(self, **changes: Any) -> None:
         """Change the remembered values; OSError if they cannot be written."""

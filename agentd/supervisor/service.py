@@ -21,10 +21,8 @@ import asyncio
 import os
 import time
 from collections.abc import Callable
-from typing import Any
 
 from agentd import events as ev
-from agentd.config.times import iso
 from agentd.config.unit import Unit
 from agentd.events import EventLog
 from agentd.memory.bootstrap import Bootstrap
@@ -71,7 +69,7 @@ class Service:
         logs_dir = paths.unit_logs(unit.name)
         history = History(logs_dir / "history.jsonl", max_bytes=unit.logs.max_bytes,
                           health=events.health)
-        self.lifecycle = Lifecycle(paths.unit_lifecycle(unit.name))
+        self.lifecycle = Lifecycle(paths.unit_lifecycle(unit.name), events.health)
         kept = self.lifecycle.value
         self.state = kept.state or State.STOPPED  # done, failed... until someone starts it
         self.since = kept.since if kept.since is not None else wall()
@@ -88,7 +86,7 @@ class Service:
         self._lock = UnitLock(paths.run / "units" / f"{unit.name}.lock")
         self._state_lock = StateDirLock(paths.run / "statedirs")
         self.pauses = Pauses(set_state=self._set_state, wall=wall, emit=events.emit,
-                             on_deadline=lambda reason: self._loop.after_wait(reason),
+                             on_deadline=lambda reason: self.loop.after_wait(reason),
                              restored=restored_pause(history.recent()))
         records = SessionRecords(paths.run_sessions, events.health)
         host = Host(emit=events.emit, history=history, records=records,
@@ -96,9 +94,9 @@ class Service:
                     socket=paths.socket, clock=clock, wall=wall, set_state=self._set_state,
                     stop_requested=lambda: self._stop_requested, on_raw=self.terminal.output,
                     notify=notify)
-        self._loop = SessionLoop(host, self._definition, self.pauses, self._lock,
+        self.loop = SessionLoop(host, self._definition, self.pauses, self._lock,
                                  force_state=self._force_state)
-        self._loop.restarts = kept.restarts
+        self.loop.restarts = kept.restarts
 
     # -- control ---------------------------------------------------------------------
     def start(self, reason: str = "start", *, resume_pause: bool = False) -> str | None:
@@ -118,7 +116,7 @@ class Service:
         self._stop_requested = False
         self._remember_stop = True
         self._set_state(State.STARTING, reason)  # at once, so waiters see it is under way
-        self._loop.start(reason)
+        self.loop.start(reason)
         return None
 
     async def stop(self, *, remember: bool = True) -> None:
@@ -132,16 +130,16 @@ class Service:
         if self.state in (State.BACKOFF, State.PAUSED):
             self.pauses.cancel()
             self._set_state(State.STOPPED, "manual")
-        self._loop.fire(Trigger("manual", "stop"))
-        if self._loop.task is not None:
-            await asyncio.shield(self._loop.task)
+        self.loop.fire(Trigger("manual", "stop"))
+        if self.loop.task is not None:
+            await asyncio.shield(self.loop.task)
 
     def restart(self, reason: str = "manual") -> None:
         """End the running session and start a fresh one at once (not a failure).
         A person's ``reason`` is kept and shown with the unit's secrets hidden."""
         reason = self.redactor.redact_text(reason)
         if self.state in (State.RUNNING, State.STARTING):
-            self._loop.fire(Trigger(reason if reason.startswith("manual") else f"manual:{reason}"))
+            self.loop.fire(Trigger(reason if reason.startswith("manual") else f"manual:{reason}"))
         elif self.state != State.STOPPING:
             self.start(reason)  # a refusal is an event
 
@@ -153,12 +151,12 @@ class Service:
             return False
         self.events.emit(ev.SESSION_SENTINEL, unit=self.unit.name, session=session,
                          name=PRECOMPACT, action="restart", line="(the CLI's PreCompact hook)")
-        self._loop.fire(Trigger(f"sentinel:{PRECOMPACT}"))
+        self.loop.fire(Trigger(f"sentinel:{PRECOMPACT}"))
         return True
 
     async def join(self) -> None:
         """Wait until the current run of sessions has settled (its task finished)."""
-        await self._loop.join()
+        await self.loop.join()
 
     def kill_now(self) -> list[int]:
         """SIGKILL every process of the running session at once (a second Ctrl-C)."""
@@ -175,7 +173,7 @@ class Service:
         Sessions start only after it; the daemon calls it for every unit it
         loads, so a unit that is not started again is cleaned up too.
         """
-        return self._loop.reclaim()
+        return self.loop.reclaim()
 
     def redefine(self, unit: Unit) -> None:
         """Use ``unit`` from the next session on; at once if none is under way."""
@@ -190,7 +188,7 @@ class Service:
         return self.definition.autostart if chosen is None else chosen
 
     def set_enabled(self, enabled: bool) -> None:
-        self._remember(enabled=enabled)
+        self.lifecycle.keep(enabled=enabled)
 
     def starts_with_daemon(self) -> bool:
         """Enabled, and not left stopped, done, failed or stalled (only a start leaves those)."""
@@ -217,7 +215,7 @@ class Service:
 
     def screen(self) -> ScreenCapture:
         """What to draw the last session's screen from (running or not; blank before one)."""
-        run = self._loop.current
+        run = self.loop.current
         ring = run.screen if run is not None else ScreenRing(self.unit.pty.cols,
                                                              self.unit.pty.rows)
         return ring.capture()
@@ -236,13 +234,13 @@ class Service:
     @property
     def session(self) -> Session | None:
         """The running session: from its spawn until its tree is gone."""
-        run = self._loop.current
+        run = self.loop.current
         return run.session if run is not None else None
 
     @property
     def session_no(self) -> int:
         """The number of the last session (of this unit, across agentd restarts)."""
-        return self._loop.session_no
+        return self.loop.session_no
 
     @property
     def transcript(self) -> Transcript:
@@ -255,46 +253,13 @@ class Service:
 
     def preview_bootstrap(self) -> tuple[int, Bootstrap]:
         """The bootstrap the next session would get now, and its number (changes nothing)."""
-        return self._loop.preview()
+        return self.loop.preview()
 
     async def wait(self, predicate: Callable[[State], bool]) -> State:
         while not predicate(self.state):
             self._changed.clear()
             await self._changed.wait()
         return self.state
-
-    def status(self) -> dict[str, Any]:
-        session, loop = self.session, self._loop
-        out: dict[str, Any] = {
-            "unit": self.unit.name,
-            "state": str(self.state),
-            "pid": session.pid if session and self.state == State.RUNNING else None,
-            "session": loop.session_no,
-            "uptime_s": round(session.uptime, 3) if session else 0.0,
-            "output_bytes": session.bytes_out if session else 0,
-            "restarts": loop.restarts,
-            "last_reason": loop.last_reason,
-            "last_at": iso(loop.last_at) if loop.last_at is not None else None,
-            "since": iso(self.since),
-            "enabled": self.enabled,
-        }
-        if self.state == State.PAUSED and self.pauses.paused_until is not None:
-            out["paused_until"] = iso(self.pauses.paused_until)
-        if session is not None and self.state == State.RUNNING and session.stopped_by_signal:
-            out["process"] = "stopped"  # SIGSTOP: running as far as agentd goes, yet idle
-        if self.detail:  # e.g. the OS error of a command that cannot be executed
-            out["detail"] = self.detail
-        return out
-
-    def _remember(self, **changes: Any) -> None:
-        """Keep ``changes`` in the unit's lifecycle file; a failure is reported, not raised
-        (the state change itself has happened)."""
-        try:
-            self.lifecycle.update(**changes)
-        except OSError as exc:
-            self.events.health.failed(f"lifecycle:{self.unit.name}", self.lifecycle.path, exc)
-        else:
-            self.events.health.ok(f"lifecycle:{self.unit.name}")
 
     # -- state -----------------------------------------------------------------------
     def _set_state(self, new: State, reason: str = "", detail: str = "") -> None:
@@ -320,11 +285,11 @@ class Service:
         if new in TERMINAL:  # it will not run again by itself: its state dir is free
             self._state_lock.release()
         if new in REMEMBERED and (new != State.STOPPED or self._remember_stop):
-            self._remember(state=new, reason=reason, detail=detail, since=self.since,
-                           restarts=self._loop.restarts)
+            self.lifecycle.keep(state=new, reason=reason, detail=detail, since=self.since,
+                                restarts=self.loop.restarts)
         elif new == State.STARTING:
-            self._remember(state=None, reason="", detail="", since=None,
-                           restarts=self._loop.restarts)
+            self.lifecycle.keep(state=None, reason="", detail="", since=None,
+                                restarts=self.loop.restarts)
         self._changed.set()
         event = "restart" if (old, new) == (State.STOPPING, State.STARTING) else str(new)
         if self._notify is not None and event in self.unit.notify.on:

@@ -47,8 +47,8 @@ from agentd.daemon.protocol import (
 )
 from agentd.daemon.streams import FeedEnded, Streams
 from agentd.errors import AgentdError
-from agentd.supervisor.api import UnknownUnit
 from agentd.supervisor.budget import usage_today
+from agentd.supervisor.unitrefs import UnknownUnit
 
 MAX_STREAMS = 64  # live event streams open at once, over all browsers
 RECENT_EVENTS = 50

@@ -1,0 +1,53 @@
+"""What ``agentctl status`` says of a unit: from its service, or, for a unit whose
+file does not load, from its records on disk."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agentd.config.times import iso
+from agentd.paths import Paths
+from agentd.supervisor import lifecycle
+from agentd.supervisor.history import History
+from agentd.supervisor.sessionloop import last_end
+from agentd.supervisor.states import State
+
+if TYPE_CHECKING:
+    from agentd.supervisor.service import Service
+
+
+def status_of(service: Service) -> dict[str, Any]:
+    """A unit's status (the JSON of ``agentctl status``), from its running service."""
+    session, loop = service.session, service.loop
+    out: dict[str, Any] = {
+        "unit": service.unit.name,
+        "state": str(service.state),
+        "pid": session.pid if session and service.state == State.RUNNING else None,
+        "session": loop.session_no,
+        "uptime_s": round(session.uptime, 3) if session else 0.0,
+        "output_bytes": session.bytes_out if session else 0,
+        "restarts": loop.restarts,
+        "last_reason": loop.last_reason,
+        "last_at": iso(loop.last_at) if loop.last_at is not None else None,
+        "since": iso(service.since),
+        "enabled": service.enabled,
+    }
+    if service.state == State.PAUSED and service.pauses.paused_until is not None:
+        out["paused_until"] = iso(service.pauses.paused_until)
+    if session is not None and service.state == State.RUNNING and session.stopped_by_signal:
+        out["process"] = "stopped"  # SIGSTOP: running as far as agentd goes, yet idle
+    if service.detail:  # e.g. the OS error of a command that cannot be executed
+        out["detail"] = service.detail
+    return out
+
+
+def status_on_disk(paths: Paths, name: str, problem: dict[str, Any]) -> dict[str, Any]:
+    """What is known of a unit whose file does not load: its record on disk."""
+    records = History(paths.unit_logs(name) / "history.jsonl").recent()
+    reason, at = last_end(records)
+    kept = lifecycle.read(paths.unit_lifecycle(name))
+    return {"unit": name, "state": str(State.INVALID), "pid": None,
+            "session": max((int(r.get("session", 0)) for r in records), default=0),
+            "uptime_s": 0.0, "restarts": kept.restarts, "last_reason": reason,
+            "last_at": iso(at) if at is not None else None, "since": iso(problem["since"]),
+            "enabled": kept.enabled}
