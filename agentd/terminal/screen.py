@@ -155,6 +155,10 @@ class Screen(Rows):
             self.fill_rows()
             head, joined = self.head(self.y), self.marks[self.y + 1]
             if joined.fired:
+                # What the cursor's line drew itself is matched first, as drawn
+                # so far: else a sentinel it drew in this feed would be taken
+                # for the joined row's, and fire or not by where a feed ended.
+                self.settle(Settle.DRAW)
                 self.marks[head] = self.marks[head]._replace(
                     fired=self.marks[head].fired | joined.fired
                 )

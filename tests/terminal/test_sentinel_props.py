@@ -7,7 +7,7 @@ import re
 from collections import Counter
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from agentd.terminal import rules
@@ -131,6 +131,11 @@ def drawn_holds(stream: bytes, max_line_chars: int) -> bool:
 
 @settings(max_examples=300, deadline=None)
 @given(pieces=st.lists(PIECE, max_size=40))
+# A row drawn with a sentinel wraps into a row below whose line fired it: the
+# row's own draw must fire whether or not a feed ended before the wrap (CI).
+@example(pieces=[b"\x1b[2f", b":", b"::::", ":::::::中中中".encode(), b"Compacting conversation",
+                 b"Compacting conversation", b"\x1b[3A", b"Compacting conversation",
+                 ":中:".encode()])
 def test_byte_by_byte_equals_whole(pieces: list[bytes]) -> None:
     stream = b"".join(pieces)
     singles = [stream[i : i + 1] for i in range(len(stream))]
