@@ -51,9 +51,12 @@ def _end(proc: subprocess.Popen[bytes]) -> int:
 
 @pytest.fixture
 def daemon(dhome: Path, serve: list[Served]) -> Served:
-    """A daemon with unit ``a`` running (it prints a coloured line) and ``b`` stopped."""
+    """A daemon with unit ``a`` running (it prints a coloured line) and ``b`` stopped.
+
+    ``a`` is given no bootstrap: the tty's echo of a typed one (and of its Enter,
+    typed a moment later) would race the coloured line to the transcript's end."""
     write_unit(dhome, "a", {"command": fake("out:\\x1b[31mred\\x1b[0m alert", "wait"),
-                            "stop": {"grace": "300ms"}})
+                            "inject": {"mode": "none"}, "stop": {"grace": "300ms"}})
     write_unit(dhome, "b", {"command": fake("out:b-up", "wait"), "autostart": False,
                             "state": {"dir": ".agent-b"},  # two units may not share one
                             "stop": {"grace": "300ms"}})
@@ -101,6 +104,8 @@ def test_start_restart_stop_round_trip(daemon: Served, dhome: Path) -> None:
     restarted = agentctl("restart", "b", "--reason", "deploy")
     assert restarted.exit_code == 0 and "b: running (session 2" in restarted.stdout
     assert daemon.status("b")["last_reason"] == "manual:deploy"
+    [shown] = json.loads(agentctl("status", "--json", "b").stdout)
+    assert (shown["session"], shown["restarts"]) == (2, 1)
     pid = daemon.status("b")["pid"]
     stopped = agentctl("stop", "b")
     assert stopped.exit_code == 0 and "b: stopped" in stopped.stdout
@@ -148,7 +153,7 @@ def test_logs_and_events_follow(daemon: Served, dhome: Path) -> None:
     try:
         # each prints its last line first: then it is following
         poll_for(lambda: logs_out.read_text() == "red alert\n", what="logs -f to start")
-        poll_for(lambda: events_out.read_text().count("\n") == 1, what="events -f to start")
+        poll_for(lambda: events_out.read_text().count("\n") >= 1, what="events -f to start")
         assert agentctl("restart", "a").exit_code == 0
         poll_for(lambda: "session 2 starting" in logs_out.read_text(),
                  what="logs -f to print new output")

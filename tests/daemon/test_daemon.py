@@ -388,11 +388,21 @@ def test_an_idle_daemon_does_not_wake_up(dhome: Path, serve: list[Served]) -> No
     write_unit(dhome, "idle", {"command": fake("wait"), "autostart": False})
     d = Served(dhome)
     serve.append(d.ready())
-    time.sleep(0.5)  # let start-up settle
+    # Start-up done: a first quiet spell, waited for (a loaded machine slows it
+    # down, and a fixed sleep would then count start-up work as wake-ups).
+    poll_for(lambda: _quiet_for(d.proc.pid, 0.3), timeout=15, interval=0,
+             what="the daemon to settle after start-up")
     before = _ctx_switches(d.proc.pid)
-    time.sleep(2.0)
+    time.sleep(2.0)  # idleness is the absence of events over a span: this span
     woke = _ctx_switches(d.proc.pid) - before
     assert woke <= 2, f"{woke} context switches in 2 s of idleness"
+
+
+def _quiet_for(pid: int, seconds: float) -> bool:
+    """Did ``pid`` not run at all for ``seconds``?"""
+    before = _ctx_switches(pid)
+    time.sleep(seconds)
+    return _ctx_switches(pid) == before
 
 
 # --- pure parts --------------------------------------------------------------------------------
