@@ -114,10 +114,8 @@ def test_notify_command_runs_on_done(home: Path, tmp_path: Path) -> None:
         svc = sup.get("n")
         svc.start()
         await svc.wait(lambda s: s == State.DONE)
-        for _ in range(200):
-            if out.exists():
-                break
-            await asyncio.sleep(0.02)
+        # logged when the command has ended, so its file is written whole
+        await asyncio.to_thread(poll_for, lambda: events(home, "unit.notify"), what="unit.notify")
 
     run_with(home, "n", {
         "command": fake("exit:0"),
