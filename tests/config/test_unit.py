@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from agentd.config import sections
 from agentd.config.lint import state_in_argv
 from agentd.config.presets import cli_preset_examples, cli_preset_names, load_cli_preset
 from agentd.config.sections import (
@@ -21,6 +22,7 @@ from agentd.config.sections import (
     NotifySpec,
     PtySpec,
     RestartSpec,
+    Sentinel,
     StateSpec,
     StopSpec,
 )
@@ -205,11 +207,19 @@ def test_durations_sizes_signals_and_inline_layout() -> None:
     assert Unit.model_validate(unit.model_dump()).state == unit.state  # dumps and loads back
 
 
-def test_sentinel_pattern_is_compiled_once() -> None:
+def test_sentinel_pattern_is_compiled_once(monkeypatch: pytest.MonkeyPatch) -> None:
     unit = parse("command: x\nworkdir: /\nsentinels: [{name: c, match: 'Compact\\w+'}]\n")
     sentinel = unit.sentinels[0]
-    assert sentinel.pattern is sentinel.pattern
-    assert sentinel.pattern.search("Compacting")
+    # Compiled at validation: using it compiles nothing (re's own cache would
+    # hand back the same object, so ``is`` alone cannot tell).
+    compiled: list[str] = []
+    real = sections.compile_regex
+    monkeypatch.setattr(sections, "compile_regex", lambda p: compiled.append(p) or real(p))
+    assert sentinel.pattern.search("Compacting") and sentinel.pattern.search("Compacted")
+    assert compiled == []
+    # model_construct() skips validation: the first use compiles, once.
+    bare = Sentinel.model_construct(name="c", match="Compact\\w+")
+    assert bare.pattern is bare.pattern and compiled == ["Compact\\w+"]
 
 
 def test_yaml_merge_keys_and_aliases() -> None:

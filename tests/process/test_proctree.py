@@ -185,12 +185,14 @@ def test_cancelled_ending_still_kills_what_it_found(spawn: Spawn) -> None:
     [child] = _wait_pids(pids_file, 1)
 
     async def cancel_midway() -> None:
+        signalled = asyncio.Event()
         task = asyncio.create_task(
             end_session_tree(
-                leader=leader.pid, marker=marker, sid=leader.pid, sig=signal.SIGTERM, grace=30.0
+                leader=leader.pid, marker=marker, sid=leader.pid, sig=signal.SIGTERM, grace=30.0,
+                on_signal=lambda _sig, _pids: signalled.set(),
             )
         )
-        await asyncio.sleep(0.3)
+        await signalled.wait()  # SIGTERM sent, the grace wait begun: cancel there
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -244,6 +246,104 @@ def test_child_forked_while_dying_is_found_and_signalled(spawn: Spawn) -> None:
     assert late_child in result.signalled  # found by a re-scan, not in the first snapshot
     assert result.killed == [] and result.survivors == []
     assert _gone(late_child)
+
+
+# Three levels: the leader forks a middle process that leaves the session
+# (setsid) and drops the marker (re-exec without it), then forks a grandchild.
+# Neither the middle nor the grandchild is in the session or carries the
+# marker: only the walk down from the leader, two levels deep, finds the
+# grandchild. Each notes its pid (leader, middle, grandchild in that order).
+# The leader ignores SIGTERM: were it to die of the group's signal before the
+# scan, the middle would be the init's child, found by nothing (see the
+# report of issue 14: a race of killpg-first with such trees).
+THREE_LEVELS = r"""
+import os, signal, sys, time
+
+def note(pid):
+    with open(os.environ["FAKE_PIDS"], "a") as f:
+        f.write(f"{pid}\n")
+
+if sys.argv[1:] == ["middle"]:
+    r, w = os.pipe()
+    if os.fork() == 0:
+        note(os.getpid())
+        os.write(w, b"x")
+        time.sleep(60)
+        os._exit(0)
+    os.read(r, 1)
+    time.sleep(60)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+note(os.getpid())
+r, w = os.pipe()
+if os.fork() == 0:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # an ignored signal stays so across exec
+    os.setsid()
+    env = {k: v for k, v in os.environ.items() if k != "AGENTD_SESSION_ID"}
+    note(os.getpid())
+    os.execve(sys.executable, [sys.executable, "-c", CODE, "middle"], env)
+time.sleep(60)
+"""
+
+
+def test_a_grandchild_under_a_middle_that_left_the_session_and_the_marker_is_found(
+    spawn: Spawn,
+) -> None:
+    leader, marker, pids_file = spawn(
+        [sys.executable, "-c", f"CODE = {THREE_LEVELS!r}\n{THREE_LEVELS}"]
+    )
+    [_, middle, grandchild] = _wait_pids(pids_file, 3)
+    assert MARKER_VAR not in psutil.Process(middle).environ()
+    assert os.getsid(grandchild) == middle != leader.pid
+    batches: list[tuple[int, list[int]]] = []
+
+    found = find_session_processes(leader=leader.pid, marker=marker, sid=leader.pid)
+    assert {p.pid for p in found} == {leader.pid, middle, grandchild}
+
+    result = _end(marker, leader=leader.pid, sid=leader.pid, grace=0.3,
+                  on_signal=lambda sig, pids: batches.append((sig, pids)))
+    # One batch reaches all three levels: the grandchild is not left to a re-scan.
+    assert batches[0][0] == signal.SIGTERM
+    assert {leader.pid, middle, grandchild} <= set(batches[0][1])
+    assert result.survivors == [] and result.killed == [leader.pid]
+    assert leader.wait(timeout=10) == -signal.SIGKILL
+    assert _gone(middle) and _gone(grandchild)
+
+
+def test_the_group_hears_the_signal_before_the_first_scan(
+    spawn: Spawn, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    """The agent hears the decision at once: killpg comes before the (slow) /proc scan."""
+    heard = tmp_path / "heard"
+    leader, marker, pids_file = spawn([sys.executable, "-c", HEARS_TERM, str(heard)])
+    _wait_pids(pids_file, 1)  # its SIGTERM handler is installed
+    scan = find_session_processes
+    before_scan: list[bool] = []
+
+    def scan_after_hearing(**kw: object) -> list[psutil.Process]:
+        if not before_scan:  # the first scan: has the leader heard SIGTERM yet?
+            before_scan.append(bool(poll_for(heard.exists, timeout=5, what="SIGTERM heard")))
+        return scan(**kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("agentd.process.ending.find_session_processes", scan_after_hearing)
+    _end(marker, leader=leader.pid, sid=leader.pid, grace=5.0)
+    assert before_scan == [True]
+    assert leader.wait(timeout=10) == 0
+
+
+# Notes its pid, then exits 0 on SIGTERM after creating the file argv[1].
+HEARS_TERM = r"""
+import os, signal, sys, time
+
+def on_term(*_):
+    open(sys.argv[1], "w").close()
+    os._exit(0)
+
+signal.signal(signal.SIGTERM, on_term)
+with open(os.environ["FAKE_PIDS"], "a") as f:
+    f.write(f"{os.getpid()}\n")
+time.sleep(60)
+"""
 
 
 def test_processes_of_another_marker_are_not_touched(spawn: Spawn) -> None:

@@ -91,6 +91,19 @@ def test_success_resets_the_backoff() -> None:
     assert d.delay == 2  # one failure before this one in a row, not three
 
 
+@pytest.mark.parametrize("burst", [1, 3, 5])
+def test_the_burst_boundary_is_n_failures_allowed_and_n_plus_1_failed(burst: int) -> None:
+    p = policy(burst=burst, window=600, delay=1, max_delay=1)
+    history: list[SessionEnd] = []
+    for n in range(1, burst + 2):
+        e = end(n, t0=n * 10.0, up=1, exit_code=1)
+        d = p.decide(e, history, now=e.ended_at)
+        history.append(e)
+        # failures 1..N back off; failure N+1 within the window is one too many
+        assert d.next == ("failed" if n == burst + 1 else "backoff"), (n, d)
+    assert f"{burst + 1} failures" in d.detail
+
+
 def test_burst_within_window_fails() -> None:
     p = policy(burst=3, window=600)
     history = [end(i, t0=i * 10.0, up=1, exit_code=1) for i in range(1, 4)]

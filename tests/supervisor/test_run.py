@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import signal
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import psutil
@@ -55,6 +57,7 @@ def test_sentinel_split_by_ansi_gets_sigterm_and_restarts(home: Path, tmp_path: 
         ),
         "sentinels": [{"name": "compaction", "match": "Compacting conversation"}],
         "restart": QUICK,
+        "inject": {"mode": "none"},  # no typed Enter whose echo could land inside the line
     })
     res = agentd(home, "run", "s")
     assert res.returncode == 0, res.stderr
@@ -101,7 +104,7 @@ def test_stdin_bracketed_paste_sends_one_paste(home: Path, tmp_path: Path) -> No
 def test_crash_loop_backs_off_then_fails(home: Path) -> None:
     write_unit(home, "c", {
         "command": fake("exit:3"),
-        "restart": {"delay": "50ms", "max_delay": "1s", "burst": 3, "window": "1m"},
+        "restart": {"delay": "100ms", "max_delay": "1s", "burst": 3, "window": "1m"},
     })
     res = agentd(home, "run", "c")
     assert res.returncode == 1
@@ -111,9 +114,12 @@ def test_crash_loop_backs_off_then_fails(home: Path) -> None:
     assert states[-1] == ("failed", "exit:3")
     assert "4 failures" in events(home, "unit.state")[-1]["detail"]
     assert "failed after 4 session(s)" in res.stderr
-    # the delays doubled: 50ms, 100ms, 200ms between the session starts
-    starts = [e["timestamp"] for e in events(home, "session.start")]
+    # the delays doubled: at least 100ms, 200ms, 400ms between the session starts
+    # (lower bounds only: a loaded machine makes a gap longer, never shorter)
+    starts = [datetime.fromisoformat(e["timestamp"]) for e in events(home, "session.start")]
+    gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(starts)]
     assert len(starts) == 4
+    assert [g >= want for g, want in zip(gaps, [0.1, 0.2, 0.4], strict=True)] == [True] * 3, gaps
 
 
 def test_setsid_grandchild_ignoring_sigterm_is_gone(home: Path, tmp_path: Path) -> None:
@@ -190,6 +196,10 @@ def test_secret_env_value_never_reaches_the_transcript(home: Path) -> None:
     write_unit(home, "sec", {
         "command": fake("env:MY_API_KEY", f"split:{secret}\\n", "exit:0"),
         "env": {"MY_API_KEY": secret},
+        # No bootstrap typed: the tty's echo of its Enter, typed a moment later,
+        # could land inside the secret written byte by byte (then no redactor
+        # sees it whole; reported).
+        "inject": {"mode": "none"},
     })
     res = agentd(home, "run", "sec")
     assert res.returncode == 0, res.stderr
@@ -242,19 +252,51 @@ def test_echoed_bootstrap_never_triggers_a_sentinel(home: Path, tmp_path: Path) 
     assert len(hits) == 1 and hits[0]["line"].startswith("\u273b")
 
 
-def test_session_timeout_and_idle_restart(home: Path, tmp_path: Path) -> None:
-    rec = tmp_path / "rec.jsonl"
+@pytest.mark.parametrize(("limits", "reason"), [
+    ({"session_timeout": "300ms"}, "timeout"),  # no idle limit: only the timeout can end it
+    ({"idle_timeout": "150ms"}, "idle"),  # no session_timeout: only idleness can
+])
+def test_one_time_limit_alone_ends_a_silent_session(
+    home: Path, limits: dict[str, str], reason: str,
+) -> None:
+    """The session prints a line and waits forever: the one limit set must end
+    it. One session only (a second would be held to the same short limit, and
+    may not get as far as exiting by itself on a loaded machine)."""
     write_unit(home, "t", {
-        "command": fake(f"record:{rec}", "if-session:3:exit:0", "if-session:1:wait",
-                        "out:hi", "wait"),
-        "limits": {"session_timeout": "300ms", "idle_timeout": "150ms"},
-        "restart": QUICK,
+        "command": fake("out:hi", "wait"),
+        "limits": limits,
+        "restart": {**QUICK, "max_sessions": 1},
     })
     res = agentd(home, "run", "t")
-    assert res.returncode == 0, res.stderr
-    reasons = [r["reason"] for r in records(rec)]
-    assert reasons[0] == "start" and set(reasons[1:]) <= {"idle", "timeout"}
-    assert "idle" in reasons
+    assert res.returncode == 1, res.stderr  # failed: max_sessions reached
+    assert [e["reason"] for e in events(home, "session.exit")] == [reason]
+    assert "max_sessions reached (1)" in events(home, "unit.state")[-1]["detail"]
+
+
+def test_ignore_and_notify_sentinels_leave_the_session_and_inject_none_types_nothing(
+    home: Path, tmp_path: Path,
+) -> None:
+    notified = tmp_path / "notified"
+    write_unit(home, "q", {
+        "command": fake("out:an IGNORED line", "out:a NOTIFIED line", "out:up", "wait"),
+        "inject": {"mode": "none"},
+        "sentinels": [{"name": "ign", "match": "IGNORED", "action": "ignore"},
+                      {"name": "note", "match": "NOTIFIED", "action": "notify"},
+                      {"name": "up", "match": "^up$", "action": "stop"}],
+        "notify": {"command": [sys.executable, "-c",
+                               f"open({str(notified)!r}, 'w').write('{{event}}')"]},
+    })
+    res = agentd(home, "run", "q")
+    assert res.returncode == 1, res.stderr  # stopped by the `up` sentinel
+    assert [e["name"] for e in events(home, "session.sentinel")] == ["ign", "note", "up"]
+    # neither `ignore` nor `notify` ended the session: only `up` did
+    assert len(events(home, "session.start")) == 1
+    assert [e["reason"] for e in events(home, "session.exit")] == ["sentinel:up"]
+    # `notify` ran the notify command (detached: waited for here)
+    assert poll_for(lambda: notified.exists() and notified.read_text()) == "sentinel:note"
+    [inject] = events(home, "session.inject")
+    assert inject["mode"] == "none"
+    assert "agentd bootstrap" not in (home / "logs" / "q" / "transcript.log").read_text()
 
 
 def test_context_limit_restarts(home: Path, tmp_path: Path) -> None:
@@ -393,6 +435,9 @@ def test_output_written_just_before_exit_is_not_lost(home: Path) -> None:
     write_unit(home, "last", {
         "command": fake("spam:3000", "out:FINAL LINE of the agent", "exit:0"),
         "sentinels": [{"name": "final", "match": "FINAL LINE", "action": "notify"}],
+        # No bootstrap typed: the tty's echo of its Enter (typed 0.3 s after the
+        # text) could land inside the last line, and the sentinel miss it.
+        "inject": {"mode": "none"},
     })
     res = agentd(home, "run", "last")
     assert res.returncode == 0, res.stderr

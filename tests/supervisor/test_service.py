@@ -114,10 +114,8 @@ def test_notify_command_runs_on_done(home: Path, tmp_path: Path) -> None:
         svc = sup.get("n")
         svc.start()
         await svc.wait(lambda s: s == State.DONE)
-        for _ in range(200):
-            if out.exists():
-                break
-            await asyncio.sleep(0.02)
+        # logged when the command has ended, so its file is written whole
+        await asyncio.to_thread(poll_for, lambda: events(home, "unit.notify"), what="unit.notify")
 
     run_with(home, "n", {
         "command": fake("exit:0"),
@@ -198,3 +196,27 @@ def test_daily_output_budget_pauses_mid_session(home: Path) -> None:
     assert spent["budget"] == "max_output_tokens_per_day" and spent["used"] >= 2000
     exits = [e for e in seen if e["event"] == "session.exit"]
     assert exits[0]["reason"] == "budget:max_output_tokens_per_day"
+
+
+def test_sessions_that_leave_the_state_dir_unchanged_stall_and_count_as_restarts(
+    home: Path, tmp_path: Path,
+) -> None:
+    """Stall detection through a real service: the state dir's fingerprint is
+    taken around each session; session 1 writes state, 2 and 3 do not."""
+    rec = tmp_path / "rec.jsonl"
+
+    async def body(sup: Supervisor) -> None:
+        svc = sup.get("st")
+        svc.start()
+        await svc.wait(lambda s: s in (State.STALLED, State.DONE, State.FAILED))
+        status = sup.status(["st"])[0]
+        assert (status["state"], status["session"], status["restarts"]) == ("stalled", 3, 2)
+
+    seen = run_with(home, "st", {
+        "command": fake(f"record:{rec}", "if-session:1:state:{\"schema_version\": 1}",
+                        "exit:42"),
+        "restart": {"min_uptime": "0s", "max_sessions": 5},
+        "limits": {"stall_sessions": 2},
+    }, body)
+    assert [r["session"] for r in records(rec)] == ["1", "2", "3"]
+    assert states(seen)[-1] == "stalled"

@@ -148,6 +148,42 @@ def test_byte_by_byte_equals_whole(pieces: list[bytes]) -> None:
         assert drawn == hits_of([stream], 65536)[1]
 
 
+# --- plain lines: the matcher against a reference (re.search per line) --------------
+PLAIN_LINE = st.one_of(
+    st.text(alphabet=st.sampled_from([*"abc xyz.:?-_", "中", "文", "…", "─", "é"]), max_size=30),
+    st.sampled_from(SENTINELS),
+    st.builds("{} {}".format, st.sampled_from(["", "x", "中"]), st.sampled_from(SENTINELS)),
+)
+
+
+def reference_hits(lines: list[str]) -> tuple[Counter, Counter]:
+    """What a matcher must report for plain lines (no escapes, none wider than
+    the screen): each non-empty line searched once per rule, a hit per match."""
+    final, drawn = Counter(), Counter()
+    for line in lines:
+        for rule in RULES:
+            if line and (m := rule.pattern.search(line)):
+                if rule.has_groups:
+                    final[rule.name, line, tuple(sorted(m.groupdict().items()))] += 1
+                else:
+                    drawn[rule.name] += 1
+    return final, drawn
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(PLAIN_LINE, max_size=30), cut=st.integers(min_value=0, max_value=2000))
+def test_plain_lines_hit_as_a_per_line_search_says(lines: list[str], cut: int) -> None:
+    # CR LF, as a pty (ONLCR) hands lines over: a bare LF keeps the column
+    stream = "".join(line + "\r\n" for line in lines).encode()
+    cut %= len(stream) + 1
+    m = LineMatcher(RULES, cols=80, rows=6)  # lines scroll; none wraps
+    hits = m.feed(stream[:cut]) + m.feed(stream[cut:]) + m.flush()
+    final = Counter((h.rule.name, h.line, tuple(sorted(h.groups.items())))
+                    for h in hits if h.rule.has_groups)
+    drawn = Counter(h.rule.name for h in hits if not h.rule.has_groups)
+    assert (final, drawn) == reference_hits(lines)
+
+
 # --- the rewrite equals a plain one-pass reading of the escape grammar -------
 BREAK_FINALS, SPACE_FINALS = set("ABEFHJKLMSTdef"), set("CDGIZ`a")
 
