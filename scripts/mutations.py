@@ -62,7 +62,7 @@ MUTATIONS = [
     m("killpg-first-removed", ENDING,
       "        ending.signal_group_first(sig)\n", "        pass\n", T_PROC),
     m("state-changed-always-true", SUP + "sessionrun.py",
-      "state_changed=fingerprint(unit.state_dir) != state_before,", "state_changed=True,",
+      "state_changed=state_after != state_before or state_after is None,", "state_changed=True,",
       T_SERVICE),
     m("restarts-not-counted", LOOP,
       "                reason = decision.reason\n                self.restarts += 1\n",
