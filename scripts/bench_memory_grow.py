@@ -1,6 +1,6 @@
 """Grow a state dir the way N sessions of an agent would, for ``bench_memory.py``.
 
-Every write goes through the functions behind ``agentctl state`` (``ops.apply``
+Every write goes through the functions behind ``agentctl state`` (``targets.apply``
 on the layout's targets, ``record.own_record``, ``decisions.format_line``,
 ``handoffs.take``), on one in-memory ``Docs`` saved at the end, so that 1,000
 sessions take seconds instead of a million fsyncs. Per session, as an agent
@@ -28,8 +28,9 @@ from agentd.memory import handoffs
 from agentd.memory.decisions import Decision, format_line
 from agentd.memory.init import init
 from agentd.memory.layout import load_layout
-from agentd.memory.ops import Docs, StateDir, apply, stamp
+from agentd.memory.ops import Docs, StateDir, stamp
 from agentd.memory.record import LOG, own_record
+from agentd.memory.targets import apply
 
 START = 1_764_500_000.0  # 2025-11-30, the first session's start
 SESSION_S = 20 * 60  # one session: twenty minutes

@@ -1,7 +1,7 @@
 """Configuration: what a unit is, read from files people write.
 
 - the schema: the ``Unit`` and its cross-key checks (``unit``), its sections
-  (``sections``), the field types and checks they share (``fields``), the
+  (``sections``; ``handoff``), the field types and checks they share (``fields``), the
   agent-CLI presets it may start from (``presets``, ``cli_presets/*.yaml``);
 - unit files: found and permission-checked (``unitfile``), read as YAML with
   the line of every key (``yamllines``), errors as ``file:line: key: message``

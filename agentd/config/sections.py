@@ -1,8 +1,8 @@
 """The sections of a unit (SPEC section 3): one pydantic model per key.
 
 ``sentinels``, ``inject``, ``state``, ``restart``, ``stop``, ``limits``,
-``handoff``, ``budget``, ``logs``, ``notify`` and ``pty``; each checks its own keys. The
-checks that need several sections at once are on ``Unit``.
+``budget``, ``logs``, ``notify`` and ``pty`` (``handoff``: ``agentd.config.handoff``); each
+checks its own keys. The checks that need several sections at once are on ``Unit``.
 """
 
 from __future__ import annotations
@@ -207,79 +207,6 @@ class Limits(StrictModel):
     """This many sessions in a row that leave the state dir unchanged: the unit ends `stalled`. 0
     means never.
     """
-
-
-HANDOFF_MESSAGE = (
-    "agentd: your context is nearly full and this session will end soon. Record your state "
-    "now: `agentctl state handoff \"what you were doing and what comes next\"` (and "
-    "`agentctl state done` / `agentctl state next` for steps), then exit with code 42 or run "
-    "`agentctl restart \"$AGENTD_UNIT\"`. A fresh session continues from the state files."
-)
-LEFT_GROUP = "left"  # the handoff pattern's group(s) holding the percent of context left
-USED_GROUP = "used"  # ... or the percent used (Gemini CLI shows `N% used`): left = 100 - used
-
-
-class HandoffSpec(StrictModel):
-    """Graceful handoff: on the CLI's context-pressure line (``when``), type ``message``
-    into the session, wait up to ``wait`` for the state dir to change or the session to
-    exit, then restart (reason ``context``)."""
-
-    when: str | None = None  # regex; off when None
-    """A regular expression for the CLI's context-pressure line (presets set it); off when not set.
-    """
-    below: Annotated[int, Field(ge=0, le=100)] | None = None  # percent left (`left`|`used` group)
-    """With a group in `when` named `left` (the percent of context left) or `used` (the percent
-    used): hand over only when at most this percent is left.
-    """
-    message: Annotated[str, Field(min_length=1)] = HANDOFF_MESSAGE
-    """What is typed into the session to ask the agent to record its state and hand over."""
-    wait: Duration = 120
-    """How long to wait for the state dir to change or the session to exit before restarting it
-    (reason `context`).
-    """
-    _pattern: re.Pattern[str] | None = PrivateAttr(default=None)
-
-    @field_validator("when")
-    @classmethod
-    def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            compile_regex(value)
-        return value
-
-    @model_validator(mode="after")
-    def _threshold(self) -> HandoffSpec:
-        if self.when is not None:
-            self._pattern = compile_regex(self.when)
-            refuse_empty_match(self._pattern, "when")
-            groups = self._pattern.groupindex
-            has_percent = any(g.startswith((LEFT_GROUP, USED_GROUP)) for g in groups)
-            if self.below is not None and not has_percent:
-                raise KeyProblem(("below",), f"needs a group named {LEFT_GROUP} (or "
-                                 f"{LEFT_GROUP}_...) in `when` holding the percent left, or "
-                                 f"{USED_GROUP} (or {USED_GROUP}_...) holding the percent used")
-        return self
-
-    @property
-    def pattern(self) -> re.Pattern[str] | None:
-        if self._pattern is None and self.when is not None:
-            self._pattern = compile_regex(self.when)
-        return self._pattern
-
-    def percent_left(self, groups: dict[str, str]) -> int | None:
-        """The percent of context left a hit's groups hold (or 100 minus the percent used)."""
-        for name, value in groups.items():
-            if not (value and value.isdigit()):
-                continue
-            if name.startswith(LEFT_GROUP):
-                return int(value)
-            if name.startswith(USED_GROUP):
-                return max(0, 100 - int(value))
-        return None
-
-    def wanted(self, groups: dict[str, str]) -> bool:
-        """Does a hit with these groups call for the handoff (at or below ``below``)?"""
-        left = self.percent_left(groups)
-        return self.below is None or left is None or left <= self.below
 
 
 class Budget(StrictModel):

@@ -32,12 +32,12 @@ from agentd.config.fields import (
     expanded_argv,
     scalar_text,
 )
+from agentd.config.handoff import HandoffSpec
 from agentd.config.names import UNIT_NAME
 from agentd.config.placeholders import check_placeholders, placeholders_in
 from agentd.config.presets import apply_preset
 from agentd.config.sections import (
     Budget,
-    HandoffSpec,
     Inject,
     Limits,
     LogSpec,

@@ -24,7 +24,7 @@ definition. The watcher re-parses only files whose stat changed; SIGHUP
 (which also reopens the log files, as logrotate expects) and ``agentctl
 reload`` re-parse all (e.g. after a missing workdir was created). Unit files
 are read and parsed on a worker thread, never on the loop: a slow or huge
-file cannot hold up sessions or requests.
+file cannot hold up sessions or requests (``loader``).
 
 With ``--http HOST:PORT`` the daemon also serves its web dashboard
 (``agentd.daemon.dashboard``, imported only then) on the same loop, started
@@ -35,35 +35,28 @@ before it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 from collections import Counter
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentd import __version__
 from agentd import events as ev
-from agentd.config.unit import Unit
 from agentd.console import Console
 from agentd.daemon.commands import Context
 from agentd.daemon.control import ControlServer
+from agentd.daemon.loader import DAEMON_WARNING, UNIT_REMOVED, UnitLoader
 from agentd.daemon.notify import SystemdNotify
-from agentd.daemon.unitdir import Scan, UnitDir, describe_error, problem
-from agentd.daemon.watch import UnitsWatcher
-from agentd.errors import AgentdError, PathError, UnitError
+from agentd.errors import AgentdError, PathError
 from agentd.events import EventLog
 from agentd.lockfile import Held, hold
 from agentd.paths import Paths, ensure_private_dir
 from agentd.supervisor.api import Supervisor
-from agentd.supervisor.unitrefs import Changes
 
 if TYPE_CHECKING:
     from agentd.daemon.dashboard.access import Bind
     from agentd.daemon.dashboard.server import Dashboard
 
-UNIT_REMOVED = "unit.removed"
-DAEMON_WARNING = "daemon.warning"
 SIGNALS = {signal.SIGTERM: "term", signal.SIGINT: "int", signal.SIGHUP: "hup"}
 
 
@@ -93,14 +86,9 @@ class Daemon:
         self.http = http
         self.console = console or Console()
         self.systemd = SystemdNotify()  # first: sessions must not see NOTIFY_SOCKET
-        self.units = UnitDir(paths.units)
         self._signals: asyncio.Queue[int] = asyncio.Queue()
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._reload_lock = asyncio.Lock()
-        self._reported: dict[str, str] = {}  # file -> the problem last reported for it
-        self._stopping = False
         self._watchdog: asyncio.TimerHandle | None = None
-        self.watcher: UnitsWatcher | None = None
+        self.loader: UnitLoader | None = None
         self.control: ControlServer | None = None
         self.dashboard: Dashboard | None = None
 
@@ -114,6 +102,7 @@ class Daemon:
         self.events.subscribe(self._on_event)
         self.sup = Supervisor(self.paths, self.events, subreaper=True)
         self.sup.attach()
+        self.loader = UnitLoader(self.paths, self.sup, self.events)
         for sig in SIGNALS:
             loop.add_signal_handler(sig, self._signals.put_nowait, sig)
         try:
@@ -124,10 +113,10 @@ class Daemon:
             self.events.emit(ev.DAEMON_START, pid=os.getpid(), version=__version__,
                              socket=str(self.paths.socket), units_dir=str(self.paths.units),
                              subreaper=self.sup.subreaper, dashboard=url)
-            await self._apply(await self._scan(force=True))
+            await self.loader.load_all()
             self.sup.reclaim_orphans()  # the sessions of units that did not load again
             self.control.open()
-            self._watch()
+            self.loader.watch()
             self.systemd.send("READY=1", f"STATUS={self.summary()}")
             self._ping_watchdog()
             self.console.say(f"agentd {__version__}: pid {os.getpid()}, socket "
@@ -174,19 +163,26 @@ class Daemon:
                 pids = self.sup.kill_all()
                 self.console.say(f"agentd: killed {pids or 'nothing'}", always=True)
 
+    async def reload(self, why: str) -> dict[str, Any]:
+        """Read every unit file again and apply the result (SIGHUP, agentctl reload)."""
+        assert self.loader is not None
+        return await self.loader.reload(why)
+
     async def _shutdown(self) -> None:
-        self._stopping = True  # a rescan still waiting for the lock will do nothing
+        if self.loader is not None:
+            self.loader.stop()  # a rescan still waiting for the lock will do nothing
         self.systemd.send("STOPPING=1", "STATUS=stopping every unit")
         killer = asyncio.get_running_loop().create_task(self._kill_on_second_signal())
         if self._watchdog is not None:
             self._watchdog.cancel()
-        if self.watcher is not None:
-            self.watcher.stop()
         if self.dashboard is not None:
             await self.dashboard.close()
         if self.control is not None:
             await self.control.close()
-        async with self._reload_lock:
+        if self.loader is not None:
+            async with self.loader.lock:  # no reload under way while every unit stops
+                await self.sup.shutdown()
+        else:
             await self.sup.shutdown()
         killer.cancel()
         self.events.emit(ev.DAEMON_STOP, pid=os.getpid())
@@ -198,95 +194,6 @@ class Daemon:
         assert self.http is not None
         self.dashboard = Dashboard(Context(self.sup, self.reload), self.http)
         return await self.dashboard.start()
-
-    # -- units -----------------------------------------------------------------------------
-    async def reload(self, why: str) -> dict[str, Any]:
-        """Read every unit file again and apply the result (SIGHUP, agentctl reload)."""
-        async with self._reload_lock:
-            result = await self._apply(await self._scan(force=True))
-        self.events.emit(ev.DAEMON_RELOAD, why=why, loaded=len(result["loaded"]),
-                         changed=len(result["changed"]), removed=len(result["removed"]),
-                         invalid=len(result["invalid"]))
-        return result
-
-    async def _rescan(self) -> None:
-        """The watcher saw a change: apply the files whose stat changed."""
-        async with self._reload_lock:
-            if self._stopping:
-                return
-            try:
-                await self._apply(await self._scan())
-            except AgentdError as exc:  # e.g. the units dir became unreadable
-                self.events.emit(DAEMON_WARNING, level="warning", error=str(exc))
-
-    async def _scan(self, *, force: bool = False) -> Scan:
-        """Read the unit files on a worker thread: the loop goes on serving meanwhile."""
-        return await asyncio.to_thread(self.units.scan, force=force)
-
-    async def _apply(self, scan: Scan) -> dict[str, Any]:
-        if self._stopping:
-            raise AgentdError("agentd is stopping")
-        units = dict(scan.units)
-        invalid: dict[str, dict[str, Any]] = {}
-        for path, exc in scan.errors.items():
-            name = path.stem
-            kept = name in self.sup.services and name not in units
-            if kept:  # the last good definition stays
-                units[name] = self.sup.definition(name)
-            if name not in scan.units:  # not a second file of a unit that loads
-                invalid[name] = problem(exc)
-            self._report_invalid(path, exc, kept=kept)
-        self._reported = {f: said for f, said in self._reported.items()
-                          if Path(f) in scan.errors}  # fixed ones may be reported again
-        changes = await self.sup.reconcile(units)
-        for name, why in changes.failed.items():  # loaded, but cannot be supervised
-            error = UnitError(f"cannot be supervised: {why}", file=units[name].source)
-            invalid[name] = problem(error)
-            self._report_invalid(Path(str(units[name].source)), error, kept=False)
-        self.sup.set_invalid(invalid)
-        self._report(changes, units)
-        for name in changes.added:
-            self.sup.reclaim(name)
-            if self.sup.starts_with_daemon(name):  # a usage-limit pause survives a restart
-                with contextlib.suppress(AgentdError):  # a refusal is a unit.error event
-                    self.sup.start(name, resume_pause=True)
-        return {"loaded": changes.added, "changed": changes.changed, "removed": changes.removed,
-                "invalid": [{"file": str(p), "line": e.line, "error": describe_error(e)}
-                            for p, e in scan.errors.items()]}
-
-    def _report_invalid(self, path: Path, exc: UnitError, *, kept: bool) -> None:
-        """One ``unit.invalid`` per change of what is wrong with a file."""
-        said = str(exc)
-        if self._reported.get(str(path)) == said:
-            return
-        self._reported[str(path)] = said
-        self.events.emit(ev.UNIT_INVALID, level="error", unit=path.stem, file=str(path),
-                         line=exc.line, key=exc.key, error=describe_error(exc),
-                         kept="the previous definition" if kept else None)
-
-    def _report(self, changes: Changes, units: dict[str, Unit]) -> None:
-        for name in changes.added + changes.changed:
-            unit = units[name]
-            self.events.emit(ev.UNIT_LOADED, unit=name, file=str(unit.source),
-                             change="new" if name in changes.added else "changed",
-                             autostart=unit.autostart)
-        for name in changes.removed:
-            self.events.emit(UNIT_REMOVED, unit=name)
-
-    def _watch(self) -> None:
-        self.watcher = UnitsWatcher(self.paths.units, self._units_changed)
-        try:
-            self.watcher.start()
-        except OSError as exc:  # e.g. the inotify watch limit: SIGHUP still works
-            self.watcher = None
-            self.events.emit(DAEMON_WARNING, level="warning",
-                             error=f"cannot watch {self.paths.units}: {exc}; "
-                                   "use agentctl reload (or SIGHUP) after changes")
-
-    def _units_changed(self) -> None:
-        task = asyncio.get_running_loop().create_task(self._rescan())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     # -- systemd -----------------------------------------------------------------------------
     def summary(self) -> str:

@@ -20,8 +20,9 @@ import time
 
 from agentd.memory import markdown, snapshots, statewrite
 from agentd.memory.layout import ArchiveRule
-from agentd.memory.ops import Docs, StateDir, item_text, json_list
+from agentd.memory.ops import Docs, StateDir
 from agentd.memory.record import LOG
+from agentd.memory.targets import item_text, json_list
 
 EPOCH = 50
 KEEP_SNAPSHOTS = 20

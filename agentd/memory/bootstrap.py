@@ -34,8 +34,9 @@ from agentd.memory import complete, gitinfo, readonly
 from agentd.memory.context import BootstrapContext
 from agentd.memory.decisions import DECISION_LINE
 from agentd.memory.escapes import escape_controls, escape_lines
-from agentd.memory.filekinds import file_block, shown
+from agentd.memory.filekinds import file_block
 from agentd.memory.fit import FileAccount, Fitted, fit, must_cost
+from agentd.memory.kindbase import shown
 from agentd.memory.parts import Block
 from agentd.memory.statedir import read_tail_lines
 from agentd.tokens import estimate_tokens

@@ -12,40 +12,35 @@ init`` (they are examples, not rules: the block says how many) and sections
 left empty; headings are nested under the block's own ``##`` heading. Records
 and free text are read from the end of the file (their newest part); a
 decision log is read backwards, never more than the budget could show.
+
+Here: the dispatch, Markdown text and the newest file of a directory;
+``structkinds`` holds the structured kinds, ``kindbase`` what all share.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentd.memory import markdown, statedir, taskstate
-from agentd.memory.decisions import DECISION_FORM, bad_lines
+from agentd.memory import markdown, statedir, structkinds
 from agentd.memory.escapes import escape_lines
-from agentd.memory.layout import Keep, LayoutFile, templates
+from agentd.memory.kindbase import (
+    DEFAULT_ENTRIES,
+    MAX_SECTION_BYTES,
+    empty_optional,
+    note,
+    read_bytes,
+    shown,
+)
+from agentd.memory.layout import LayoutFile, templates
 from agentd.memory.parts import Block, Part, list_part, record_items, with_done_runs
 
 if TYPE_CHECKING:
     from agentd.memory.context import BootstrapContext
 
-DEFAULT_LOG_TAIL = 10
-DEFAULT_ENTRIES = 10
-MAX_SECTION_BYTES = 4 << 20
-COUNT_LINES_LIMIT = 4 << 20  # true line numbers only while counting them is cheap
 LAYOUT_RECORD = ".layout"  # the layout `agentctl state init` wrote the templates of
-
-
-def shown(workdir: Path, path: Path) -> str:
-    """``path`` as the agent should use it: relative to the workdir when inside."""
-    normal = Path(os.path.normpath(path))
-    try:
-        return normal.relative_to(os.path.normpath(workdir)).as_posix()
-    except ValueError:
-        return str(normal)
-
 
 def file_block(ctx: BootstrapContext, entry: LayoutFile, warnings: list[str]) -> Block | None:
     """The block of one layout file (None: nothing worth a heading); its control
@@ -78,19 +73,13 @@ def _file_block(ctx: BootstrapContext, entry: LayoutFile, warnings: list[str]) -
             if entry.optional:
                 return None
             warnings.append(f"{where} is missing: create it (the layout lists it as required)")
-            return _note(block, entry, f"_(missing: `{where}`)_")
+            return note(block, entry, f"_(missing: `{where}`)_")
         if entry.kind == "latest" or path.is_dir():
             return _latest(ctx, entry, path, block, warnings)
         return _KINDS[entry.kind](ctx, entry, path, block, warnings)
     except (OSError, UnicodeError) as e:
         warnings.append(f"{where} could not be read: {e}")
-        return _note(block, entry, f"_(unreadable: `{where}`)_")
-
-
-def _read_bytes(ctx: BootstrapContext) -> int:
-    """What is read of a record or free text file: more than the budget can
-    show (4 bytes a token, 4 times over), at least 64 KiB, at most 4 MiB."""
-    return min(max(64 << 10, ctx.budget_tokens * 16), MAX_SECTION_BYTES)
+        return note(block, entry, f"_(unreadable: `{where}`)_")
 
 
 def _text(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
@@ -103,11 +92,11 @@ def _text(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
             block.lead += [f"_(its last {len(lines)} lines)_", ""]
         body = markdown.nest(markdown.without_comments(lines), block.title)
         block.parts = [Part(keep, lines=body, keep_end=True)]
-        return _empty_optional(entry, block)
+        return empty_optional(entry, block)
     if entry.sections or keep == "must":  # all of it: the budget, not a read cap, cuts facts
         text, truncated = statedir.read_head(path, MAX_SECTION_BYTES)
     else:  # records and free text: their newest part is the end
-        text, truncated = statedir.read_end(path, _read_bytes(ctx))
+        text, truncated = statedir.read_end(path, read_bytes(ctx))
     lines = text.splitlines()
     if truncated and keep == "must":
         block.complete = False  # the marker goes after what was read
@@ -128,7 +117,7 @@ def _text(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
         count = f"{examples} example line{'' if examples == 1 else 's'}"
         block.notes.append(f"{count} of the template, never edited, left out")
         if not markdown.has_content(body):  # still the template: say so, not "(empty)"
-            return _note(block, entry, f"_(still the template: {count}, never edited; "
+            return note(block, entry, f"_(still the template: {count}, never edited; "
                                        "examples are not rules)_")  # fmt: skip
         block.lead += [f"_({count} of the template, never edited, left out: examples are "
                        "not rules)_", ""]  # fmt: skip
@@ -140,30 +129,12 @@ def _text(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
         block.parts = [Part("free", lines=body, keep_end=True)]
     else:
         block.parts = with_done_runs(body, keep, block.shown)
-    return _empty_optional(entry, block)
-
-
-def _empty_optional(entry: LayoutFile, block: Block) -> Block | None:
-    """An optional file with nothing in it is not worth a heading; a required
-    one says it is empty."""
-    lines = [ln for p in block.parts for ln in p.lines] + [
-        ln for p in block.parts for item in p.items for ln in item]
-    if not markdown.has_content(lines):
-        if entry.optional:
-            return None
-        return _note(block, entry, "_(empty)_")
-    return block
-
-
-def _note(block: Block, entry: LayoutFile, text: str) -> Block:
-    """``block`` saying only ``text`` (missing, empty): a fact, whatever the file's priority."""
-    block.parts = [Part("must", lines=[text])]
-    return block
+    return empty_optional(entry, block)
 
 
 def _no_section(block: Block, entry: LayoutFile, name: str, warnings: list[str]) -> Block:
     warnings.append(f"{block.shown} has no `## {name}` section")
-    return _note(block, entry, f"_(no `## {name}` section)_")
+    return note(block, entry, f"_(no `## {name}` section)_")
 
 
 def _sections(lines: list[str], names: Sequence[str], shown: str, warnings: list[str]
@@ -202,37 +173,15 @@ def example_lines(state_dir: Path, rel: str) -> frozenset[str]:
     )  # fmt: skip
 
 
-def _entries(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
-             warnings: list[str]) -> Block | None:  # fmt: skip
-    """A Markdown file of ``## `` entries, newest last: a record of them."""
-    text, truncated = statedir.read_head(path, MAX_SECTION_BYTES)
-    lines = markdown.without_comments(text.splitlines())
-    preamble, entries = markdown.split_entries(lines)
-    if not entries:
-        body = markdown.strip_blank(markdown.nest(preamble, block.title))
-        if not markdown.has_content(body):
-            return None if entry.optional else _note(block, entry, "_(no entries yet)_")
-        # only the file's preamble so far: text, behind the records of other files
-        block.parts = [Part("free" if entry.priority == "record" else entry.priority,
-                            lines=body)]  # fmt: skip
-        return block
-    items = [[*markdown.strip_blank(markdown.nest(e, "")), ""] for e in entries]
-    items[-1] = items[-1][:-1]
-    block.parts = [list_part(entry.priority, items, entry.tail or DEFAULT_ENTRIES,
-                             what="entries", path=block.shown,
-                             unread=None if truncated else 0)]  # fmt: skip
-    return block
-
-
 def _latest(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
             warnings: list[str]) -> Block | None:  # fmt: skip
     """The newest file (by name) of the directory ``path``: snapshots/."""
     if not path.is_dir():
         warnings.append(f"{block.shown} should be a directory")
-        return _note(block, entry, f"_(not a directory: `{block.shown}`)_")
+        return note(block, entry, f"_(not a directory: `{block.shown}`)_")
     latest, count = statedir.latest_file(path)
     if latest is None:
-        return None if entry.optional else _note(block, entry, f"_(no files in `{block.shown}`)_")
+        return None if entry.optional else note(block, entry, f"_(no files in `{block.shown}`)_")
     statedir.check_inside(ctx.state_dir, latest)
     block.lead = [f"_(latest of {count} files: `{shown(ctx.workdir, latest)}`)_", ""]
     block.shown = shown(ctx.workdir, latest)
@@ -244,88 +193,11 @@ def _latest(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
     inner = replace(entry, kind="text", optional=False, keep=entry.priority)
     return _text(ctx, inner, latest, block, warnings)
 
-
-def _decision_log(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
-                  warnings: list[str]) -> Block | None:  # fmt: skip
-    least = entry.tail or DEFAULT_LOG_TAIL
-    # a record reads as much more as the budget could show (4 bytes a token)
-    more = min(ctx.budget_tokens * 4, MAX_SECTION_BYTES) if entry.priority == "record" else 0
-    with statedir.open_regular(path) as f:
-        lines, start = statedir.tail_window(f, least, more)
-    before = statedir.count_lines_before(path, start, COUNT_LINES_LIMIT)
-    bad = [str(before + i + 1) if before is not None else str(len(lines) - i)
-           for i in bad_lines(lines)]  # fmt: skip
-    if bad:
-        where = ("lines " if len(bad) > 1 else "line ") + ", ".join(bad)
-        where += "" if before is not None else " (counted from the end)"
-        warnings.append(
-            f"{block.shown}: {where} {'are' if len(bad) > 1 else 'is'} not in the six-field form "
-            f"`{DECISION_FORM}`"
-        )
-    items = [[line] for line in lines if line.strip()]
-    if not items:
-        return None if entry.optional else _note(block, entry, "_(no decisions yet)_")
-    unread = None if before is None else before
-    block.parts = [list_part(entry.priority, items, least, what="decisions", path=block.shown,
-                             fence="text", unread=unread)]  # fmt: skip
-    return block
-
-
-def _task_state(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
-                warnings: list[str]) -> Block | None:  # fmt: skip
-    loaded = taskstate.load(path)
-    data, raw = loaded.data, loaded.raw
-    if loaded.problem:
-        warnings.append(f"{block.shown} {loaded.problem}")
-    if not isinstance(data, dict):
-        if data is not None:  # valid JSON, but not an object (invalid JSON is warned)
-            warnings.append(f"{block.shown} should hold a JSON object")
-        block.lead = ["_(shown raw: repair it so it parses as a JSON object)_", ""]
-        block.parts = [Part(entry.priority, lines=raw.splitlines() or ["(empty file)"],
-                            fence="json")]  # fmt: skip
-        return block
-    block.parts = [_state_part(p, entry.priority, block.shown)
-                   for p in taskstate.to_parts(data, _warner(block, warnings))]  # fmt: skip
-    return block
-
-
-def _state_part(part: list[str] | taskstate.ListPart, keep: Keep, where: str) -> Part:
-    if not isinstance(part, taskstate.ListPart):
-        return Part(keep, lines=markdown.strip_blank(part), gap=True)
-    label = part.label
-
-    def caption(shown: int, total: int) -> list[str]:
-        newest = f" the newest {shown} of {total} (the rest: {where})" if shown < total else ""
-        return [f"**{label}:**{newest}"]
-
-    items = [[line] for line in part.items]
-    made = list_part("record", items, taskstate.SHOWN_ITEMS, what=label.lower(), path=where,
-                     caption=caption)  # fmt: skip
-    made.gap = True
-    return made
-
-
-def _warner(block: Block, warnings: list[str]) -> taskstate.Warn:
-    return lambda msg, _key: warnings.append(f"{block.shown}: {msg}")
-
-
-def _handoff(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
-             warnings: list[str]) -> Block | None:  # fmt: skip
-    loaded = taskstate.load(path)
-    if loaded.problem:
-        warnings.append(f"{block.shown} {loaded.problem}")
-    text = taskstate.handoff(loaded.data, _warner(block, warnings))
-    if text is None:
-        return None  # no handoff: nothing to say, not even a heading
-    block.parts = [Part(entry.priority, lines=text.splitlines())]
-    return block
-
-
 _KINDS: dict[str, Callable[..., Block | None]] = {
     "text": _text,
-    "entries": _entries,
+    "entries": structkinds.entries,
     "latest": _latest,
-    "decision-log": _decision_log,
-    "task-state": _task_state,
-    "handoff": _handoff,
+    "decision-log": structkinds.decision_log,
+    "task-state": structkinds.task_state,
+    "handoff": structkinds.handoff,
 }

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from agentd.memory import markdown, statedir, statewrite
 from agentd.memory.layout import Layout, LayoutFile, Target, load_layout, templates
-from agentd.memory.ops import Docs, StateDir, StateError, read, stamp
+from agentd.memory.ops import Docs, StateDir, StateError, stamp
+from agentd.memory.targets import read
 
 HISTORY = "handoffs.md"
 

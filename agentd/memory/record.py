@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 
 from agentd.memory import complete, statewrite
 from agentd.memory.markdown import next_entry_number, strip_trailing_blank
-from agentd.memory.ops import Docs, StateDir, StateError, apply, read, stamp
+from agentd.memory.ops import Docs, StateDir, StateError, stamp
+from agentd.memory.targets import apply, read
 
 if TYPE_CHECKING:
     from agentd.memory.decisions import Decision

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentd import events as ev
-from agentd.config.sections import HandoffSpec
+from agentd.config.handoff import HandoffSpec
 from agentd.memory.statedir import fingerprint
 from agentd.session.inject import hand_over
 from agentd.session.session import Session
