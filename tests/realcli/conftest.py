@@ -93,10 +93,13 @@ class ClaudeProject:
                 "CLAUDE_CODE_AUTO_COMPACT_WINDOW": "100000", **extra}
 
     def unit(self, model_url: str, **overrides: Any) -> dict[str, Any]:
-        """A unit on the claude-code preset running this Claude Code against the model."""
+        """A unit on the claude-code preset running this Claude Code against the model
+        unattended, as its comment says a user would: the preset's command and flags,
+        plus no permission prompts."""
+        _program, *flags, prompt = load_cli_preset("claude-code")["command"]
         unit: dict[str, Any] = {
             "preset": "claude-code",
-            "command": [str(self.claude), "--dangerously-skip-permissions", "{bootstrap}"],
+            "command": [str(self.claude), *flags, "--dangerously-skip-permissions", prompt],
             "workdir": str(self.project),
             "env": self.env(model_url),
             "restart": {"min_uptime": 0, "delay": "100ms"},

@@ -5,13 +5,17 @@ process, plus a *brain*: replies derived only from what the model is sent.
 (checked against it by ``test_copies.py``); it stays unmodified. A brain is a
 function from a request body to the next scripted step (``{"tool": {...}}``,
 ``{"reply": "..."}``, each with an optional ``input_tokens``): the model then
-knows nothing but its prompt and the conversation, like a real one.
+knows nothing but its prompt and the conversation, like a real one. The
+claude-code preset's prompt names the bootstrap's file: a brain reads it first
+with the Read tool (``read_bootstrap``), as a real model does, and finds the
+bootstrap in what the session was ``given``.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -71,10 +75,29 @@ def tool_results(body: dict[str, Any]) -> list[str]:
     return out
 
 
-def bash(command: str, tokens: int | None = None) -> dict[str, Any]:
-    step: dict[str, Any] = {"tool": {"name": "Bash",
-                                     "input": {"command": command, "description": command[:40]}}}
+def tool(name: str, tokens: int | None = None, **inputs: str) -> dict[str, Any]:
+    """A step calling Claude Code's tool ``name`` with ``inputs`` as its input."""
+    step: dict[str, Any] = {"tool": {"name": name, "input": inputs}}
     if tokens is not None:
         step["input_tokens"] = tokens
     return step
 
+
+def bash(command: str, tokens: int | None = None) -> dict[str, Any]:
+    return tool("Bash", tokens, command=command, description=command[:40])
+
+
+READ = re.compile(r"Read (\S+) and follow it")  # the preset's prompt
+
+
+def given(body: dict[str, Any]) -> str:
+    """What the session was given: its prompt and what its tool calls read."""
+    return "\n".join([first_user_text(body), *tool_results(body)])
+
+
+def read_bootstrap(body: dict[str, Any], tokens: int | None = None) -> dict[str, Any] | None:
+    """The first step of every session: read the file the prompt names (None once read)."""
+    asked = READ.search(first_user_text(body))
+    if asked is None or "# agentd bootstrap:" in given(body):
+        return None
+    return tool("Read", tokens, file_path=asked.group(1))

@@ -44,7 +44,8 @@ class ServedModel:
             self._api.CONFIG.update(json.loads(json.dumps(config)))
 
     def requests(self) -> list[dict[str, Any]]:
-        lines = self.log.read_text(encoding="utf-8").splitlines()
+        with self._api.LOCK:  # the server writes each line under it: none is read half-written
+            lines = self.log.read_text(encoding="utf-8").splitlines()
         return [json.loads(line) for line in lines if line.strip()]
 
     def summaries(self) -> list[dict[str, Any]]:

@@ -3,13 +3,17 @@
 What these prove is about the real CLI, not about a stand-in: the texts it
 draws, the hooks it runs, how it compacts. The fake model (``model.py``) only
 answers; compaction is Claude Code's own (two replies reporting ~97k tokens of
-a 100k window).
+a 100k window). The preset's prompt names the bootstrap's file, as the command
+line is visible in ``ps``: the fake model reads it with the Read tool first, as
+a real one does, and every check looks for the bootstrap in what the session
+was given (its prompt and its tool results).
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,11 +22,20 @@ from tests.helpers import events, records, write_unit
 from tests.realcli import fake_anthropic as fa
 from tests.realcli.agentd_run import agentctl, running, session_starts, with_agentctl_on_path
 from tests.realcli.conftest import ClaudeProject
-from tests.realcli.model import FakeModel, bash, first_user_text, tool_results
+from tests.realcli.model import FakeModel, bash, given, read_bootstrap, tool_results
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
 BIG = 97_000  # reported input tokens: two such replies make Claude Code compact
+
+
+def _compacting_brain(body: dict[str, Any]) -> dict[str, Any] | None:
+    """Session 1 runs two commands, each reply reporting ~97k tokens: Claude Code
+    compacts. Later sessions only read their bootstrap (then the default reply)."""
+    done = len(tool_results(body)) - 1  # commands run after reading the bootstrap
+    if "session 1" not in given(body) or done >= 2:
+        return read_bootstrap(body)
+    return bash(f"echo {('one', 'two')[done]}", BIG)
 
 
 def test_screen_sentinel_restarts_with_a_bootstrap_that_says_why(
@@ -30,11 +43,10 @@ def test_screen_sentinel_restarts_with_a_bootstrap_that_says_why(
 ) -> None:
     """No hooks: Claude Code draws `Compacting conversation`, the preset's sentinel
     ends the session, and session 2 is started with a fresh bootstrap naming why."""
-    with FakeModel(tmp_path / "requests.jsonl") as model:
-        model.control(script=[bash("echo one", BIG), bash("echo two", BIG)])
+    with FakeModel(tmp_path / "requests.jsonl", brain=_compacting_brain) as model:
         write_unit(home, "cc", claude_project.unit(model.url))
         with running(home, "cc", timeout=90):
-            poll_for(lambda: any("# agentd bootstrap: cc, session 2" in first_user_text(r["body"])
+            poll_for(lambda: any("# agentd bootstrap: cc, session 2" in given(r["body"])
                                  for r in model.main_requests()),
                      timeout=60, what="session 2's prompt at the model")
     second = home / "logs" / "cc" / "bootstrap-2.md"
@@ -51,11 +63,10 @@ def test_precompact_hook_ends_the_session_before_any_summary_request(
     which reaches agentd through AGENTD_SOCKET; the session ends while the CLI waits
     for its hook, so the summary request never reaches the model."""
     agentctl("hooks", "claude-code", "--dir", str(claude_project.project), cwd=tmp_path)
-    with FakeModel(tmp_path / "requests.jsonl") as model:
-        model.control(script=[bash("echo one", BIG), bash("echo two", BIG)])
+    with FakeModel(tmp_path / "requests.jsonl", brain=_compacting_brain) as model:
         write_unit(home, "hk", claude_project.unit(model.url))
         with running(home, "hk", timeout=90):
-            poll_for(lambda: any("# agentd bootstrap: hk, session 2" in first_user_text(r["body"])
+            poll_for(lambda: any("# agentd bootstrap: hk, session 2" in given(r["body"])
                                  for r in model.main_requests()),
                      timeout=60, what="session 2's prompt at the model")
     assert session_starts(home, "hk")[1]["reason"] == "sentinel:precompact"
@@ -65,13 +76,19 @@ def test_precompact_hook_ends_the_session_before_any_summary_request(
     assert outcome["outcome"] == "context"
 
 
+def _restarting_brain(body: dict[str, Any]) -> dict[str, Any] | None:
+    """Session 1 follows the bootstrap's rule once; later sessions only read theirs."""
+    if "session 1" not in given(body) or len(tool_results(body)) > 1:
+        return read_bootstrap(body)
+    return bash('agentctl restart "$AGENTD_UNIT" --reason fresh')
+
+
 def test_agentctl_restart_from_the_cli_bash_tool_under_agentd_run(
     home: Path, tmp_path: Path, claude_project: ClaudeProject,
 ) -> None:
     """The bootstrap's own rule, `agentctl restart "$AGENTD_UNIT"`, run by Claude
     Code's Bash tool: the session's socket is agentd run's private one."""
-    with FakeModel(tmp_path / "requests.jsonl") as model:
-        model.control(script=[bash('agentctl restart "$AGENTD_UNIT" --reason fresh')])
+    with FakeModel(tmp_path / "requests.jsonl", brain=_restarting_brain) as model:
         unit = claude_project.unit(model.url)
         unit["env"] = with_agentctl_on_path(unit["env"])
         write_unit(home, "rs", unit)
@@ -83,15 +100,16 @@ def test_agentctl_restart_from_the_cli_bash_tool_under_agentd_run(
 HANDOFF_ASK = "your context is nearly full"
 
 
-def _handoff_brain(body: dict[str, object]) -> dict[str, object] | None:
+def _handoff_brain(body: dict[str, Any]) -> dict[str, Any] | None:
     """Work near the context wall; when agentd asks, record a handoff."""
-    prompt = first_user_text(body)
-    if "session 2" in prompt:
+    first = read_bootstrap(body, 1000)
+    if first is not None:
+        return first
+    if "session 2" in given(body):
         return {"reply": "resuming from the handoff", "input_tokens": 1000}
-    last = fa.last_user_text(body)
-    if HANDOFF_ASK in last:
+    if HANDOFF_ASK in fa.last_user_text(body):
         return bash('agentctl state handoff "refactor half done: order_service next"', 60_000)
-    if tool_results(body):
+    if len(tool_results(body)) > 1:
         return {"reply": "step one done", "input_tokens": 60_000}
     return bash("echo working on step one", 60_000)
 
@@ -121,13 +139,17 @@ STEPS = 6
 _STEP = re.compile(r"next action\W*(step-(\d+))", re.IGNORECASE)
 
 
-def _task_brain(body: dict[str, object]) -> dict[str, object] | None:
-    """A model that knows only its prompt: do the bootstrap's next action, then the one
-    after, each as one tool call that records it; stop when the steps run out."""
-    found = _STEP.search(first_user_text(body))
+def _task_brain(body: dict[str, Any]) -> dict[str, Any] | None:
+    """A model that knows only what it was given: read the bootstrap, do its next
+    action, then the one after, each as one tool call that records it; stop when
+    the steps run out."""
+    first = read_bootstrap(body, 1000)
+    if first is not None:
+        return first
+    found = _STEP.search(given(body))
     if found is None:
-        return {"reply": "no next action in my prompt", "input_tokens": 1000}
-    step = int(found.group(2)) + len(tool_results(body))
+        return {"reply": "no next action in my bootstrap", "input_tokens": 1000}
+    step = int(found.group(2)) + len(tool_results(body)) - 1  # the first result: the bootstrap
     if step > STEPS:
         return {"reply": "ALL STEPS DONE", "input_tokens": 1000}
     return bash(f'echo step-{step} >> work.log && agentctl state done "step-{step}" '
