@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +24,7 @@ from agentd import events as ev
 from agentd.config.lint import STATE_IN_PS, state_in_argv
 from agentd.config.times import iso
 from agentd.memory.bootstrap import Bootstrap, render
+from agentd.session.redact import secrets_in
 from agentd.supervisor.definition import Definition
 from agentd.supervisor.pauses import Pauses
 from agentd.supervisor.policy import Decision, RestartPolicy, SessionEnd
@@ -93,11 +95,16 @@ class SessionLoop:
                 await asyncio.shield(self.task)
 
     def preview(self) -> tuple[int, Bootstrap]:
-        """The bootstrap the next session would get now, and its number (changes nothing)."""
+        """The bootstrap the next session would get now, and its number (changes nothing);
+        its secrets hidden, as in the kept copies."""
         number = self.session_no + 1
         reason = self.last_reason or "start"
-        return number, render(self.host.briefing.context(
-            self._definition.newest, number, reason, self.ends, self.host.wall()))
+        unit = self._definition.newest
+        boot = render(self.host.briefing.context(unit, number, reason, self.ends,
+                                                 self.host.wall()))
+        redactor = self._definition.redactor
+        redactor.learn(secrets_in(boot.text, unit.secret_patterns))
+        return number, dataclasses.replace(boot, text=redactor.redact_text(boot.text))
 
     async def _run(self, reason: str) -> None:
         history = self.host.history

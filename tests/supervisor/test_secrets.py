@@ -103,3 +103,22 @@ def test_a_reason_is_hidden_in_status_history_events_and_the_next_bootstrap(
                  (logs / "agentd.jsonl").read_text()):
         assert token not in text
     assert "manual:rotate *** now" in (logs / "r" / "bootstrap-2.md").read_text()
+
+
+def test_the_preview_of_the_next_bootstrap_hides_them_too(home: Path) -> None:
+    """`agentctl bootstrap UNIT` and the dashboard show what the next session would get:
+    with its secrets hidden, as in the kept copies."""
+    state = home / "work" / ".agent"
+    state.mkdir(parents=True)
+    (state / "scratch.md").write_text(f"push with {GH}\nthe vpn: {CORP}\n")
+    shown: list[str] = []
+
+    async def body(sup: Supervisor) -> None:
+        number, boot = sup.preview_bootstrap("p")
+        assert number == 1
+        shown.append(boot.text)
+
+    run_with(home, "p", {"command": fake("exit:0"), "secrets": ["corp-[0-9a-f]{8}"],
+                         "autostart": False}, body)
+    assert "push with ***" in shown[0] and "the vpn: ***" in shown[0]
+    assert GH not in shown[0] and CORP not in shown[0]
