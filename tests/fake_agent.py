@@ -195,6 +195,7 @@ def run(step: str, extra: list[str]) -> None:
         if bf and os.path.exists(bf):
             with open(bf, encoding="utf-8") as f:
                 rec["bootstrap"] = f.read()
+            rec["given_mode"] = oct(os.stat(bf).st_mode & 0o777)
         with open(arg, "a") as f:
             f.write(json.dumps(rec) + "\n")
     elif verb == "if-session":

@@ -187,6 +187,8 @@ class Briefing:
                 write_atomic(done.file, boot.text, mode=0o600)
             except OSError as exc:
                 done.failed.append((f"bootstrap:{unit.name}", done.file, exc))
+        else:  # an earlier session's secrets are not left lying there
+            self.forget_given()
         if unit.inject.mode == "file":
             done.file = unit.inject_path
             try:
@@ -231,6 +233,11 @@ class Briefing:
     def forget_readonly(self) -> None:
         """Other state files (a changed unit): record their hashes afresh."""
         self.readonly_hashes = {}
+
+    def forget_given(self) -> None:
+        """Remove the whole text given to a session (its secrets): not needed now."""
+        with contextlib.suppress(OSError):
+            self._given.unlink()
 
     def _prune(self, number: int, keep: int) -> None:
         """Delete the kept bootstraps older than the last ``keep`` (0: keep all)."""

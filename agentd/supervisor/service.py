@@ -201,6 +201,7 @@ class Service:
 
     def close(self) -> None:
         self.pauses.cancel()
+        self.briefing.forget_given()  # no session runs: nothing reads it
         self._definition.close()
         self._lock.release()
         self._state_lock.release()

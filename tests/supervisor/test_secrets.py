@@ -36,8 +36,10 @@ def test_a_secret_in_the_state_is_hidden_in_the_kept_bootstrap_the_transcript_an
     given = Path(records(rec)[0]["bootstrap_file"])
     kept = home / "logs" / "s" / "bootstrap-1.md"
     assert given != kept and given.is_relative_to(home / "run")
-    assert GH in given.read_text() and CORP in given.read_text()  # the agent has its state
-    assert oct(given.stat().st_mode & 0o777) == "0o600"
+    whole = records(rec)[0]["bootstrap"]
+    assert GH in whole and CORP in whole  # the agent has its state
+    assert records(rec)[0]["given_mode"] == "0o600"
+    assert not given.exists()  # removed when the unit's supervisor is done with it
     logs = [kept.read_text(), (home / "logs" / "s" / "transcript.log").read_text(),
             (home / "logs" / "agentd.jsonl").read_text(), (home / "logs" / "s" /
                                                            "history.jsonl").read_text()]
