@@ -40,7 +40,13 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from tests.realcli.conftest import CACHE, CLAUDE_CODE, ClaudeProject  # noqa: E402
-from tests.realcli.model import bash, fake_model  # noqa: E402
+from tests.realcli.model import (  # noqa: E402
+    FakeModel,
+    bash,
+    given,
+    read_bootstrap,
+    tool_results,
+)
 
 BIG = 97_000
 
@@ -66,6 +72,15 @@ def _events(home: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def _brain(body: dict[str, Any]) -> dict[str, Any] | None:
+    """Session 1 reads its bootstrap, then runs two commands, each reply reporting
+    ~97k tokens: Claude Code compacts. Later sessions only read their bootstrap."""
+    done = len(tool_results(body)) - 1  # commands run after reading the bootstrap
+    if "session 1" not in given(body) or done >= 2:
+        return read_bootstrap(body)
+    return bash(f"echo {('one', 'two')[done]}", BIG)
+
+
 def one(path: str, exe: Path, root: Path) -> dict[str, Any]:
     home = root / "home"
     (home / "units").mkdir(parents=True)
@@ -75,8 +90,7 @@ def one(path: str, exe: Path, root: Path) -> dict[str, Any]:
         subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "hooks", "claude-code",
                         "--dir", str(project.project)], check=True, env=env,
                        capture_output=True, stdin=subprocess.DEVNULL)
-    with fake_model(root / "requests.jsonl") as model:
-        model.control(script=[bash("echo one", BIG), bash("echo two", BIG)])
+    with FakeModel(root / "requests.jsonl", brain=_brain) as model:
         unit = project.unit(model.url)
         unit_file = home / "units" / "cc.yaml"
         unit_file.write_text(json.dumps(unit))
