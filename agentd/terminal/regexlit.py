@@ -6,8 +6,10 @@ rule's literal first and runs the regex only where it occurs.
 
 Only runs of plain characters that the pattern always matches count: outside
 branches (but a prefix the parser moved out of a branch counts), optional
-parts, lookarounds and case-insensitive flags. When in doubt: None, and the
-regex runs as before.
+parts, lookarounds and case-insensitive flags. A pattern that is one
+alternation (``A|B|C``, as a handoff rule's is) has no such run, but each
+branch may have one: every match holds one of them (``required_literals``).
+When in doubt: None, and the regex runs as before.
 """
 
 from __future__ import annotations
@@ -20,20 +22,49 @@ MIN_LITERAL = 3
 _LITERAL = sre_constants.LITERAL
 _SUBPATTERN = sre_constants.SUBPATTERN
 _REPEATS = (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT, sre_constants.POSSESSIVE_REPEAT)
+_BRANCH = sre_constants.BRANCH
 _ZERO_WIDTH = (sre_constants.AT,)  # ^ $ \b \B \A \Z: they take no characters
 
 
 def required_literal(pattern: re.Pattern[str]) -> str | None:
     """The longest run of literal characters every match contains (None if < 3)."""
+    items = _parsed(pattern)
+    return None if items is None else _longest_run(items)
+
+
+def required_literals(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
+    """Literals one of which every match contains: the required literal, or for a
+    pattern that is one alternation, the required literal of each branch (None when
+    a branch has none)."""
+    items = _parsed(pattern)
+    if items is None:
+        return None
+    one = _longest_run(items)
+    if one is not None:
+        return (one,)
+    while len(items) == 1 and items[0][0] is _SUBPATTERN and not any(items[0][1][1:3]):
+        items = list(items[0][1][3])  # type: ignore[index]  # (?:A|B) or (A|B) whole
+    if len(items) != 1 or items[0][0] is not _BRANCH:
+        return None
+    found = [_longest_run(list(branch)) for branch in items[0][1][1]]  # type: ignore[index]
+    if any(literal is None for literal in found):
+        return None
+    return tuple(dict.fromkeys(literal for literal in found if literal is not None))
+
+
+def _parsed(pattern: re.Pattern[str]) -> list[tuple[object, object]] | None:
     if pattern.flags & re.IGNORECASE:
         return None
     try:
-        parsed = sre_parser.parse(pattern.pattern, pattern.flags)
+        return list(sre_parser.parse(pattern.pattern, pattern.flags))
     except Exception:  # the private parser changed: no pre-filter, same results
         return None
+
+
+def _longest_run(items: list[tuple[object, object]]) -> str | None:
     runs: list[str] = []
     run: list[str] = []
-    _literal_runs(list(parsed), runs, run)
+    _literal_runs(items, runs, run)
     _flush(runs, run)
     best = max(runs, key=len, default="")
     return best if len(best) >= MIN_LITERAL else None

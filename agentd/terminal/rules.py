@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from agentd.terminal.regexlit import required_literal
+from agentd.terminal.regexlit import required_literals
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def _groups(m: re.Match[str]) -> dict[str, str]:
 class _Entry:
     rule: Rule
     block: re.Pattern[str] | None  # searches many lines at once; None: line by line
-    literal: str | None  # every match holds it; None: no such literal
+    literals: tuple[str, ...] | None  # every match holds one of them; None: unknown
     final_only: bool  # named groups: matched only when the line is final
 
 
@@ -101,7 +101,7 @@ class RuleSet:
         self.remove(rule.name)
         pattern = rule.pattern
         self._entries.append(
-            _Entry(rule, _block_pattern(pattern), required_literal(pattern), rule.has_groups)
+            _Entry(rule, _block_pattern(pattern), required_literals(pattern), rule.has_groups)
         )
 
     def remove(self, name: str) -> None:
@@ -120,7 +120,7 @@ class RuleSet:
                 continue
             if echo and rule.echo_check:
                 continue
-            if entry.literal is not None and entry.literal not in line:
+            if entry.literals is not None and not any(lit in line for lit in entry.literals):
                 continue
             m = rule.pattern.search(line)
             if m:
@@ -134,7 +134,8 @@ class RuleSet:
             text, start, end = self._cut_long_lines(text, start, end)
         found: list[tuple[int, int, Hit]] = []  # (line offset, rule order, hit)
         for order, entry in enumerate(self._entries):
-            if entry.literal is not None and text.find(entry.literal, start, end) < 0:
+            if entry.literals is not None and all(
+                    text.find(lit, start, end) < 0 for lit in entry.literals):
                 continue  # no line of the block can match
             if entry.block is None:
                 found += self._each_line(text, start, end, order, entry.rule)

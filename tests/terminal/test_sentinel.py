@@ -14,7 +14,7 @@ import pytest
 from agentd.config.presets import load_cli_preset
 from agentd.terminal.ansi import strip_ansi
 from agentd.terminal.matcher import PARTIAL_MAX, LineMatcher
-from agentd.terminal.regexlit import required_literal
+from agentd.terminal.regexlit import required_literal, required_literals
 from agentd.terminal.rules import Hit, Rule
 from tests.conftest import FIXTURES, LOCAL_FIXTURES
 
@@ -454,6 +454,26 @@ def test_real_tui_argv_echo_and_its_redraws_are_not_hits(path: Path, chunk: int)
 )
 def test_required_literal(pattern: str, literal: str | None) -> None:
     assert required_literal(re.compile(pattern)) == literal
+
+
+@pytest.mark.parametrize(
+    ("pattern", "literals"),
+    [
+        ("Compacting conversation", ("Compacting conversation",)),
+        # the claude-code preset's handoff rule: one literal a branch
+        (r"(?P<left>\d{1,3})% until auto-compac|Context left until auto-compact: "
+         r"(?P<left_old>\d{1,3})%|Context low \((?P<left_low>\d{1,3})% remaining\)",
+         ("% until auto-compac", "Context left until auto-compact: ", "Context low (")),
+        (r"(?:abc|xyz)", ("abc", "xyz")),
+        (r"(abc|xyz)", ("abc", "xyz")),
+        (r"abc|x", None),  # a branch without a literal: no pre-filter
+        (r"ab|cd", None),
+        (r"(?i:abc|def)", None),
+        (r"(?:abc|def)x", None),  # an alternation inside: not (yet) taken apart
+    ],
+)
+def test_required_literals(pattern: str, literals: tuple[str, ...] | None) -> None:
+    assert required_literals(re.compile(pattern)) == literals
 
 
 def test_literal_prefilter_keeps_hits_split_by_escapes() -> None:

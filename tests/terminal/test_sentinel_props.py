@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from agentd.terminal import rules
 from agentd.terminal.ansi import rewrite, strip_ansi
 from agentd.terminal.matcher import LineMatcher
-from agentd.terminal.regexlit import required_literal
+from agentd.terminal.regexlit import required_literal, required_literals
 from agentd.terminal.rules import Rule
 
 # Rules with named groups are matched when a line is final (its text about to
@@ -279,6 +279,24 @@ def test_every_match_contains_the_required_literal(pieces: list[str], subject: s
         assert literal in m.group(0), (pattern.pattern, subject)
 
 
+@settings(max_examples=500, deadline=None)
+@given(branches=st.lists(st.lists(PATTERN_PIECE, min_size=1, max_size=4), min_size=1,
+                         max_size=4),
+       group=st.sampled_from(["{}", "(?:{})", "({})"]), subject=SUBJECT)
+def test_every_match_of_an_alternation_contains_one_of_its_literals(
+        branches: list[list[str]], group: str, subject: str) -> None:
+    try:
+        pattern = re.compile(group.format("|".join("".join(b) for b in branches)),
+                             re.MULTILINE)
+    except re.error:
+        assume(False)
+    literals = required_literals(pattern)
+    if literals is None:
+        return
+    for m in pattern.finditer(subject):
+        assert any(lit in m.group(0) for lit in literals), (pattern.pattern, subject)
+
+
 @settings(max_examples=200, deadline=None)
 @given(pieces=st.lists(PIECE, max_size=40), cut=st.integers(min_value=0, max_value=2000))
 def test_the_literal_prefilter_changes_no_hit(pieces: list[bytes], cut: int) -> None:
@@ -287,5 +305,5 @@ def test_the_literal_prefilter_changes_no_hit(pieces: list[bytes], cut: int) -> 
     chunks = [stream[:cut], stream[cut:]]
     with_filter = hits_of(chunks, 65536)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(rules, "required_literal", lambda _pattern: None)
+        mp.setattr(rules, "required_literals", lambda _pattern: None)
         assert hits_of(chunks, 65536) == with_filter
