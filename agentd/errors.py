@@ -81,3 +81,14 @@ class PathError(AgentdError):
             else exc.strerror or str(exc)
         return cls(f"cannot {doing} {failed}: {why} "
                    "(check AGENTD_HOME, --home and the XDG_* variables)")
+
+
+def describe(exc: BaseException) -> str:
+    """One line for an unexpected failure."""
+    if isinstance(exc, AgentdError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        where = ", ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+        return f"{exc.strerror or exc}" + (f": {where}" if where else "")
+    return (f"internal error: {type(exc).__name__}: {exc} (run again with AGENTD_DEBUG=1 "
+            "to see where)")

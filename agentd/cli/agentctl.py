@@ -5,7 +5,9 @@ Agents run ``agentctl state next|done|decide`` after every step, so start-up
 time counts: each verb group is a module of its own (``VERBS``), imported only
 when one of its verbs runs (or ``--help`` lists them all). ``agentctl state``
 never loads the daemon's protocol; ``agentctl status`` never loads the
-supervisor. ``scripts/bench.py --only agentctl`` measures it.
+supervisor. The console script (``ctlmain``) does the plain text writes of
+``agentctl state`` without click at all (``statefast``). ``scripts/bench.py
+--only agentctl`` measures it.
 """
 
 from __future__ import annotations

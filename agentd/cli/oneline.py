@@ -14,18 +14,7 @@ from typing import Any
 
 import click
 
-from agentd.errors import AgentdError
-
-
-def describe(exc: BaseException) -> str:
-    """One line for an unexpected failure."""
-    if isinstance(exc, AgentdError):
-        return str(exc)
-    if isinstance(exc, OSError):
-        where = ", ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
-        return f"{exc.strerror or exc}" + (f": {where}" if where else "")
-    return (f"internal error: {type(exc).__name__}: {exc} (run again with AGENTD_DEBUG=1 "
-            "to see where)")
+from agentd.errors import describe
 
 
 class OneLineErrors(click.Group):
