@@ -96,6 +96,10 @@ RestartSec=2
 # TimeoutStopSec is the backstop if agentd cannot.
 KillMode=mixed
 TimeoutStopSec=60
+# agentd gives each session a cgroup of its own under this one, so that
+# nothing a session starts escapes being ended with it (README: Process
+# containment).
+Delegate=yes
 WatchdogSec=60
 
 [Install]

@@ -234,7 +234,7 @@ def test_install_service_prints_real_paths() -> None:
     unit = res.stdout
     exec_line = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
     assert exec_line.endswith(" serve") and str(Path(sys.executable).parent) in exec_line
-    assert "Type=notify" in unit and "Restart=on-failure" in unit
+    assert "Type=notify" in unit and "Restart=on-failure" in unit and "Delegate=yes" in unit
     assert f"Environment=PATH={os.environ['PATH']}" in unit or "Environment=\"PATH=" in unit
     plist = plistlib.loads(agentctl("install-service", "--kind", "launchd", "--print")
                            .stdout.encode())
