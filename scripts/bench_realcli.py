@@ -39,16 +39,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from tests.helpers import events as logged_events  # noqa: E402
 from tests.realcli.conftest import CACHE, CLAUDE_CODE, ClaudeProject  # noqa: E402
-from tests.realcli.model import (  # noqa: E402
-    FakeModel,
-    bash,
-    given,
-    read_bootstrap,
-    tool_results,
-)
-
-BIG = 97_000
+from tests.realcli.model import FakeModel, compacting_brain  # noqa: E402
 
 
 def claude() -> Path:
@@ -65,22 +58,6 @@ def _ts(event: dict[str, Any]) -> float:
     return datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
 
 
-def _events(home: Path) -> list[dict[str, Any]]:
-    path = home / "logs" / "agentd.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _brain(body: dict[str, Any]) -> dict[str, Any] | None:
-    """Session 1 reads its bootstrap, then runs two commands, each reply reporting
-    ~97k tokens: Claude Code compacts. Later sessions only read their bootstrap."""
-    done = len(tool_results(body)) - 1  # commands run after reading the bootstrap
-    if "session 1" not in given(body) or done >= 2:
-        return read_bootstrap(body)
-    return bash(f"echo {('one', 'two')[done]}", BIG)
-
-
 def one(path: str, exe: Path, root: Path) -> dict[str, Any]:
     home = root / "home"
     (home / "units").mkdir(parents=True)
@@ -90,7 +67,7 @@ def one(path: str, exe: Path, root: Path) -> dict[str, Any]:
         subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "hooks", "claude-code",
                         "--dir", str(project.project)], check=True, env=env,
                        capture_output=True, stdin=subprocess.DEVNULL)
-    with FakeModel(root / "requests.jsonl", brain=_brain) as model:
+    with FakeModel(root / "requests.jsonl", brain=compacting_brain) as model:
         unit = project.unit(model.url)
         unit_file = home / "units" / "cc.yaml"
         unit_file.write_text(json.dumps(unit))
@@ -102,7 +79,7 @@ def one(path: str, exe: Path, root: Path) -> dict[str, Any]:
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
                 if any(e["event"] == "session.start" and e.get("session") == 2
-                       for e in _events(home)):
+                       for e in logged_events(home)):
                     break
                 time.sleep(0.2)
             else:
@@ -111,7 +88,7 @@ def one(path: str, exe: Path, root: Path) -> dict[str, Any]:
             proc.send_signal(signal.SIGINT)
             proc.wait(timeout=60)
         requests = model.requests()
-    events = _events(home)
+    events = logged_events(home)
     kill = next(e for e in events if e["event"] == "session.kill" and e["session"] == 1)
     hit = next(e for e in events if e["event"] == "session.sentinel" and e["session"] == 1)
     summaries = [r for r in requests if r.get("note") == "summary"]

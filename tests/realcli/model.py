@@ -88,6 +88,7 @@ def bash(command: str, tokens: int | None = None) -> dict[str, Any]:
 
 
 READ = re.compile(r"Read (\S+) and follow it")  # the preset's prompt
+BIG = 97_000  # reported input tokens: two such replies make Claude Code compact
 
 
 def given(body: dict[str, Any]) -> str:
@@ -101,3 +102,12 @@ def read_bootstrap(body: dict[str, Any], tokens: int | None = None) -> dict[str,
     if asked is None or "# agentd bootstrap:" in given(body):
         return None
     return tool("Read", tokens, file_path=asked.group(1))
+
+
+def compacting_brain(body: dict[str, Any]) -> dict[str, Any] | None:
+    """Session 1 runs two commands, each reply reporting ~97k tokens: Claude Code
+    compacts. Later sessions only read their bootstrap (then the default reply)."""
+    done = len(tool_results(body)) - 1  # commands run after reading the bootstrap
+    if "session 1" not in given(body) or done >= 2:
+        return read_bootstrap(body)
+    return bash(f"echo {('one', 'two')[done]}", BIG)

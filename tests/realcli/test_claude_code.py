@@ -22,28 +22,24 @@ from tests.helpers import events, records, write_unit
 from tests.realcli import fake_anthropic as fa
 from tests.realcli.agentd_run import agentctl, running, session_starts, with_agentctl_on_path
 from tests.realcli.conftest import ClaudeProject
-from tests.realcli.model import FakeModel, bash, given, read_bootstrap, tool_results
+from tests.realcli.model import (
+    BIG,
+    FakeModel,
+    bash,
+    compacting_brain,
+    given,
+    read_bootstrap,
+    tool_results,
+)
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
-
-BIG = 97_000  # reported input tokens: two such replies make Claude Code compact
-
-
-def _compacting_brain(body: dict[str, Any]) -> dict[str, Any] | None:
-    """Session 1 runs two commands, each reply reporting ~97k tokens: Claude Code
-    compacts. Later sessions only read their bootstrap (then the default reply)."""
-    done = len(tool_results(body)) - 1  # commands run after reading the bootstrap
-    if "session 1" not in given(body) or done >= 2:
-        return read_bootstrap(body)
-    return bash(f"echo {('one', 'two')[done]}", BIG)
-
 
 def test_screen_sentinel_restarts_with_a_bootstrap_that_says_why(
     home: Path, tmp_path: Path, claude_project: ClaudeProject,
 ) -> None:
     """No hooks: Claude Code draws `Compacting conversation`, the preset's sentinel
     ends the session, and session 2 is started with a fresh bootstrap naming why."""
-    with FakeModel(tmp_path / "requests.jsonl", brain=_compacting_brain) as model:
+    with FakeModel(tmp_path / "requests.jsonl", brain=compacting_brain) as model:
         write_unit(home, "cc", claude_project.unit(model.url))
         with running(home, "cc", timeout=90):
             poll_for(lambda: any("# agentd bootstrap: cc, session 2" in given(r["body"])
@@ -63,7 +59,7 @@ def test_precompact_hook_ends_the_session_before_any_summary_request(
     which reaches agentd through AGENTD_SOCKET; the session ends while the CLI waits
     for its hook, so the summary request never reaches the model."""
     agentctl("hooks", "claude-code", "--dir", str(claude_project.project), cwd=tmp_path)
-    with FakeModel(tmp_path / "requests.jsonl", brain=_compacting_brain) as model:
+    with FakeModel(tmp_path / "requests.jsonl", brain=compacting_brain) as model:
         write_unit(home, "hk", claude_project.unit(model.url))
         with running(home, "hk", timeout=90):
             poll_for(lambda: any("# agentd bootstrap: hk, session 2" in given(r["body"])
