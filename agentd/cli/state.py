@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import click
 
+from agentd.cli.statefast import record_text
 from agentd.errors import AgentdError
 from agentd.memory import record as stateverbs
 from agentd.memory.layout import preset_names
@@ -197,7 +198,7 @@ def _verb(name: str, help_text: str) -> None:
     @click.pass_context
     @_failures
     def command(ctx: click.Context, text: str) -> None:
-        click.echo(stateverbs.write(_open(ctx), name, _text(text), time.time(), cwd=Path.cwd()))
+        click.echo(record_text(_open(ctx), name, _text(text)))
 
 
 _verb("mission", "Set the mission: what the whole run is for (clears a completion mark).")
@@ -225,8 +226,7 @@ def complete(ctx: click.Context, summary: str) -> None:
 @_failures
 def done(ctx: click.Context, text: str, verified: str | None) -> None:
     """Record a completed step."""
-    how = verified.strip() if verified else None
-    click.echo(stateverbs.write(_open(ctx), "done", _text(text), time.time(), verified=how))
+    click.echo(record_text(_open(ctx), "done", _text(text), verified))
 
 
 @state.command("archive")

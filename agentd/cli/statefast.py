@@ -17,6 +17,10 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agentd.memory.ops import StateDir
 
 TEXT_VERBS = frozenset({"mission", "task", "next", "block", "handoff", "done"})
 
@@ -29,16 +33,10 @@ def run(argv: Sequence[str]) -> int | None:
         return None
     state_dir, verb, text, verified = parsed
     from agentd.errors import AgentdError, describe
-    from agentd.memory import record
     from agentd.memory.ops import open_dir
 
     try:
-        sd = open_dir(Path(state_dir))
-        if verb == "done":
-            how = verified.strip() if verified else None
-            said = record.write(sd, "done", text, time.time(), verified=how)
-        else:
-            said = record.write(sd, verb, text, time.time(), cwd=Path.cwd())
+        said = record_text(open_dir(Path(state_dir)), verb, text, verified)
     except AgentdError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
@@ -52,6 +50,15 @@ def run(argv: Sequence[str]) -> int | None:
         return 1
     print(said)
     return 0
+
+
+def record_text(sd: StateDir, verb: str, text: str, verified: str | None = None) -> str:
+    """Record ``text`` with a text verb (``done``: ``verified`` says how); what was done.
+    The click commands call it too."""
+    from agentd.memory import record
+
+    how = verified.strip() if verified else None
+    return record.write(sd, verb, text, time.time(), verified=how, cwd=Path.cwd())
 
 
 def _parse(argv: Sequence[str]) -> tuple[str, str, str, str | None] | None:
