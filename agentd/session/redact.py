@@ -142,6 +142,13 @@ class Redactor:
             del self._learned[next(iter(self._learned))]
         self._compile()
 
+    def hide_state(self, text: str, patterns: Sequence[re.Pattern[str]] = ()) -> str:
+        """``text`` (state a bootstrap shows) with its secrets hidden (``secrets_in``,
+        with ``patterns``: the unit's ``secrets:``); they are learned, so the
+        transcript and the events hide them too."""
+        self.learn(secrets_in(text, patterns))
+        return self.redact_text(text)
+
     def _compile(self) -> None:
         written = _longest_first([*self._given, *self._learned])
         # A terminal shows a multi-line secret (a PEM key) with CRLF line ends.

@@ -49,7 +49,7 @@ from agentd.memory.init import init
 from agentd.memory.layout import resolve
 from agentd.memory.statedir import fingerprint
 from agentd.memory.statewrite import write_atomic
-from agentd.session.redact import Redactor, secrets_in
+from agentd.session.redact import Redactor
 from agentd.supervisor.offloop import off_loop
 from agentd.supervisor.policy import SessionEnd
 
@@ -170,8 +170,7 @@ class Briefing:
         """Keep ``boot`` in the logs, its secrets hidden; give the agent the whole text
         (``given`` when the kept copy hides something; ``inject.path`` in file mode); a
         write that fails is noted, not raised."""
-        redactor.learn(secrets_in(boot.text, unit.secret_patterns))
-        kept = redactor.redact_text(boot.text)
+        kept = redactor.hide_state(boot.text, unit.secret_patterns)
         done = Prepared(boot, kept_bootstrap(self.logs_dir, number), state)
         log_copy = done.file
         try:

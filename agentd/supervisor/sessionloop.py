@@ -24,7 +24,6 @@ from agentd import events as ev
 from agentd.config.lint import STATE_IN_PS, state_in_argv
 from agentd.config.times import iso
 from agentd.memory.bootstrap import Bootstrap, render
-from agentd.session.redact import secrets_in
 from agentd.supervisor.definition import Definition
 from agentd.supervisor.pauses import Pauses
 from agentd.supervisor.policy import Decision, RestartPolicy, SessionEnd
@@ -102,9 +101,8 @@ class SessionLoop:
         unit = self._definition.newest
         boot = render(self.host.briefing.context(unit, number, reason, self.ends,
                                                  self.host.wall()))
-        redactor = self._definition.redactor
-        redactor.learn(secrets_in(boot.text, unit.secret_patterns))
-        return number, dataclasses.replace(boot, text=redactor.redact_text(boot.text))
+        hidden = self._definition.redactor.hide_state(boot.text, unit.secret_patterns)
+        return number, dataclasses.replace(boot, text=hidden)
 
     async def _run(self, reason: str) -> None:
         history = self.host.history
