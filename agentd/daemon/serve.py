@@ -88,7 +88,6 @@ class Daemon:
         self.systemd = SystemdNotify()  # first: sessions must not see NOTIFY_SOCKET
         self._signals: asyncio.Queue[int] = asyncio.Queue()
         self._watchdog: asyncio.TimerHandle | None = None
-        self.loader: UnitLoader | None = None
         self.control: ControlServer | None = None
         self.dashboard: Dashboard | None = None
 
@@ -165,12 +164,10 @@ class Daemon:
 
     async def reload(self, why: str) -> dict[str, Any]:
         """Read every unit file again and apply the result (SIGHUP, agentctl reload)."""
-        assert self.loader is not None
         return await self.loader.reload(why)
 
     async def _shutdown(self) -> None:
-        if self.loader is not None:
-            self.loader.stop()  # a rescan still waiting for the lock will do nothing
+        self.loader.stop()  # a rescan still waiting for the lock will do nothing
         self.systemd.send("STOPPING=1", "STATUS=stopping every unit")
         killer = asyncio.get_running_loop().create_task(self._kill_on_second_signal())
         if self._watchdog is not None:
@@ -179,10 +176,7 @@ class Daemon:
             await self.dashboard.close()
         if self.control is not None:
             await self.control.close()
-        if self.loader is not None:
-            async with self.loader.lock:  # no reload under way while every unit stops
-                await self.sup.shutdown()
-        else:
+        async with self.loader.lock:  # no reload under way while every unit stops
             await self.sup.shutdown()
         killer.cancel()
         self.events.emit(ev.DAEMON_STOP, pid=os.getpid())
