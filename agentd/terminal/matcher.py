@@ -209,6 +209,9 @@ class LineMatcher:
         if last >= 0:
             if INCOMPLETE_BYTES.fullmatch(data, last):
                 self._carry = data[last:]
+                cut_short = data.rfind(b"\x1b", 0, last)
+                if cut_short >= 0 and INCOMPLETE_BYTES.fullmatch(data, cut_short, last):
+                    last = cut_short  # an ESC ends it: gone, as clean drops it in one chunk
                 return data[:last]
             if OPEN_STRING_BYTES.fullmatch(data, last):
                 self._in_string = True  # clean drops the started string

@@ -139,6 +139,9 @@ def drawn_holds(stream: bytes, max_line_chars: int) -> bool:
 @example(pieces=[b"\x1b[2f", b":", b"::::", ":::::::中中中".encode(), b"Compacting conversation",
                  b"Compacting conversation", b"\x1b[3A", b"Compacting conversation",
                  ":中:".encode()])
+# A CSI cut short by an ESC whose own sequence is held back for the next read:
+# gone, as when both come in one read (a hypothesis find).
+@example(pieces=[b"\x1b[", b":", b"\x1b[0m"])
 def test_byte_by_byte_equals_whole(pieces: list[bytes]) -> None:
     stream = b"".join(pieces)
     singles = [stream[i : i + 1] for i in range(len(stream))]
