@@ -8,7 +8,8 @@ and .pth files included), then each verb through the installed console script
 (``<venv>/bin/agentctl``) and as ``python -m agentd.cli.agentctl``. The state
 verbs write to a state dir made by ``agentctl state init``; ``status`` asks a
 running ``agentd serve`` (temporary AGENTD_HOME, one idle unit). A first round
-warms the page cache and the .pyc files and is not counted.
+warms the page cache and writes the .pyc files (``PYTHONDONTWRITEBYTECODE``
+is dropped for these runs: an installed package has them) and is not counted.
 
 Per command: wall-clock median and p90 (ms), and the median CPU time (user +
 system, from the reaped child's rusage) - on a shared machine the CPU time
@@ -96,6 +97,10 @@ def phase_agentctl(cfg: Config, root: Path, baseline: Path | None) -> dict[str, 
     rec = root / "ctl.rec"
     write_unit(home, "idle", agent_argv("idle", rec=rec, count=root / "ctl.count"))
     env = child_env(AGENTD_HOME=str(home))
+    # A pip install compiles the package's .pyc files; an editable checkout gets
+    # them from the first run, unless the environment forbids writing them (some
+    # CI images set this): without them every run compiles every module again.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     work.mkdir()
     time_run([sys.executable, "-m", "agentd.cli.agentctl", "state", "--dir", str(state), "init"],
              env, work)

@@ -1,6 +1,6 @@
 """The keys a unit file may hold, read from the schema the loader validates with.
 
-One walk over ``Unit`` (pydantic models, and the layout's checked dataclasses
+One walk over ``Unit`` (pydantic models, and the layout's checked records
 for ``state.layout`` items) serves two readers: the loader's "did you mean"
 for a mistyped key, and ``scripts/gen_docs.py``, which writes the reference of
 every key from it (type, default, and the field's docstring), so the docs
@@ -9,7 +9,6 @@ cannot drift from what the loader accepts.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import json
 import types
@@ -24,12 +23,13 @@ from pydantic_core import PydanticUndefined
 
 from agentd.config.convert import parse_duration, parse_signal, parse_size
 from agentd.memory.layout import LayoutFile
+from agentd.memory.schema import MISSING, is_record
 
 # Not for people to write: the loader sets it from the file's path.
 INTERNAL = frozenset({"source"})
 FILE_NAME = "(the file's name)"  # the default of `name`, which the loader fills in
 
-# The layout's file entries are checked dataclasses of the memory layer, which
+# The layout's file entries are checked records of the memory layer, which
 # carry no docstrings per field; their words live here, beside the walk that
 # makes sure none is missing (tests/config/test_keys.py).
 LAYOUT_FILE_DOCS = {
@@ -63,9 +63,9 @@ class Key:
 
 
 def _schema_of(annotation: Any) -> Any:
-    """The model or checked dataclass a field holds (itself or in a list), if any."""
+    """The model or checked record a field holds (itself or in a list), if any."""
     if isinstance(annotation, type) and (
-            issubclass(annotation, BaseModel) or dataclasses.is_dataclass(annotation)):
+            issubclass(annotation, BaseModel) or is_record(annotation)):
         return annotation
     for arg in get_args(annotation):
         found = _schema_of(arg)
@@ -75,7 +75,7 @@ def _schema_of(annotation: Any) -> Any:
 
 
 def _fields(schema: Any) -> dict[str, tuple[Any, Any, str, Any]]:
-    """name -> (annotation, metadata, doc, default) of a model or checked dataclass."""
+    """name -> (annotation, metadata, doc, default) of a model or checked record."""
     if issubclass(schema, BaseModel):
         out = {}
         for name, info in schema.model_fields.items():
@@ -88,8 +88,8 @@ def _fields(schema: Any) -> dict[str, tuple[Any, Any, str, Any]]:
     hints = get_type_hints(schema)
     docs = LAYOUT_FILE_DOCS if schema is LayoutFile else {}
     return {f.name: (hints[f.name], [], docs.get(f.name, ""),
-                     None if f.default is dataclasses.MISSING else f.default)
-            for f in dataclasses.fields(schema)}
+                     None if f.default is MISSING else f.default)
+            for f in schema.__fields__.values()}
 
 
 def _default(info: FieldInfo) -> Any:
@@ -188,7 +188,7 @@ def _kind(annotation: Any, metadata: Any) -> str:
     if origin is dict:
         return "mapping of text to text"
     if isinstance(annotation, type):
-        if issubclass(annotation, BaseModel) or dataclasses.is_dataclass(annotation):
+        if issubclass(annotation, BaseModel) or is_record(annotation):
             return "mapping"
         return {str: "text", int: "integer", float: "number", bool: "true or false"}.get(
             annotation, "path" if annotation.__name__ == "Path" else annotation.__name__)
@@ -214,7 +214,7 @@ def _shown(value: Any, metadata: Any) -> str:
         return value.name.removeprefix("SIG")
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, BaseModel) or dataclasses.is_dataclass(value):
+    if isinstance(value, BaseModel) or is_record(value):
         return "(see below)"
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_shown(v, ()) for v in value) + "]" if value else "[]"

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from agentd.memory import statedir, statewrite
 
@@ -23,8 +23,7 @@ NAME = "complete.json"
 MAX_BYTES = 64 << 10
 
 
-@dataclass(frozen=True)
-class Completion:
+class Completion(NamedTuple):
     summary: str
     at: str  # YYYY-MM-DD HH:MM, local time
     session: int | None = None

@@ -21,9 +21,9 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 _LABELS = {
     "decision": "decision|决策",
@@ -63,8 +63,7 @@ DECISION_FORM = (
 TIME_FORMAT = "%Y-%m-%d %H:%M"
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     at: str  # YYYY-MM-DD HH:MM, local time
     decision: str
     why: str

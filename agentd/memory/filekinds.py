@@ -20,7 +20,6 @@ Here: the dispatch, Markdown text and the newest file of a directory;
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,6 +35,7 @@ from agentd.memory.kindbase import (
 )
 from agentd.memory.layout import LayoutFile, templates
 from agentd.memory.parts import Block, Part, list_part, record_items, with_done_runs
+from agentd.memory.schema import replace
 
 if TYPE_CHECKING:
     from agentd.memory.context import BootstrapContext

@@ -19,7 +19,7 @@ and the files ``agentctl state init --layout NAME`` creates are under
 ``agentd/memory/layouts/templates/NAME/``. A unit may also give an inline list of
 files under ``state.layout`` (``parse_files``); that list has no verbs of its own.
 
-The models are frozen dataclasses checked against their annotations
+The models are frozen records checked against their annotations
 (``agentd.memory.schema``), not pydantic models: ``agentctl state`` loads a
 layout on every call and must start fast. A bad key raises ``KeyProblem``
 (a ValueError naming the key); a bad preset file raises ``LayoutError``.
@@ -27,15 +27,13 @@ layout on every call and must start fast. A bad key raises ``KeyProblem``
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
 from agentd.errors import AgentdError, KeyProblem
-from agentd.memory.schema import check_fields, from_mapping
+from agentd.memory.schema import Field, Record, check_fields, from_mapping
 
 # How a file is rendered. `text`: as is (optionally only some sections, or its
 # last `tail` lines); `task-state`: a state.json as Markdown; `decision-log`:
@@ -76,21 +74,20 @@ _STATE_PATH = {"min_length": 1, "inside": True}  # relative, inside the state di
 _POSITIVE = {"ge": 1}
 
 
-class _Checked:
+class _Checked(Record):
     """Checks each field against its annotation when built (see ``schema``)."""
 
     def __post_init__(self) -> None:
         check_fields(self)
 
 
-@dataclass(frozen=True, kw_only=True)
 class LayoutFile(_Checked):
-    path: str = dataclasses.field(metadata=_STATE_PATH)
+    path: str = Field(metadata=_STATE_PATH)
     title: str | None = None
     kind: FileKind = "text"
-    tail: int | None = dataclasses.field(default=None, metadata=_POSITIVE)
+    tail: int | None = Field(default=None, metadata=_POSITIVE)
     section: str | tuple[str, ...] | None = None
-    max_tokens: int | None = dataclasses.field(default=None, metadata=_POSITIVE)
+    max_tokens: int | None = Field(default=None, metadata=_POSITIVE)
     optional: bool = False
     readonly: bool = False
     keep: Keep | None = None  # None: as the kind implies (`priority`)
@@ -115,11 +112,10 @@ class LayoutFile(_Checked):
         return (self.section,) if isinstance(self.section, str) else self.section
 
 
-@dataclass(frozen=True, kw_only=True)
 class Target(_Checked):
     """Where a verb writes: a JSON field, a Markdown section, or a whole file."""
 
-    path: str = dataclasses.field(metadata=_STATE_PATH)
+    path: str = Field(metadata=_STATE_PATH)
     field: str | None = None
     section: str | None = None
     aliases: tuple[str, ...] = ()  # other names the section may have (the seed's own)
@@ -151,13 +147,11 @@ class Target(_Checked):
         return self.field is not None
 
 
-@dataclass(frozen=True, kw_only=True)
 class ArchiveRule(Target):
-    keep: int = dataclasses.field(metadata=_POSITIVE)
-    to: str = dataclasses.field(metadata=_STATE_PATH)  # may contain {year}
+    keep: int = Field(metadata=_POSITIVE)
+    to: str = Field(metadata=_STATE_PATH)  # may contain {year}
 
 
-@dataclass(frozen=True, kw_only=True)
 class StateVerbs(_Checked):
     mission: Target | None = None
     task: Target | None = None
@@ -169,7 +163,6 @@ class StateVerbs(_Checked):
     task_switch_decision: bool = False  # `task` also logs a decision (seed 000)
 
 
-@dataclass(frozen=True, kw_only=True)
 class Layout(_Checked):
     name: str
     description: str = ""

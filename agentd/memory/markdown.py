@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 HEADING = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<name>.*?)\s*#*\s*$")
 # `(?:.*\S)?\s*$`, not `.*?\s*$`: the same text without trailing blanks, but
@@ -27,8 +27,7 @@ COMMENT = re.compile(r"^\s*<!--.*-->\s*$")
 NONE_MARKERS = frozenset({"none", "(none)", "无", "(无)", "-", "n/a", "nothing", "(empty)"})
 
 
-@dataclass(frozen=True)
-class Section:
+class Section(NamedTuple):
     heading: int  # index of the heading line
     start: int  # first line of the body
     end: int  # one past the last line of the body

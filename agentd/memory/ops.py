@@ -19,8 +19,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from agentd.errors import AgentdError
 from agentd.memory import markdown, statedir, statewrite
@@ -35,8 +35,7 @@ class StateError(AgentdError):
     """A state dir problem the user must fix; the message says how."""
 
 
-@dataclass(frozen=True)
-class StateDir:
+class StateDir(NamedTuple):
     path: Path
     layout: Layout
     source: str  # where the layout name came from: recorded, env, detected, default
@@ -95,14 +94,14 @@ def stamp(now: float) -> str:
     return time.strftime(TIME_FORMAT, time.localtime(now))
 
 
-@dataclass
 class Docs:
     """The files one verb touches: loaded once, written together by ``save``."""
 
-    sd: StateDir
-    _json: dict[str, dict[str, object]] = field(default_factory=dict)
-    _lines: dict[str, list[str]] = field(default_factory=dict)
-    _dirty: set[str] = field(default_factory=set)
+    def __init__(self, sd: StateDir) -> None:
+        self.sd = sd
+        self._json: dict[str, dict[str, object]] = {}
+        self._lines: dict[str, list[str]] = {}
+        self._dirty: set[str] = set()
 
     def _initial(self, rel: str) -> str:
         path = self.sd.path / rel

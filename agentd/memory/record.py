@@ -15,7 +15,6 @@ decision machinery (``decisions``, whose line grammar is a large regex, and
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -71,7 +70,7 @@ def check_decision(d: Decision) -> None:
     """ValueError (a usage error) when ``d`` cannot be written as one log line."""
     from agentd.memory.decisions import format_line
 
-    format_line(replace(d, snapshot="snapshot-000"))
+    format_line(d._replace(snapshot="snapshot-000"))
 
 
 def decide(sd: StateDir, d: Decision, files: list[str], now: float, cwd: Path) -> str:
@@ -87,7 +86,7 @@ def _record(sd: StateDir, d: Decision, files: list[str], now: float, cwd: Path) 
     from agentd.memory.decisions import format_line
 
     name = snapshots.next_name(sd.path)
-    d = replace(d, snapshot=name)
+    d = d._replace(snapshot=name)
     line = format_line(d)
     docs = Docs(sd)
     try:

@@ -3,7 +3,6 @@ without pydantic: every refusal names its key; mappings nest; presets load."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from agentd.memory.layout import (
     load_layout,
     parse_files,
 )
-from agentd.memory.schema import from_mapping
+from agentd.memory.schema import from_mapping, replace
 
 KINDS = "'text', 'task-state', 'decision-log', 'handoff', 'entries' or 'latest'"
 
@@ -62,11 +61,19 @@ def test_a_layout_file_keeps_its_defaults_and_properties() -> None:
     assert (entry.heading, entry.sections) == ("T.md", ("NEXT",))
     assert LayoutFile(path="T.md", title="Task", section=("A", "B")).sections == ("A", "B")
     assert LayoutFile(path="T.md", title="Task").heading == "Task"
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError, match="frozen"):
         entry.path = "other.md"  # type: ignore[misc]
     with pytest.raises(KeyProblem, match="tail"):
-        dataclasses.replace(entry, tail=0)  # a copy is checked too
+        replace(entry, tail=0)  # a copy is checked too
     assert hash(entry) == hash(LayoutFile(path="T.md", section="NEXT"))
+    assert entry != Target(path="T.md", section="NEXT")  # another type is never equal
+    assert entry != replace(entry, optional=True)
+    with pytest.raises(TypeError, match="missing keyword argument 'path'"):
+        LayoutFile()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'titel'"):
+        LayoutFile(path="T.md", titel="x")  # type: ignore[call-arg]
+    rule = ArchiveRule(path="s.json", field="done", keep=1, to="a.jsonl")
+    assert list(rule.__fields__)[:2] == ["path", "field"]  # the base's fields first
 
 
 @pytest.mark.parametrize(
