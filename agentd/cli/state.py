@@ -22,11 +22,11 @@ from typing import Any, TypeVar
 
 import click
 
-from agentd.cli.statefast import record_text
+from agentd.cli.statefast import decision, record_decision, record_text
 from agentd.errors import AgentdError
 from agentd.memory import record as stateverbs
 from agentd.memory.layout import preset_names
-from agentd.memory.ops import StateDir, open_dir, stamp
+from agentd.memory.ops import StateDir, open_dir
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_BUDGET = 3000
@@ -182,14 +182,9 @@ def check(ctx: click.Context) -> None:
 def decide(ctx: click.Context, text: str, why: str, files: tuple[str, ...], alt: str,
            tag: str) -> None:  # fmt: skip
     """Record a decision (one decisions.log line) and a snapshot of the files it affects."""
-    from agentd.memory.decisions import Decision
-
     now = time.time()
-    d = Decision(at=stamp(now), decision=_text(text), why=_text(why, "--why"),
-                 files=", ".join(files) or "-", tag=tag, alternatives=alt)  # fmt: skip
-    stateverbs.check_decision(d)  # a usage error before anything is locked or written
-    name = stateverbs.decide(_open(ctx), d, list(files), now, Path.cwd())
-    click.echo(f"decision recorded with {name}")
+    d = decision(_text(text), _text(why, "--why"), files, alt, tag, now)  # a usage error first
+    click.echo(record_decision(_open(ctx), d, files, now))
 
 
 def _verb(name: str, help_text: str) -> None:
