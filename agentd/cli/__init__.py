@@ -4,7 +4,7 @@
 ``run -i``) and ``agentctl`` (``agentctl``), whose verb groups are modules of
 their own, imported only when one of their verbs runs: the daemon verbs
 (``ctl_units``, ``ctl_logs``, ``ctl_attach``, ``ctl_watch`` with ``top``,
-``ctl_service``, over ``ctl_client`` and ``ctl_format``), the
+``ctl_service``, over ``ctl_client``, ``ctl_params`` and ``ctl_format``), the
 state verbs (``state``), the CLI hooks (``ctl_hooks`` over ``hooks``); and the
 bundled demo (``demo/``).
 

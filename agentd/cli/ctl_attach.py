@@ -19,7 +19,8 @@ from typing import Any
 
 import click
 
-from agentd.cli.ctl_client import connected, fail, unit_name
+from agentd.cli.ctl_client import connected, fail
+from agentd.cli.ctl_params import unit_name
 from agentd.paths import Paths
 
 DETACH = b"\x1d"  # Ctrl-]

@@ -1,5 +1,6 @@
-"""What every ``agentctl`` daemon verb shares: one request to the daemon, unit
-name arguments, ``--json`` output, and failures as a message and an exit code.
+"""What every ``agentctl`` daemon verb shares: one request to the daemon,
+``--json`` output, and failures as a message and an exit code (their click
+parameters, unit names and ``--json``, are in ``ctl_params``).
 
 A request about a unit goes to the ``agentd run`` of that unit when one answers
 on its socket (``run/units/UNIT.sock``: it holds the unit's lock, so no daemon
@@ -18,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -132,24 +133,6 @@ def connected(cmd: str, *, timeout: float | None = 30.0, unit: str | None = None
              "(see its log: journalctl --user -u agentd)")
     except OSError as exc:
         fail(f"lost the connection to agentd during {cmd!r}: {exc}")
-
-
-def unit_names(_ctx: click.Context, _param: click.Parameter, value: Iterable[str]) -> list[str]:
-    """click callback: every value a valid unit name, else a usage error."""
-    from agentd.daemon.client import check_unit_name
-
-    try:
-        return [check_unit_name(v) for v in value]
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-
-
-def unit_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """click callback: an optional unit name, checked as ``unit_names`` does."""
-    return None if value is None else unit_names(ctx, param, [value])[0]
-
-
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
 
 def print_json(value: Any) -> None:

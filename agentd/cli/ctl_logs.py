@@ -19,8 +19,9 @@ from typing import Any
 
 import click
 
-from agentd.cli.ctl_client import call, connected, fail, json_option, print_json, unit_name
+from agentd.cli.ctl_client import call, connected, fail, print_json
 from agentd.cli.ctl_format import clean, format_event, span, table
+from agentd.cli.ctl_params import json_option, unit_name
 from agentd.paths import Paths
 
 FOLLOW_POLL = 0.25

@@ -17,16 +17,9 @@ from typing import Any
 
 import click
 
-from agentd.cli.ctl_client import (
-    call,
-    call_units,
-    fail,
-    json_option,
-    print_json,
-    run_units,
-    unit_names,
-)
+from agentd.cli.ctl_client import call, call_units, fail, print_json, run_units
 from agentd.cli.ctl_format import status_rows
+from agentd.cli.ctl_params import json_option, unit_names
 from agentd.paths import Paths
 
 TROUBLE = ("backoff", "failed", "stalled")

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import click
 
-from agentd.cli.ctl_client import call, json_option, print_json, unit_name
+from agentd.cli.ctl_client import call, print_json
+from agentd.cli.ctl_params import json_option, unit_name
 
 
 @click.command()
