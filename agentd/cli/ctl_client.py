@@ -23,8 +23,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-import click
-
 from agentd.paths import Paths
 
 if TYPE_CHECKING:
@@ -32,7 +30,7 @@ if TYPE_CHECKING:
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    click.echo(f"agentctl: {message}", err=True)
+    print(f"agentctl: {message}", file=sys.stderr)
     sys.exit(code)
 
 
@@ -74,9 +72,18 @@ def call_units(cmd: str, units: list[str], *, timeout: float | None = 30.0,
 def say_degraded(reply: dict[str, Any]) -> None:
     """A warning on stderr when the daemon says some of its writes fail (a full disk)."""
     for spell in reply.get("degraded") or []:
-        click.echo(f"agentctl: warning: agentd is degraded: {spell.get('what')} writes fail "
-                   f"since {spell.get('since')} ({spell.get('failed')}x): {spell.get('path')}: "
-                   f"{spell.get('error')}", err=True)
+        print(f"agentctl: warning: agentd is degraded: {spell.get('what')} writes fail "
+              f"since {spell.get('since')} ({spell.get('failed')}x): {spell.get('path')}: "
+              f"{spell.get('error')}", file=sys.stderr)
+
+
+def every_status() -> list[dict[str, Any]]:
+    """The daemon's units and those of every ``agentd run`` (the run's entry wins: it
+    holds the unit's lock); exit 1 when neither answers."""
+    runs = [s for name in run_units() for s in call("status", via=name, units=[name])]
+    daemon = call("status", units=[], offline=(lambda _why: []) if runs else None)
+    merged = {s["unit"]: s for s in daemon} | {s["unit"]: s for s in runs}
+    return [merged[name] for name in sorted(merged)]
 
 
 def run_units() -> list[str]:
@@ -136,4 +143,4 @@ def connected(cmd: str, *, timeout: float | None = 30.0, unit: str | None = None
 
 
 def print_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+    print(json.dumps(value, indent=2, ensure_ascii=False))

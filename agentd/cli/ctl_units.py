@@ -12,15 +12,13 @@ start or stop it now too).
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 import click
 
-from agentd.cli.ctl_client import call, call_units, fail, print_json, run_units
-from agentd.cli.ctl_format import status_rows
+from agentd.cli.ctl_client import call, call_units, fail, print_json
 from agentd.cli.ctl_params import json_option, unit_names
-from agentd.paths import Paths
+from agentd.cli.ctl_status import show
 
 TROUBLE = ("backoff", "failed", "stalled")
 
@@ -34,24 +32,9 @@ def status(units: list[str], as_json: bool) -> None:
     Exit 0 if every named unit is running, 3 if one is not, 4 if one is
     unknown, 1 if agentd cannot be reached.
     """
-    result = call_units("status", units) if units else every_status()
-    if as_json:
-        print_json(result)
-    elif result:
-        click.echo(status_rows(result, time.time()))
-    else:
-        click.echo(f"no units loaded (put unit files in {Paths.resolve().units})")
-    if units and any(s["state"] != "running" for s in result):
-        sys.exit(3)
-
-
-def every_status() -> list[dict[str, Any]]:
-    """The daemon's units and those of every ``agentd run`` (the run's entry wins: it
-    holds the unit's lock); exit 1 when neither answers."""
-    runs = [s for name in run_units() for s in call("status", via=name, units=[name])]
-    daemon = call("status", units=[], offline=(lambda _why: []) if runs else None)
-    merged = {s["unit"]: s for s in daemon} | {s["unit"]: s for s in runs}
-    return [merged[name] for name in sorted(merged)]
+    code = show(units, as_json)
+    if code:
+        sys.exit(code)
 
 
 def _units_verb(name: str, doc: str, **extra: Any) -> click.Command:

@@ -1,19 +1,39 @@
-"""The ``agentctl`` console script: the state writes agents run after every step
-first, without click (``statefast``); everything else through the click group
-(``agentctl``)."""
+"""The ``agentctl`` console script: what agents and people run most, without click
+first (the state writes, ``statefast``; a plain ``status``, ``ctl_status``);
+everything else through the click group (``agentctl``)."""
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Sequence
 
 
 def main() -> None:
-    from agentd.cli.statefast import run
+    argv = sys.argv[1:]
+    try:
+        code = _without_click(argv)
+    except Exception as exc:  # as OneLineErrors does for the click commands
+        if os.environ.get("AGENTD_DEBUG"):
+            raise
+        from agentd.errors import describe
 
-    code = run(sys.argv[1:])
+        print(f"Error: {describe(exc)}", file=sys.stderr)
+        code = 1
     if code is not None:
         sys.stdout.flush()
         raise SystemExit(code)
     from agentd.cli.agentctl import main as click_main
 
     click_main()
+
+
+def _without_click(argv: Sequence[str]) -> int | None:
+    """The exit code of ``argv`` done here, or None for the click group to do it."""
+    if list(argv) in (["status"], ["status", "--json"]):
+        from agentd.cli.ctl_status import show
+
+        return show([], as_json=len(argv) == 2)
+    from agentd.cli.statefast import run
+
+    return run(argv)

@@ -46,7 +46,7 @@ def run(argv: Sequence[str]) -> int | None:
     w = _parse(argv)
     if w is None:
         return None
-    from agentd.errors import AgentdError, describe
+    from agentd.errors import AgentdError
     from agentd.memory.ops import open_dir
 
     now = time.time()
@@ -69,11 +69,6 @@ def run(argv: Sequence[str]) -> int | None:
     except ValueError as exc:  # as the click command's usage error
         print(f"Error: {exc}", file=sys.stderr)
         return 2
-    except Exception as exc:  # as OneLineErrors: one line, never a traceback
-        if os.environ.get("AGENTD_DEBUG"):
-            raise
-        print(f"Error: {describe(exc)}", file=sys.stderr)
-        return 1
     print(said)
     return 0
 

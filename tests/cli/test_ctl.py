@@ -87,16 +87,45 @@ def test_status_table_json_and_lsb_exit_codes(daemon: Served) -> None:
     assert keys <= set(got[0]) and isinstance(got[0]["session"], int)
 
 
+# The console script (``ctlmain``), telling on exit whether it loaded click.
+CONSOLE = ("import atexit, sys; atexit.register(lambda: print('click loaded:', 'click' in "
+           "sys.modules, file=sys.stderr)); from agentd.cli.ctlmain import main; "
+           "sys.argv[0] = 'agentctl'; main()")
+
+
+def console(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", CONSOLE, *args], capture_output=True, text=True,
+                          env=dict(os.environ, AGENTD_HOME=str(home)), timeout=30,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_the_console_script_answers_a_plain_status_without_click(daemon: Served,
+                                                                  dhome: Path) -> None:
+    table, as_json = console(dhome, "status"), console(dhome, "status", "--json")
+    for done in (table, as_json):
+        assert done.returncode == 0 and "click loaded: False" in done.stderr, done.stderr
+    clicked = agentctl("status")
+    assert [r.split()[:4] for r in table.stdout.splitlines()] == \
+        [r.split()[:4] for r in clicked.stdout.splitlines()]
+    def steady(text: str) -> list[dict[str, Any]]:
+        return [{k: v for k, v in s.items() if k != "uptime_s"} for s in json.loads(text)]
+    assert steady(as_json.stdout) == steady(agentctl("status", "--json").stdout)
+    named = console(dhome, "status", "b")  # anything more: the click command, LSB's 3
+    assert named.returncode == 3 and "click loaded: True" in named.stderr
+
+
 def test_an_unreachable_daemon_is_exit_1_naming_the_socket(dhome: Path) -> None:
     for verb in (["status"], ["stop", "a"], ["logs", "a"], ["events"], ["reload"]):
         res = agentctl(*verb)
         assert res.exit_code == 1, verb
         assert str(dhome / "run" / "agentd.sock") in res.stderr and "agentd serve" in res.stderr
-    # the real entry point too
+    # the real entry points too: python -m (click) and the console script (no click)
     proc = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "status"],
                           env=dict(os.environ, AGENTD_HOME=str(dhome)),
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 1 and "cannot reach agentd" in proc.stderr
+    fast = console(dhome, "status")
+    assert fast.returncode == 1 and proc.stderr in fast.stderr
 
 
 def test_start_restart_stop_round_trip(daemon: Served, dhome: Path) -> None:
