@@ -19,8 +19,8 @@ as ``- key: value`` lines), see ``format_entry``.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -91,10 +91,11 @@ def parse_line(line: str) -> Decision | None:
 
 @lru_cache(maxsize=4096)
 def _real_time(at: str) -> bool:
-    """Is ``YYYY-MM-DD HH:MM`` a real date and time? (Cached: a log's lines
-    share their minutes, and strptime is the slow part of checking a line.)"""
+    """Is ``YYYY-MM-DD HH:MM`` (the form the line's pattern took) a real date and
+    time? (Cached: a log's lines share their minutes. Not strptime: its first
+    call costs ``agentctl state decide`` 8 ms.)"""
     try:
-        time.strptime(at, TIME_FORMAT)
+        datetime.fromisoformat(at)
     except ValueError:
         return False
     return True
