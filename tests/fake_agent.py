@@ -24,6 +24,8 @@ decoded with Python escapes, so ``out:\\x1b[31mred`` writes a colour code.
   replay:PATH     write the raw bytes of PATH (a TUI capture) in 512-byte writes
   binary:N        write N random bytes (invalid UTF-8, NULs, stray escapes), then a newline
   hook:EVENT      run `agentctl hook EVENT` as a CLI's hook would (stdin JSON), print its output
+  compact:PATH    compact as Claude Code 2.1.197 does, running the PreCompact hook of
+                  ./.claude/settings.json; each step is a JSON line appended to PATH
   ctl:ARGS        run `agentctl ARGS` (split on spaces; $AGENTD_UNIT expanded), print
                   CTL:<exit code>:<its stdout and stderr, one line>
 
@@ -102,6 +104,49 @@ def _orphan() -> None:
     os.read(r, 1)  # the grandchild exists and noted its pid
     os.close(r)
     os.waitpid(pid, 0)
+
+
+# Claude Code 2.1.197 takes 50-100 ms from SIGTERM to exit (its graceful shutdown);
+# a longer window here makes a hook that dies within it show every time.
+GRACEFUL_EXIT = 0.5
+
+
+def _compact(record: str) -> None:
+    """Compact as Claude Code 2.1.197 does, as far as agentd can tell: spawn the
+    PreCompact command hook with ``/bin/sh -c COMMAND`` in a session of its own
+    (Bun's spawn with ``shell: true, detached: true``), the event's JSON on its
+    stdin, and wait for it. SIGTERM starts a graceful exit of GRACEFUL_EXIT s in
+    which the event loop goes on: a hook that ends then, killed or not, is a
+    failed hook, not a blocking one, so the compaction goes on and its summary
+    request goes out. A hook that returns by itself lets it go on too."""
+    import subprocess
+
+    def note(**fields: object) -> None:
+        with open(record, "a") as f:
+            f.write(json.dumps(fields) + "\n")
+
+    with open(os.path.join(".claude", "settings.json")) as f:
+        command = json.load(f)["hooks"]["PreCompact"][-1]["hooks"][0]["command"]
+    hook = subprocess.Popen(command, shell=True, start_new_session=True, stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _note_pid(hook.pid)
+    assert hook.stdin is not None
+    hook.stdin.write(json.dumps({"hook_event_name": "PreCompact", "trigger": "auto"}).encode())
+    hook.stdin.close()
+    note(step="hook", pid=hook.pid)
+    exit_at: list[float] = []
+    signal.signal(signal.SIGTERM, lambda *_: exit_at.append(time.monotonic() + GRACEFUL_EXIT))
+    while (status := hook.poll()) is None:
+        if exit_at and time.monotonic() >= exit_at[0]:
+            note(step="exit", hook="running")
+            os._exit(143)
+        time.sleep(0.005)
+    note(step="summary request", hook_status=status, signalled=bool(exit_at))
+    if exit_at:
+        time.sleep(max(0.0, exit_at[0] - time.monotonic()))
+        note(step="exit", hook="ended first")
+        os._exit(143)
+    _write("COMPACTED\r\n")
 
 
 def _paste() -> None:
@@ -219,6 +264,8 @@ def run(step: str, extra: list[str]) -> None:
         out = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "hook", arg],
                              input=b'{"trigger": "auto"}', capture_output=True, check=False)
         _write(b"HOOK:" + out.stdout.replace(b"\n", b"\r\n") + b"\r\n")
+    elif verb == "compact":
+        _compact(arg)
     elif verb == "ctl":
         import subprocess
 

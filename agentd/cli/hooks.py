@@ -14,6 +14,18 @@ claude-code|codex`` merges two hooks into the project's settings
   socket and no controlling tty), so the socket is the only way to agentd.
   Outside agentd, for a compaction a person asked for (``/compact``), or if
   agentd does not answer, it exits at once and lets the CLI compact.
+
+  The hook must outlive the CLI. Claude Code 2.1.197 takes 50-100 ms from
+  SIGTERM to exit, its event loop running on; a hook that ends in that time,
+  even killed by a signal, is a failed hook, not a blocking one, so the
+  compaction goes on and its summary request goes out. agentd signals every
+  process of the session (the hook too: it runs in a session of its own, found
+  by agentd's scan), so once agentd has said it ends the session the hook
+  ignores the usual stop signals and exits only when its parent, the CLI, has
+  exited: the session then ends as soon as the CLI is gone. The command is
+  ``exec``'d: the CLI runs it with ``/bin/sh -c``, and dash would otherwise stay
+  in between as the hook's parent and die of the signal, which ends the hook
+  as far as the CLI can tell.
 - ``SessionStart`` (after a compaction, ``/clear`` or a resume) runs
   ``agentctl hook session-start``, which prints the bootstrap: the CLI adds a
   SessionStart hook's output to the new context.
@@ -24,7 +36,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import shlex
+import signal
 import sys
 import time
 from pathlib import Path
@@ -37,12 +51,17 @@ SETTINGS = {"claude-code": Path(".claude") / "settings.json",
 # CLI compacts after all: lossy, but the agent goes on.
 PRECOMPACT_TIMEOUT = 120
 PRECOMPACT_WAIT = 100.0
+# What agentd may end a session with (the unit's stop.signal): the hook that was
+# told "ending" must not die of it before the CLI has exited.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
+PARENT_POLL = 0.01  # s between looks at getppid() where there is no pidfd
 _OURS = re.compile(r"-m agentd(\.cli\.agentctl|\.ctl) hook |agentctl hook ")
 
 
 def hook_command(verb: str) -> str:
-    """The command a CLI runs for a hook: this Python, so PATH does not matter."""
-    return f"{shlex.quote(sys.executable)} -m agentd.cli.agentctl hook {verb}"
+    """The command a CLI runs for a hook: this Python, so PATH does not matter,
+    ``exec``'d by the CLI's shell, so the hook is the CLI's own child."""
+    return f"exec {shlex.quote(sys.executable)} -m agentd.cli.agentctl hook {verb}"
 
 
 def agentd_hooks() -> dict[str, list[dict[str, Any]]]:
@@ -94,21 +113,54 @@ def write_settings(cli: str, project: Path) -> Path:
 
 def pre_compact(event: dict[str, Any]) -> None:
     """The CLI is about to compact (``event`` is the hook's JSON): have agentd end
-    this session first, and wait to be ended with it. Returns at once outside
-    agentd, for a manual compaction, or when agentd will not end the session."""
+    this session first, and return only once the CLI has exited (see the module
+    docstring). Returns at once outside agentd, for a manual compaction, or when
+    agentd will not end the session."""
     unit, session = os.environ.get("AGENTD_UNIT"), os.environ.get("AGENTD_SESSION", "")
     socket = os.environ.get("AGENTD_SOCKET")
     if not unit or not socket or not session.isdigit() or event.get("trigger") == "manual":
         return
     from agentd.daemon.client import Client, RemoteError, Unreachable
 
+    cli = os.getppid()  # now: once the CLI has gone, the parent is whoever adopted the hook
+    # Deaf before asking: agentd's signal may arrive before its reply does.
+    handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in STOP_SIGNALS}
     try:
         with Client(Path(socket), timeout=10) as client:
             reply = client.call("precompact", unit=unit, session=int(session))
     except (Unreachable, RemoteError, OSError, ValueError):
-        return
+        reply = None
     if isinstance(reply, dict) and reply.get("ending"):
-        time.sleep(PRECOMPACT_WAIT)  # agentd ends this session's tree, this hook with it
+        wait_for_exit_of_parent(cli, PRECOMPACT_WAIT)
+        return
+    for sig, handler in handlers.items():
+        signal.signal(sig, handler)
+
+
+def wait_for_exit_of_parent(parent: int, timeout: float) -> bool:
+    """Wait until ``parent``, this process's parent when it started, has exited
+    (True), or ``timeout`` s have passed (False). A pidfd where there is one (Linux
+    5.3+), else a look at getppid() every PARENT_POLL s: it changes the moment the
+    parent exits (this process is adopted), before the parent is reaped."""
+    try:
+        pidfd: int | None = os.pidfd_open(parent)
+    except (AttributeError, OSError):  # not Linux, an old kernel, seccomp, or gone already
+        pidfd = None
+    if pidfd is not None:
+        try:
+            if os.getppid() != parent:  # exited before the open: the pid may be another's
+                return True
+            poller = select.poll()
+            poller.register(pidfd, select.POLLIN)  # readable once the process has exited
+            return bool(poller.poll(timeout * 1000))
+        finally:
+            os.close(pidfd)
+    deadline = time.monotonic() + timeout
+    while os.getppid() == parent:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(PARENT_POLL)
+    return True
 
 
 def session_start() -> str:

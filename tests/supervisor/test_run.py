@@ -479,6 +479,35 @@ def test_precompact_hook_restarts_with_fresh_state(home: Path, tmp_path: Path) -
     assert "HOOK:# agentd bootstrap: hk, session 2" in transcript  # SessionStart re-injects
 
 
+def test_precompact_hook_outlives_a_cli_that_takes_its_time_to_exit(
+        home: Path, tmp_path: Path) -> None:
+    """Claude Code exits some 100 ms after SIGTERM and, should its PreCompact hook
+    end first, goes on compacting in that time (a killed hook is a failed hook, not
+    a blocking one): the hook `agentctl hooks` installs outlives the CLI, and the
+    session still ends as soon as the CLI has exited, not after the stop grace."""
+    from agentd.cli import hooks
+    from tests.fake_agent import GRACEFUL_EXIT
+
+    rec = tmp_path / "compact.jsonl"
+    work = home / "work"
+    work.mkdir()
+    hooks.write_settings("claude-code", work)
+    write_unit(home, "cc", {
+        "command": fake("if-session:2:exit:0", f"compact:{rec}", "wait"),
+        "restart": QUICK,
+        "stop": {"signal": "TERM", "grace": "20s"},
+    })
+    res = agentd(home, "run", "cc", timeout=60)
+    assert res.returncode == 0, res.stderr
+    steps = records(rec)
+    assert [s["step"] for s in steps] == ["hook", "exit"], steps  # no summary request
+    assert steps[-1]["hook"] == "running"
+    killed, ended = events(home, "session.kill")[0], events(home, "session.exit")[0]
+    took = (datetime.fromisoformat(ended["timestamp"])
+            - datetime.fromisoformat(killed["timestamp"])).total_seconds()
+    assert GRACEFUL_EXIT <= took < GRACEFUL_EXIT + 2, took
+
+
 def test_hooks_settings_merge_and_replace(tmp_path: Path) -> None:
     from agentd.cli import hooks
 
@@ -493,6 +522,7 @@ def test_hooks_settings_merge_and_replace(tmp_path: Path) -> None:
     commands = [h["command"] for e in data["hooks"]["PreCompact"] for h in e["hooks"]]
     assert commands[0] == "backup.sh" and len(commands) == 2
     assert commands[1].endswith("-m agentd.cli.agentctl hook pre-compact")
+    assert commands[1].startswith("exec ")  # the CLI's shell must not stay between them
     assert data["hooks"]["SessionStart"][0]["matcher"] == "compact|clear|resume"
     codex = hooks.write_settings("codex", tmp_path)
     assert codex == tmp_path / ".codex" / "hooks.json" and "PreCompact" in codex.read_text()
