@@ -79,6 +79,8 @@ def changes(workdir: Path, since: str | None, head: str | None) -> str:
 def run_git(workdir: Path, *args: str, timeout: float = GIT_TIMEOUT) -> str | None:
     """stdout of ``git -C workdir ARGS``, or None on any failure (not a repo,
     no git, timeout): callers treat git as optional information."""
+    if not might_be_a_repo(workdir):
+        return None  # no git to start (~10 ms a call): the bootstrap, `state decide`
     import subprocess
 
     env = {
@@ -101,6 +103,17 @@ def run_git(workdir: Path, *args: str, timeout: float = GIT_TIMEOUT) -> str | No
     if done.returncode != 0:
         return None
     return done.stdout.decode("utf-8", "replace")
+
+
+def might_be_a_repo(workdir: Path) -> bool:
+    """False only when git could not find a repository from ``workdir``: no ``.git``
+    in it or above it, and no ``GIT_DIR`` (or bare repository) to say otherwise."""
+    if os.environ.get("GIT_DIR"):
+        return True
+    path = workdir.absolute()
+    if (path / "HEAD").is_file() and (path / "objects").is_dir():
+        return True  # a bare repository
+    return any(os.path.lexists(d / ".git") for d in (path, *path.parents))
 
 
 def git_head(workdir: Path) -> str | None:

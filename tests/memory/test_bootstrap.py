@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentd.memory.bootstrap import DECISION_LINE, Bootstrap, BootstrapContext, render
-from agentd.memory.gitinfo import git_head
+from agentd.memory.gitinfo import git_head, might_be_a_repo
 from agentd.memory.layout import LayoutFile, resolve
 from agentd.memory.statedir import fingerprint, read_tail_lines, tail_lines
 from agentd.memory.statewrite import write_atomic
@@ -476,6 +476,22 @@ def test_state_older_than_last_commit_warns(tmp_path: Path) -> None:
 
 def test_git_head_outside_a_repo(tmp_path: Path) -> None:
     assert git_head(tmp_path) is None
+    assert not might_be_a_repo(tmp_path)  # so no git process is started at all
+
+
+def test_git_is_asked_from_below_a_work_tree_and_for_git_dir(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    below = repo / "src" / "pkg"
+    below.mkdir(parents=True)
+    elsewhere.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "first")
+    head = git(repo, "rev-parse", "HEAD")
+    assert might_be_a_repo(below) and git_head(below) == head
+    assert not might_be_a_repo(elsewhere)
+    monkeypatch.setenv("GIT_DIR", str(repo / ".git"))
+    assert might_be_a_repo(elsewhere) and git_head(elsewhere) == head
 
 
 # --- statedir ------------------------------------------------------------------------------
