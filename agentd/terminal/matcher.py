@@ -52,12 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentd.terminal.ansi import (
-    INCOMPLETE_BYTES,
-    OPEN_STRING_BYTES,
-    STRING_REST_BYTES,
-    cut_character,
-)
+from agentd.terminal.ansi import ChunkCut
 from agentd.terminal.bulk import can_scroll, scroll_lines
 from agentd.terminal.cells import width
 from agentd.terminal.controls import apply, clean, draw, split
@@ -94,8 +89,7 @@ class LineMatcher:
         self._cjk = 0
         self._written = 0  # characters written to screens before this one
         self.bytes_in = 0
-        self._carry = b""  # a cut escape sequence or character, read with the next chunk
-        self._in_string = False  # inside an OSC/DCS/... string: skip to its end
+        self._cut = ChunkCut()
         self._screen = Screen(self, cols=cols, rows=rows, max_line_chars=max_line_chars)
 
     # -- rules and echo --
@@ -145,7 +139,7 @@ class LineMatcher:
         old = self._screen
         self._written += old.written
         self._screen = Screen(self, cols=old.cols, rows=old.rows, max_line_chars=old.max_line_chars)
-        self._carry, self._in_string = b"", False
+        self._cut = ChunkCut()
         return self._take()
 
     def check_partial(self) -> list[Hit]:
@@ -167,13 +161,7 @@ class LineMatcher:
         return hits
 
     def _ingest(self, data: bytes, *, final: bool) -> None:
-        if self._carry:
-            data, self._carry = self._carry + data, b""
-        if self._in_string:
-            data = self._skip_string(data)
-        if not final:
-            data = self._hold_back(data)
-        data, others = clean(data)
+        data, others = clean(self._cut.whole(data, final=final))
         text = data.decode("utf-8", "replace")
         if not text:
             return
@@ -193,33 +181,6 @@ class LineMatcher:
                 apply(screen, piece)
             elif piece:
                 self._plain(piece, last=i == len(pieces) - 1)
-
-    def _skip_string(self, data: bytes) -> bytes:
-        m = STRING_REST_BYTES.match(data)
-        end = m.end() if m else 0
-        if end == len(data) and not data.endswith(b"\x07"):
-            return b""  # the string goes on in the next chunk
-        self._in_string = False
-        return data[end:]
-
-    def _hold_back(self, data: bytes) -> bytes:
-        """Keep a sequence or a UTF-8 character cut by the chunk end for the
-        next chunk (each chunk then decodes alone, and a C1 control is whole)."""
-        last = data.rfind(b"\x1b")
-        if last >= 0:
-            if INCOMPLETE_BYTES.fullmatch(data, last):
-                self._carry = data[last:]
-                cut_short = data.rfind(b"\x1b", 0, last)
-                if cut_short >= 0 and INCOMPLETE_BYTES.fullmatch(data, cut_short, last):
-                    last = cut_short  # an ESC ends it: gone, as clean drops it in one chunk
-                return data[:last]
-            if OPEN_STRING_BYTES.fullmatch(data, last):
-                self._in_string = True  # clean drops the started string
-        cut = cut_character(data) if data and data[-1] >= 0x80 else 0
-        if cut:
-            self._carry = data[-cut:]
-            return data[:-cut]
-        return data
 
     def _plain(self, text: str, *, last: bool) -> None:
         """Draw plain text; runs of plain lines in bulk (``agentd.terminal.bulk``),
