@@ -33,6 +33,11 @@ again. An erased line keeps what it matched (TUIs erase and redraw the same
 text). Empty lines are never matched. A hit's ``line`` is the logical line
 as the terminal showed it then, with any cells left from before.
 
+A resize (``resize``, the terminal's SIGWINCH) makes the line under the
+cursor final and goes on on a blank screen of the new size; what the lines
+on the old screen fired does not fire again as a TUI draws them again
+(``agentd.terminal.redraw``).
+
 How the stream is cut into chunks changes no hit of a rule with named groups
 (what is final is a point of the stream), and no rule without them fires in
 a later chunk than the one that draws its match (it may fire earlier, on the
@@ -57,6 +62,7 @@ from agentd.terminal.bulk import can_scroll, scroll_lines
 from agentd.terminal.cells import width
 from agentd.terminal.controls import apply, clean, draw, split
 from agentd.terminal.echo import EchoFilter
+from agentd.terminal.redraw import Redraw
 from agentd.terminal.rows import NO_MARK, Mark
 from agentd.terminal.rules import Hit, Rule, RuleSet
 from agentd.terminal.screen import Screen, Settle
@@ -90,6 +96,7 @@ class LineMatcher:
         self._written = 0  # characters written to screens before this one
         self.bytes_in = 0
         self._cut = ChunkCut()
+        self._resize_redraw: Redraw | None = None  # after a resize, while the TUI draws again
         self._screen = Screen(self, cols=cols, rows=rows, max_line_chars=max_line_chars)
 
     # -- rules and echo --
@@ -136,11 +143,26 @@ class LineMatcher:
         """End of stream: the line under the cursor is final; then start afresh."""
         self._ingest(b"", final=True)
         self._screen.settle(Settle.FINAL)
-        old = self._screen
-        self._written += old.written
-        self._screen = Screen(self, cols=old.cols, rows=old.rows, max_line_chars=old.max_line_chars)
+        self._resize_redraw = None
+        self._new_screen(self._screen.cols, self._screen.rows)
         self._cut = ChunkCut()
         return self._take()
+
+    def resize(self, cols: int, rows: int) -> list[Hit]:
+        """The terminal is ``cols`` x ``rows`` now (SIGWINCH): the line under the
+        cursor is final, and matching goes on on a blank screen of that size,
+        where the hits of the lines on the old one do not fire again as a TUI
+        draws them again (``agentd.terminal.redraw``). Returns the hits of the
+        line under the cursor; a stream cut mid-sequence goes on as it was."""
+        self._screen.settle(Settle.FINAL)
+        self._resize_redraw = Redraw.of(self._screen, self._resize_redraw, cols=cols, rows=rows)
+        self._new_screen(cols, rows)
+        return self._take()
+
+    def _new_screen(self, cols: int, rows: int) -> None:
+        old = self._screen
+        self._written += old.written
+        self._screen = Screen(self, cols=cols, rows=rows, max_line_chars=old.max_line_chars)
 
     def check_partial(self) -> list[Hit]:
         """Match the line under the cursor now with the prompt rules (a prompt
@@ -231,7 +253,7 @@ class LineMatcher:
         )
         if hits and not echo:
             hits = [h for h in hits if not (self._redrawn(h) or _left_over(h, shown))]
-        self._hits += [h for h in hits if h.fired_as not in mark.fired]
+        self._fire([h for h in hits if h.fired_as not in mark.fired])
         names = frozenset(h.fired_as for h in hits)
         return Mark(names if how is Settle.FINAL else mark.fired | names, since, shown)
 
@@ -245,9 +267,14 @@ class LineMatcher:
             if (index == unfinished and hit.rule.has_groups) or self._redrawn(hit):
                 continue
             if index or hit.fired_as not in fired:
-                self._hits.append(hit)
+                self._fire([hit])
             marks[index] = Mark(marks.get(index, NO_MARK).fired | {hit.fired_as})
         return marks
+
+    def _fire(self, hits: list[Hit]) -> None:
+        if hits and self._resize_redraw is not None:
+            hits = self._resize_redraw.new(hits, self._screen.written)
+        self._hits += hits
 
     def _redrawn(self, hit: Hit) -> bool:
         return hit.rule.echo_check and self._echo.is_redraw(hit.line)
