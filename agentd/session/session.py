@@ -239,6 +239,17 @@ class Session:
             self.bracketed_paste = on > off
         self._tail = window[-(len(BRACKETED_ON) - 1) :]
 
+    def resize(self, cols: int, rows: int) -> None:
+        """The terminal is ``cols`` x ``rows`` now: what the agent wrote at the old
+        size is read first; then the screen models and the pty follow."""
+        if (cols, rows) == (self.screen.cols, self.screen.rows):
+            return  # the pty sends no SIGWINCH either: nothing is drawn again
+        if self._reading:
+            self._on_readable()
+        self._on_output(self.matcher.resize(cols, rows))
+        self.screen.resize(cols, rows)
+        self.child.resize(cols, rows)
+
     # -- input ---------------------------------------------------------------
     def type(self, data: bytes) -> None:
         """Queue ``data`` for the agent's terminal; written as the pty takes it."""
