@@ -50,8 +50,7 @@ def run_unit(unit: Unit, paths: Paths, *, console: Console | None = None,
         if size is None:
             raise AgentdError("--attach needs a terminal on stdin and stdout")
         cols, rows = (max(10, min(1000, n)) for n in size)  # the unit's bounds for a pty
-        unit = unit.model_copy(update={"pty": unit.pty.model_copy(update={"cols": cols,
-                                                                          "rows": rows})})
+        unit = unit.with_pty(cols, rows)
     return asyncio.run(_run(unit, paths, console, attach=attach))
 
 

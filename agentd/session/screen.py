@@ -80,6 +80,8 @@ class ScreenRing:
 
     def resize(self, cols: int, rows: int) -> None:
         """The pty is ``cols`` x ``rows`` from the output fed next on."""
+        if (cols, rows) == (self.cols, self.rows):
+            return
         at = self._start + len(self._buf)
         if self._sizes[-1][0] == at:  # nothing was written at the size before
             self._sizes.pop()

@@ -209,6 +209,10 @@ class Service:
         """Type ``data`` into the live session (an attached person); False if none runs."""
         return self.terminal.type(data)
 
+    def resize(self, cols: int, rows: int) -> None:
+        """An attached terminal is ``cols`` x ``rows`` now: this session's and the next ones'."""
+        self.loop.resize(cols, rows)
+
     def screen(self) -> ScreenCapture:
         """What to draw the last session's screen from (running or not; blank before one)."""
         run = self.loop.current
