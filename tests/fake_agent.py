@@ -28,6 +28,9 @@ decoded with Python escapes, so ``out:\\x1b[31mred`` writes a colour code.
                   ./.claude/settings.json; each step is a JSON line appended to PATH
   ctl:ARGS        run `agentctl ARGS` (split on spaces; $AGENTD_UNIT expanded), print
                   CTL:<exit code>:<its stdout and stderr, one line>
+  size            print SIZE:<cols>x<rows> of its terminal
+  winch           wait for a SIGWINCH (one that came since the start counts), then print
+                  WINCH:<cols>x<rows> of its terminal
 
 Pids of started helpers are appended to $FAKE_PIDS (one per line) if set.
 """
@@ -274,6 +277,13 @@ def run(step: str, extra: list[str]) -> None:
                              stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
         said = " ".join((out.stdout + out.stderr).split())
         _write(f"CTL:{out.returncode}:{said}\r\n")
+    elif verb == "size":
+        size = os.get_terminal_size(1)
+        _write(f"SIZE:{size.columns}x{size.lines}\n")
+    elif verb == "winch":
+        signal.sigwait({signal.SIGWINCH})  # blocked since the start: none is missed
+        size = os.get_terminal_size(1)
+        _write(f"WINCH:{size.columns}x{size.lines}\n")
     elif verb == "state":
         with open(os.path.join(os.environ["AGENTD_STATE_DIR"], "state.json"), "w") as f:
             f.write(arg)
@@ -286,6 +296,8 @@ def main(argv: list[str]) -> None:
     if "--" in argv:
         i = argv.index("--")
         steps, extra = argv[:i], argv[i + 1 :]
+    if any(step == "winch" or step.endswith(":winch") for step in steps):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGWINCH})  # pending until waited for
     for step in steps:
         run(step, extra)
 

@@ -86,9 +86,9 @@ def run(paths: Paths, unit: str, quiet: bool, attach: bool) -> None:
     the session gracefully; a second Ctrl-C kills it at once. agentctl reaches
     the run from another terminal (status, logs, screen, attach...).
 
-    With -i/--attach the agent runs in your terminal (its size), every key
-    goes to it (Ctrl-C too) and agentd says only when a session starts or
-    ends; Ctrl-] detaches the view, then Ctrl-C stops the run.
+    With -i/--attach the agent runs in your terminal (its size, followed when
+    you resize it), every key goes to it (Ctrl-C too) and agentd says only when
+    a session starts or ends; Ctrl-] detaches the view, then Ctrl-C stops the run.
     """
     try:
         path = resolve_unit_arg(unit, paths.units)

@@ -45,13 +45,8 @@ def run_unit(unit: Unit, paths: Paths, *, console: Console | None = None,
     ``attach`` (stdin and stdout must be a terminal) the agent's terminal is ours,
     its pty of our terminal's size."""
     console = console or Console()
-    if attach:
-        size = terminal_size()
-        if size is None:
-            raise AgentdError("--attach needs a terminal on stdin and stdout")
-        cols, rows = (max(10, min(1000, n)) for n in size)  # the unit's bounds for a pty
-        unit = unit.model_copy(update={"pty": unit.pty.model_copy(update={"cols": cols,
-                                                                          "rows": rows})})
+    if attach and terminal_size() is None:
+        raise AgentdError("--attach needs a terminal on stdin and stdout")
     return asyncio.run(_run(unit, paths, console, attach=attach))
 
 

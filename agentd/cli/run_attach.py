@@ -5,7 +5,9 @@ goes to the running session (stdin in raw mode, so Ctrl-C too). agentd's own
 lines go only to the event log, but for one line when a session starts or
 ends or the unit settles. Ctrl-] (or the end of stdin) detaches the view: the
 terminal is itself again, the run goes on printing its events, and Ctrl-C
-then stops it. The terminal's mode is restored however the run ends.
+then stops it. The terminal's mode is restored however the run ends. While
+attached, the agent's pty has the size of the terminal: at the start and
+after each resize of it (SIGWINCH), as tmux or ssh pass it on.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import sys
 import termios
 import tty
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from agentd.config.sections import PTY_MAX, PTY_MIN
 from agentd.console import Console, describe
 
 if TYPE_CHECKING:
@@ -30,11 +34,16 @@ STATUS_EVENTS = frozenset({"session.start", "session.exit", "unit.state", "unit.
 
 
 def terminal_size() -> tuple[int, int] | None:
-    """(cols, rows) of the terminal on stdin and stdout; None when either is not one."""
+    """(cols, rows) of the terminal on stdin and stdout, within the bounds of a
+    unit's pty; None when either is not a terminal."""
     if not (os.isatty(sys.stdin.fileno()) and os.isatty(sys.stdout.fileno())):
         return None
     size = os.get_terminal_size(sys.stdout.fileno())
-    return size.columns, size.lines
+    return _bounded(size.columns), _bounded(size.lines)
+
+
+def _bounded(n: int) -> int:
+    return max(PTY_MIN, min(PTY_MAX, n))
 
 
 class AttachedView:
@@ -56,7 +65,10 @@ class AttachedView:
         self._saved = termios.tcgetattr(self._in)
         tty.setraw(self._in, termios.TCSANOW)
         self._unwatch = self._service.watch(self._show)
-        asyncio.get_running_loop().add_reader(self._in, self._on_keys)
+        loop = asyncio.get_running_loop()
+        loop.add_reader(self._in, self._on_keys)
+        loop.add_signal_handler(signal.SIGWINCH, self._on_resize)
+        self._on_resize()
         self._line(f"agentd: {self._service.unit.name} in this terminal; keys go to the agent "
                    "(Ctrl-C too); Ctrl-] detaches")
 
@@ -73,8 +85,10 @@ class AttachedView:
         """Give the terminal back (idempotent: also on errors and at the end)."""
         if self._saved is None:
             return
+        loop = asyncio.get_running_loop()
         with contextlib.suppress(ValueError, OSError):
-            asyncio.get_running_loop().remove_reader(self._in)
+            loop.remove_reader(self._in)
+        loop.remove_signal_handler(signal.SIGWINCH)  # the agent keeps the size it has
         if self._unwatch is not None:
             self._unwatch()
             self._unwatch = None
@@ -98,6 +112,11 @@ class AttachedView:
             self._service.type_input(data)
         if detach:
             self.stop("you pressed Ctrl-]")
+
+    def _on_resize(self) -> None:
+        size = terminal_size()
+        if size is not None:  # else the terminal is gone: the run goes on at the size it has
+            self._service.resize(*size)
 
     def _show(self, data: bytes) -> None:
         with contextlib.suppress(OSError):  # a closed terminal: the run goes on

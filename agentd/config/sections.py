@@ -246,8 +246,11 @@ class NotifySpec(StrictModel):
         return None if value is None else expanded_argv(value)
 
 
+PTY_MIN, PTY_MAX = 10, 1000  # columns and rows of a session's terminal
+
+
 class PtySpec(StrictModel):
-    cols: Annotated[int, Field(ge=10, le=1000)] = 120
+    cols: Annotated[int, Field(ge=PTY_MIN, le=PTY_MAX)] = 120
     """Columns of the session's terminal."""
-    rows: Annotated[int, Field(ge=10, le=1000)] = 40
+    rows: Annotated[int, Field(ge=PTY_MIN, le=PTY_MAX)] = 40
     """Rows of the session's terminal."""

@@ -221,6 +221,11 @@ class Unit(StrictModel):
             )
         return self
 
+    def with_pty(self, cols: int, rows: int) -> Unit:
+        """This unit with a ``cols`` x ``rows`` terminal (the size of an attached one)."""
+        return self.model_copy(update={"pty": self.pty.model_copy(update={"cols": cols,
+                                                                          "rows": rows})})
+
     @property
     def state_dir(self) -> Path:
         """The absolute state dir (``state.dir`` is relative to the workdir)."""

@@ -200,6 +200,12 @@ class Child:
                 return -1
             raise
 
+    def resize(self, cols: int, rows: int) -> None:
+        """Set the pty's size (TIOCSWINSZ): the kernel sends SIGWINCH to its
+        foreground process group, if the size changed. Nothing once it is closed."""
+        with contextlib.suppress(OSError):
+            self._proc.setwinsize(rows, cols)
+
     def poll_exit(self) -> bool:
         """Reap the leader if it has exited; True once it has (exit_code/signal set)."""
         if self.reaped:

@@ -8,6 +8,8 @@ worker thread. The emulator is kept between captures and fed only the bytes
 written since the last one, so asking often costs little; it starts over
 from the ring when more than the ring holds was written in between (a
 screen drawn long before that and never repainted may then be incomplete).
+A resize of the pty is kept with the point in the output where it came, and
+made there in the emulator: output is drawn at the size it was written for.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pyte
+
+Size = tuple[int, int, int]  # (offset in the output, cols, rows)
 
 # The ring keeps at least this much of the newest output (and at most twice it):
 # many screens of line output, and the repaints of a TUI's last minutes.
@@ -46,7 +50,7 @@ class Drawn:
 class ScreenRing:
     """The newest raw output of one session (``session``, a ``cols`` x ``rows`` pty)."""
 
-    __slots__ = ("_buf", "_keep", "_painter", "_start", "cols", "rows", "session")
+    __slots__ = ("_buf", "_keep", "_painter", "_sizes", "_start", "cols", "rows", "session")
 
     def __init__(self, cols: int, rows: int, session: int = 0, keep: int = RING_KEEP) -> None:
         self.cols = cols
@@ -55,7 +59,10 @@ class ScreenRing:
         self._keep = keep
         self._buf = bytearray()
         self._start = 0  # the offset of _buf[0] in everything the session wrote
-        self._painter = _Painter(cols, rows)
+        # (offset, cols, rows): the pty's size from that offset in the output on
+        # (the first one: at or before the ring's start)
+        self._sizes: list[Size] = [(0, cols, rows)]
+        self._painter = _Painter()
 
     def feed(self, data: bytes) -> None:
         """Keep ``data`` (called for every read: an append, and rarely a trim)."""
@@ -68,10 +75,23 @@ class ScreenRing:
             cut = line + 1 if line >= 0 else cut
             del buf[:cut]
             self._start += cut
+            while len(self._sizes) > 1 and self._sizes[1][0] <= self._start:
+                del self._sizes[0]
+
+    def resize(self, cols: int, rows: int) -> None:
+        """The pty is ``cols`` x ``rows`` from the output fed next on."""
+        if (cols, rows) == (self.cols, self.rows):
+            return
+        at = self._start + len(self._buf)
+        if self._sizes[-1][0] == at:  # nothing was written at the size before
+            self._sizes.pop()
+        self._sizes.append((at, cols, rows))
+        self.cols, self.rows = cols, rows
 
     def capture(self) -> ScreenCapture:
         """What to draw the screen from, now (cheap: a copy of the ring)."""
-        return ScreenCapture(self.session, self._painter, self._start, bytes(self._buf))
+        return ScreenCapture(self.session, self._painter, self._start, bytes(self._buf),
+                             tuple(self._sizes))
 
 
 @dataclass(frozen=True)
@@ -80,39 +100,55 @@ class ScreenCapture:
     _painter: _Painter
     start: int
     data: bytes
+    sizes: tuple[Size, ...]
 
     def draw(self, *, redraw: bool = False) -> Drawn:
         """Run the emulator over what it has not seen yet (slow: on a worker thread)."""
-        return self._painter.draw(self.session, self.start, self.data, redraw=redraw)
+        return self._painter.draw(self, redraw=redraw)
 
 
 class _Painter:
     """One pyte screen per session, fed up to ``_fed`` (an offset in the session's output)."""
 
-    def __init__(self, cols: int, rows: int) -> None:
-        self.cols = cols
-        self.rows = rows
+    def __init__(self) -> None:
         self._lock = threading.Lock()  # two clients may ask at once, each on a thread
         self._screen: pyte.Screen | None = None
         self._stream: pyte.ByteStream | None = None
         self._fed = 0
 
-    def draw(self, session: int, start: int, data: bytes, *, redraw: bool) -> Drawn:
+    def draw(self, capture: ScreenCapture, *, redraw: bool) -> Drawn:
         import pyte  # only when a screen is asked for: the daemon never loads it otherwise
 
+        start, data = capture.start, capture.data
         with self._lock:
             end = start + len(data)
             if self._screen is None or self._stream is None or not start <= self._fed <= end:
-                self._screen = pyte.Screen(self.cols, self.rows)
+                _, cols, rows = capture.sizes[0]  # the size at the ring's start
+                self._screen = pyte.Screen(cols, rows)
                 self._stream = pyte.ByteStream(self._screen)
                 self._fed = start
-            self._stream.feed(data[self._fed - start:])
+            screen, stream = self._screen, self._stream
+            # Each resize where it came in the output: what was written before it
+            # was drawn at the size before (one already made is made again: no-op).
+            for at, cols, rows in capture.sizes:
+                if self._fed <= at <= end:
+                    stream.feed(data[self._fed - start:at - start])
+                    self._fed = at
+                    _resize(screen, cols, rows)
+            stream.feed(data[self._fed - start:])
             self._fed = end
-            screen = self._screen
             rows = [row.rstrip() for row in screen.display]
             cursor = (screen.cursor.y, screen.cursor.x)
-            return Drawn(session, self.cols, rows, cursor,
+            return Drawn(capture.session, screen.columns, rows, cursor,
                          repaint(screen) if redraw else b"")
+
+
+def _resize(screen: pyte.Screen, cols: int, rows: int) -> None:
+    """pyte's resize (rows go at the top, columns at the right), the cursor kept
+    on the screen (pyte leaves it where it was)."""
+    screen.resize(rows, cols)
+    screen.ensure_hbounds()
+    screen.ensure_vbounds(use_margins=False)
 
 
 # --- repainting on another terminal -----------------------------------------------------------

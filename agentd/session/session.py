@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from agentd.process.ending import EndResult, end_session_tree
+from agentd.process.ending import EndResult, end_session_tree, kill_now
 from agentd.session.child import Child
 from agentd.session.screen import ScreenRing
 from agentd.session.transcript import Transcript
@@ -110,9 +110,8 @@ class Session:
         self, sig: int, grace: float, on_signal: Callable[[int, list[int]], None] | None = None
     ) -> EndResult:
         """Stop every process of the session (``sig``, then SIGKILL after ``grace``)."""
-        leader = None if self.child.reaped else self.pid
         result = await end_session_tree(
-            leader=leader, marker=self.marker, sid=self.pid, sig=sig, grace=grace,
+            leader=self._leader, marker=self.marker, sid=self.pid, sig=sig, grace=grace,
             on_signal=on_signal, cgroup=self.cgroup,
         )
         # The leader is dead now; its pidfd callback may not have run yet.
@@ -125,6 +124,16 @@ class Session:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._eof.wait(), EOF_WAIT)
         return result
+
+    def kill_now(self) -> list[int]:
+        """SIGKILL every process of the session at once (a second Ctrl-C); their pids."""
+        return kill_now(leader=self._leader, marker=self.marker, sid=self.pid,
+                        cgroup=self.cgroup)
+
+    @property
+    def _leader(self) -> int | None:
+        """The leader's pid while it may be signalled: once reaped, it may be reused."""
+        return None if self.child.reaped else self.pid
 
     @property
     def eof(self) -> bool:
@@ -229,6 +238,17 @@ class Session:
         if on != off:  # both -1 means neither appears
             self.bracketed_paste = on > off
         self._tail = window[-(len(BRACKETED_ON) - 1) :]
+
+    def resize(self, cols: int, rows: int) -> None:
+        """The terminal is ``cols`` x ``rows`` now: what the agent wrote at the old
+        size is read first; then the screen models and the pty follow."""
+        if (cols, rows) == (self.screen.cols, self.screen.rows):
+            return  # the pty sends no SIGWINCH either: nothing is drawn again
+        if self._reading:
+            self._on_readable()
+        self._on_output(self.matcher.resize(cols, rows))
+        self.screen.resize(cols, rows)
+        self.child.resize(cols, rows)
 
     # -- input ---------------------------------------------------------------
     def type(self, data: bytes) -> None:

@@ -39,6 +39,12 @@ class Definition:
             raise ValueError(f"cannot redefine {self.unit.name} as {unit.name}")
         self._next = unit
 
+    def resize(self, cols: int, rows: int) -> None:
+        """Sessions from now on get a ``cols`` x ``rows`` pty (an attached terminal's size)."""
+        self.unit = self.unit.with_pty(cols, rows)
+        if self._next is not None:
+            self._next = self._next.with_pty(cols, rows)
+
     def apply(self) -> None:
         """Switch to the definition ``redefine`` left for the next session."""
         unit, self._next = self._next, None

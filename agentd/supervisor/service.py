@@ -27,7 +27,6 @@ from agentd.config.unit import Unit
 from agentd.events import EventLog
 from agentd.memory.bootstrap import Bootstrap
 from agentd.paths import Paths
-from agentd.process.ending import kill_now
 from agentd.session.redact import Redactor
 from agentd.session.screen import ScreenCapture, ScreenRing
 from agentd.session.session import Session
@@ -161,11 +160,7 @@ class Service:
     def kill_now(self) -> list[int]:
         """SIGKILL every process of the running session at once (a second Ctrl-C)."""
         session = self.session
-        if session is None:
-            return []
-        leader = None if session.child.reaped else session.pid  # a reaped pid may be reused
-        return kill_now(leader=leader, marker=session.marker, sid=session.pid,
-                        cgroup=session.cgroup)
+        return [] if session is None else session.kill_now()
 
     def reclaim(self) -> asyncio.Task[None]:
         """End what a previous agentd left of this unit's last session (once).
@@ -213,6 +208,10 @@ class Service:
     def type_input(self, data: bytes) -> bool:
         """Type ``data`` into the live session (an attached person); False if none runs."""
         return self.terminal.type(data)
+
+    def resize(self, cols: int, rows: int) -> None:
+        """An attached terminal is ``cols`` x ``rows`` now: this session's and the next ones'."""
+        self.loop.resize(cols, rows)
 
     def screen(self) -> ScreenCapture:
         """What to draw the last session's screen from (running or not; blank before one)."""

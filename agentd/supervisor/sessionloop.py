@@ -79,6 +79,12 @@ class SessionLoop:
         if self.current is not None:
             self.current.fire(trigger)
 
+    def resize(self, cols: int, rows: int) -> None:
+        """The terminal is ``cols`` x ``rows`` now: the current session's and the next ones'."""
+        self._definition.resize(cols, rows)
+        if self.current is not None:
+            self.current.resize(cols, rows)
+
     def reclaim(self) -> asyncio.Task[None]:
         """End what a previous agentd left of the unit's last session (once)."""
         if self._reclaim_task is None:

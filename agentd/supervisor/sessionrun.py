@@ -69,7 +69,8 @@ class SessionRun:
         self.number = number
         self.reason = reason
         self.session: Session | None = None  # from the spawn until the tree is gone
-        self.screen = ScreenRing(unit.pty.cols, unit.pty.rows, number)  # kept after the end
+        self.size = unit.pty.cols, unit.pty.rows  # the pty's: the unit's until resized
+        self.screen = ScreenRing(*self.size, number)  # kept after the end
         self._triggers: Triggers | None = None
         self._handoff: Handoff | None = None
 
@@ -90,8 +91,8 @@ class SessionRun:
             cgroup = cgroups.session_cgroup(marker)
             host.records.begin(Recorded(unit.name, number, marker, str(cgroup) if cgroup else None,
                                         int(unit.stop.signal), unit.stop.grace))
-            child = Child.spawn(plan.argv, cwd=unit.workdir, env=env,
-                                cols=unit.pty.cols, rows=unit.pty.rows,
+            cols, rows = self.size  # resized while the bootstrap was prepared, maybe
+            child = Child.spawn(plan.argv, cwd=unit.workdir, env=env, cols=cols, rows=rows,
                                 cgroup_procs=str(cgroup / "cgroup.procs") if cgroup else None)
         except SpawnError as exc:
             host.records.finish(unit.name, cgroup)
@@ -106,7 +107,8 @@ class SessionRun:
             unit, emit=self._emit, wall=host.wall, on_prompt=injector.on_prompt,
             notify=self._notify, usage=usage, on_handoff=handoff.on_hit,
         )
-        matcher = LineMatcher(rules(unit), cols=unit.pty.cols, rows=unit.pty.rows)
+        self.screen.resize(cols, rows)
+        matcher = LineMatcher(rules(unit), cols=cols, rows=rows)
         session = Session(number=number, child=child, marker=marker,
                           matcher=matcher, transcript=self.transcript,
                           on_output=self._on_output, clock=host.clock, on_raw=host.on_raw,
@@ -136,6 +138,13 @@ class SessionRun:
             state_changed=state_after != state_before or state_after is None,
             complete=_summary(done),
         )
+
+    def resize(self, cols: int, rows: int) -> None:
+        """The terminal is ``cols`` x ``rows`` now: the running session's pty and
+        screens follow; a session not spawned yet is spawned at that size."""
+        self.size = cols, rows
+        if self.session is not None:
+            self.session.resize(cols, rows)
 
     def fire(self, trigger: Trigger) -> None:
         """End the session for ``trigger`` (stop, restart); nothing if it is not armed."""

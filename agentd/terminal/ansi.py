@@ -5,8 +5,9 @@ The extent of each sequence (CSI, ESC, OSC/DCS/APC strings) is defined here.
 logs``): carriage returns, line/screen erases and vertical cursor moves break
 the line, horizontal cursor moves become one space, every other sequence and
 control is dropped. The line matcher reads a model of the screen instead
-(``agentd.terminal.screen``) and takes from here the patterns for a sequence
-or string cut by a chunk end, on the raw bytes. Pure.
+(``agentd.terminal.screen``) and takes from here what carries a sequence or
+string cut by a chunk end over to the next chunk (``ChunkCut``), on the raw
+bytes. Pure.
 """
 
 from __future__ import annotations
@@ -97,3 +98,54 @@ def cut_character(data: bytes) -> int:
         if byte >= 0xC0:  # a lead byte: how long is its character?
             return back if back < (2 if byte < 0xE0 else 3 if byte < 0xF0 else 4) else 0
     return 0
+
+
+class ChunkCut:
+    """What a chunk's end cut through, for the next chunk: a sequence or a UTF-8
+    character is carried over (a few bytes), an OSC or DCS string is skipped by
+    a flag rather than buffered. Each chunk then decodes alone, and a C1
+    control is whole."""
+
+    __slots__ = ("carry", "in_string")
+
+    def __init__(self) -> None:
+        self.carry = b""  # a cut escape sequence or character, read with the next chunk
+        self.in_string = False  # inside an OSC/DCS/... string: skip to its end
+
+    def whole(self, data: bytes, *, final: bool) -> bytes:
+        """``data`` after what the chunk before cut off, less what its own end cuts
+        off (kept for the next chunk; nothing is kept from the ``final`` one)."""
+        if self.carry:
+            data, self.carry = self.carry + data, b""
+        if self.in_string:
+            data = self._skip_string(data)
+        if not final:
+            data = self._hold_back(data)
+        return data
+
+    def _skip_string(self, data: bytes) -> bytes:
+        m = STRING_REST_BYTES.match(data)
+        end = m.end() if m else 0
+        if end == len(data) and not data.endswith(b"\x07"):
+            return b""  # the string goes on in the next chunk
+        self.in_string = False
+        return data[end:]
+
+    def _hold_back(self, data: bytes) -> bytes:
+        """Keep a sequence or a UTF-8 character cut by the chunk end for the
+        next chunk."""
+        last = data.rfind(b"\x1b")
+        if last >= 0:
+            if INCOMPLETE_BYTES.fullmatch(data, last):
+                self.carry = data[last:]
+                cut_short = data.rfind(b"\x1b", 0, last)
+                if cut_short >= 0 and INCOMPLETE_BYTES.fullmatch(data, cut_short, last):
+                    last = cut_short  # an ESC ends it: gone, as clean drops it in one chunk
+                return data[:last]
+            if OPEN_STRING_BYTES.fullmatch(data, last):
+                self.in_string = True  # clean drops the started string
+        cut = cut_character(data) if data and data[-1] >= 0x80 else 0
+        if cut:
+            self.carry = data[-cut:]
+            return data[:-cut]
+        return data

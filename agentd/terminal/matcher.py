@@ -33,6 +33,11 @@ again. An erased line keeps what it matched (TUIs erase and redraw the same
 text). Empty lines are never matched. A hit's ``line`` is the logical line
 as the terminal showed it then, with any cells left from before.
 
+A resize (``resize``, the terminal's SIGWINCH) makes the line under the
+cursor final and goes on on a blank screen of the new size; what the lines
+on the old screen fired does not fire again as a TUI draws them again
+(``agentd.terminal.redraw``).
+
 How the stream is cut into chunks changes no hit of a rule with named groups
 (what is final is a point of the stream), and no rule without them fires in
 a later chunk than the one that draws its match (it may fire earlier, on the
@@ -52,16 +57,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentd.terminal.ansi import (
-    INCOMPLETE_BYTES,
-    OPEN_STRING_BYTES,
-    STRING_REST_BYTES,
-    cut_character,
-)
+from agentd.terminal.ansi import ChunkCut
 from agentd.terminal.bulk import can_scroll, scroll_lines
 from agentd.terminal.cells import width
 from agentd.terminal.controls import apply, clean, draw, split
 from agentd.terminal.echo import EchoFilter
+from agentd.terminal.redraw import Redraw
 from agentd.terminal.rows import NO_MARK, Mark
 from agentd.terminal.rules import Hit, Rule, RuleSet
 from agentd.terminal.screen import Screen, Settle
@@ -94,8 +95,8 @@ class LineMatcher:
         self._cjk = 0
         self._written = 0  # characters written to screens before this one
         self.bytes_in = 0
-        self._carry = b""  # a cut escape sequence or character, read with the next chunk
-        self._in_string = False  # inside an OSC/DCS/... string: skip to its end
+        self._cut = ChunkCut()
+        self._resize_redraw: Redraw | None = None  # after a resize, while the TUI draws again
         self._screen = Screen(self, cols=cols, rows=rows, max_line_chars=max_line_chars)
 
     # -- rules and echo --
@@ -142,11 +143,26 @@ class LineMatcher:
         """End of stream: the line under the cursor is final; then start afresh."""
         self._ingest(b"", final=True)
         self._screen.settle(Settle.FINAL)
+        self._resize_redraw = None
+        self._new_screen(self._screen.cols, self._screen.rows)
+        self._cut = ChunkCut()
+        return self._take()
+
+    def resize(self, cols: int, rows: int) -> list[Hit]:
+        """The terminal is ``cols`` x ``rows`` now (SIGWINCH): the line under the
+        cursor is final, and matching goes on on a blank screen of that size,
+        where the hits of the lines on the old one do not fire again as a TUI
+        draws them again (``agentd.terminal.redraw``). Returns the hits of the
+        line under the cursor; a stream cut mid-sequence goes on as it was."""
+        self._screen.settle(Settle.FINAL)
+        self._resize_redraw = Redraw.of(self._screen, self._resize_redraw, cols=cols, rows=rows)
+        self._new_screen(cols, rows)
+        return self._take()
+
+    def _new_screen(self, cols: int, rows: int) -> None:
         old = self._screen
         self._written += old.written
-        self._screen = Screen(self, cols=old.cols, rows=old.rows, max_line_chars=old.max_line_chars)
-        self._carry, self._in_string = b"", False
-        return self._take()
+        self._screen = Screen(self, cols=cols, rows=rows, max_line_chars=old.max_line_chars)
 
     def check_partial(self) -> list[Hit]:
         """Match the line under the cursor now with the prompt rules (a prompt
@@ -167,13 +183,7 @@ class LineMatcher:
         return hits
 
     def _ingest(self, data: bytes, *, final: bool) -> None:
-        if self._carry:
-            data, self._carry = self._carry + data, b""
-        if self._in_string:
-            data = self._skip_string(data)
-        if not final:
-            data = self._hold_back(data)
-        data, others = clean(data)
+        data, others = clean(self._cut.whole(data, final=final))
         text = data.decode("utf-8", "replace")
         if not text:
             return
@@ -193,33 +203,6 @@ class LineMatcher:
                 apply(screen, piece)
             elif piece:
                 self._plain(piece, last=i == len(pieces) - 1)
-
-    def _skip_string(self, data: bytes) -> bytes:
-        m = STRING_REST_BYTES.match(data)
-        end = m.end() if m else 0
-        if end == len(data) and not data.endswith(b"\x07"):
-            return b""  # the string goes on in the next chunk
-        self._in_string = False
-        return data[end:]
-
-    def _hold_back(self, data: bytes) -> bytes:
-        """Keep a sequence or a UTF-8 character cut by the chunk end for the
-        next chunk (each chunk then decodes alone, and a C1 control is whole)."""
-        last = data.rfind(b"\x1b")
-        if last >= 0:
-            if INCOMPLETE_BYTES.fullmatch(data, last):
-                self._carry = data[last:]
-                cut_short = data.rfind(b"\x1b", 0, last)
-                if cut_short >= 0 and INCOMPLETE_BYTES.fullmatch(data, cut_short, last):
-                    last = cut_short  # an ESC ends it: gone, as clean drops it in one chunk
-                return data[:last]
-            if OPEN_STRING_BYTES.fullmatch(data, last):
-                self._in_string = True  # clean drops the started string
-        cut = cut_character(data) if data and data[-1] >= 0x80 else 0
-        if cut:
-            self._carry = data[-cut:]
-            return data[:-cut]
-        return data
 
     def _plain(self, text: str, *, last: bool) -> None:
         """Draw plain text; runs of plain lines in bulk (``agentd.terminal.bulk``),
@@ -270,7 +253,7 @@ class LineMatcher:
         )
         if hits and not echo:
             hits = [h for h in hits if not (self._redrawn(h) or _left_over(h, shown))]
-        self._hits += [h for h in hits if h.fired_as not in mark.fired]
+        self._fire([h for h in hits if h.fired_as not in mark.fired])
         names = frozenset(h.fired_as for h in hits)
         return Mark(names if how is Settle.FINAL else mark.fired | names, since, shown)
 
@@ -284,9 +267,14 @@ class LineMatcher:
             if (index == unfinished and hit.rule.has_groups) or self._redrawn(hit):
                 continue
             if index or hit.fired_as not in fired:
-                self._hits.append(hit)
+                self._fire([hit])
             marks[index] = Mark(marks.get(index, NO_MARK).fired | {hit.fired_as})
         return marks
+
+    def _fire(self, hits: list[Hit]) -> None:
+        if hits and self._resize_redraw is not None:
+            hits = self._resize_redraw.new(hits, self._screen.written)
+        self._hits += hits
 
     def _redrawn(self, hit: Hit) -> bool:
         return hit.rule.echo_check and self._echo.is_redraw(hit.line)

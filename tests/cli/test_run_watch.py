@@ -114,6 +114,30 @@ def test_agentd_run_attach_passes_keys_and_gives_the_terminal_back(dhome: Path) 
     assert said(dhome, "talk", "GOT:Ada")
 
 
+def test_agentd_run_attach_gives_the_agent_the_size_of_the_terminal(dhome: Path) -> None:
+    write_unit(dhome, "tui", {"command": fake("size", "if-session:1:winch",
+                                              "if-session:1:exit:42", "exit:0"),
+                              "pty": {"cols": 80, "rows": 24},  # the terminal's size wins
+                              "inject": {"mode": "none"}, "restart": {"min_uptime": 0},
+                              "stop": STOP})
+    child = pexpect.spawn(sys.executable, ["-m", "agentd.cli", "run", "-i", "tui"],
+                          env=dict(os.environ, AGENTD_HOME=str(dhome)), dimensions=(30, 100),
+                          timeout=20)
+    try:
+        child.expect("SIZE:100x30")
+        # As a terminal window does: TIOCSWINSZ, and the kernel sends SIGWINCH to
+        # the terminal's foreground process group, agentd.
+        child.setwinsize(40, 132)
+        child.expect("WINCH:132x40")  # the agent's pty followed, and told the agent
+        child.expect("session 1 ended")
+        child.expect("SIZE:132x40")  # the next session starts at the new size
+        child.expect("tui done after 2 session")
+        assert end(child) == 0
+    finally:
+        child.close(force=True)
+    assert said(dhome, "tui", "WINCH:132x40")
+
+
 def test_agentd_run_attach_needs_a_terminal(dhome: Path) -> None:
     write_unit(dhome, "talk", {"command": fake("exit:0")})
     res = agentd(dhome, "run", "-i", "talk")

@@ -7,16 +7,19 @@ import os
 import re
 import select
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 
 from agentd.session.child import Child
+from agentd.session.screen import ScreenRing
 from agentd.session.session import Session
 from agentd.session.transcript import Transcript
 from agentd.terminal.matcher import LineMatcher
 from agentd.terminal.rules import Hit, Rule
-from tests.conftest import poll_for
+from tests.conftest import fake, poll_for
 
 
 def test_output_buffered_at_the_exit_is_matched_before_the_exit_is_reported(
@@ -47,3 +50,44 @@ def test_output_buffered_at_the_exit_is_matched_before_the_exit_is_reported(
 
     asyncio.run(main())
     assert "FINAL LINE of the agent" in (tmp_path / "t.log").read_text()
+
+
+async def until(probe: Callable[[], object], what: str, timeout: float = 10.0) -> None:
+    """poll_for on the loop: the session reads while we wait."""
+    deadline = time.monotonic() + timeout
+    while not probe():
+        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
+        await asyncio.sleep(0.01)
+
+
+def test_a_resize_reaches_the_agent_and_the_screens(tmp_path: Path) -> None:
+    """The pty gets the new size (the agent its SIGWINCH), the matcher's screen and
+    the screen ring follow, and the sentinel the agent draws again fires once."""
+    hits: list[Hit] = []
+    raw = bytearray()
+
+    async def main() -> None:
+        child = Child.spawn(fake("out:TASK COMPLETE", "size", "winch", "raw:\\x1b[H\\x1b[2J",
+                                 "out:TASK COMPLETE", "size", "exit:0"),
+                            cwd=tmp_path, env=os.environ, cols=100, rows=30)
+        ring = ScreenRing(100, 30, session=1)
+        session = Session(
+            number=1, child=child, marker="", on_output=hits.extend, on_raw=raw.extend,
+            matcher=LineMatcher([Rule("done", re.compile("TASK COMPLETE"))], cols=100, rows=30),
+            transcript=Transcript(tmp_path / "t.log", max_bytes=0, backups=0), screen=ring,
+        )
+        session.start()
+        await until(lambda: b"SIZE:100x30" in raw, "the agent's first size")
+        session.resize(100, 30)  # the size it has: nothing happens
+        session.resize(80, 24)
+        await asyncio.wait_for(session.exited, 10)
+        session.close()
+        session.transcript.close()
+        assert b"WINCH:80x24" in raw and b"SIZE:80x24" in raw
+        assert [h.rule.name for h in hits] == ["done"]
+        assert len(session.matcher.display()) == 24
+        drawn = ring.capture().draw()
+        assert (drawn.cols, len(drawn.rows)) == (80, 24)
+        assert drawn.rows[:2] == ["TASK COMPLETE", "SIZE:80x24"]
+
+    asyncio.run(main())

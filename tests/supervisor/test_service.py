@@ -220,3 +220,25 @@ def test_sessions_that_leave_the_state_dir_unchanged_stall_and_count_as_restarts
     }, body)
     assert [r["session"] for r in records(rec)] == ["1", "2", "3"]
     assert states(seen)[-1] == "stalled"
+
+
+def test_a_resize_reaches_the_running_session_and_the_ones_after_it(home: Path) -> None:
+    async def body(sup: Supervisor) -> None:
+        svc = sup.get("w")
+        svc.resize(100, 30)  # nothing runs: the first session starts at that size
+        svc.start()
+        await svc.wait(lambda s: s == State.RUNNING)
+        log = svc.transcript.path
+        await asyncio.to_thread(poll_for, lambda: "SIZE:100x30" in log.read_text(),
+                                what="session 1's size")
+        svc.resize(90, 25)
+        await svc.wait(lambda s: s == State.DONE)
+        text = log.read_text()
+        assert "WINCH:90x25" in text and text.count("SIZE:90x25") == 1  # session 2's
+        assert (svc.unit.pty.cols, svc.unit.pty.rows) == (90, 25)
+        drawn = svc.screen().draw()
+        assert drawn.session == 2 and (drawn.cols, len(drawn.rows)) == (90, 25)
+
+    run_with(home, "w", {"command": fake("size", "if-session:1:winch", "if-session:1:exit:42",
+                                         "exit:0"),
+                         "inject": {"mode": "none"}, "restart": {"min_uptime": 0}}, body)
