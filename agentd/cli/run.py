@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentd.cli.run_attach import AttachedView, terminal_size
+from agentd.cli.run_attach import AttachedView
+from agentd.cli.termsize import terminal_size
 from agentd.config.unit import Unit
 from agentd.console import Console
 from agentd.daemon.control import ControlServer

@@ -22,7 +22,7 @@ import tty
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from agentd.config.sections import PTY_MAX, PTY_MIN
+from agentd.cli.termsize import terminal_size
 from agentd.console import Console, describe
 
 if TYPE_CHECKING:
@@ -31,19 +31,6 @@ if TYPE_CHECKING:
 DETACH = b"\x1d"  # Ctrl-]
 # The events worth a status line in the agent's terminal: a session changes.
 STATUS_EVENTS = frozenset({"session.start", "session.exit", "unit.state", "unit.error"})
-
-
-def terminal_size() -> tuple[int, int] | None:
-    """(cols, rows) of the terminal on stdin and stdout, within the bounds of a
-    unit's pty; None when either is not a terminal."""
-    if not (os.isatty(sys.stdin.fileno()) and os.isatty(sys.stdout.fileno())):
-        return None
-    size = os.get_terminal_size(sys.stdout.fileno())
-    return _bounded(size.columns), _bounded(size.lines)
-
-
-def _bounded(n: int) -> int:
-    return max(PTY_MIN, min(PTY_MAX, n))
 
 
 class AttachedView:

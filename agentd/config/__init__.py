@@ -2,7 +2,8 @@
 
 - the schema: the ``Unit`` and its cross-key checks (``unit``), its sections
   (``sections``; ``handoff``), the field types and checks they share (``fields``), the
-  agent-CLI presets it may start from (``presets``, ``cli_presets/*.yaml``);
+  agent-CLI presets it may start from (``presets``, ``cli_presets/*.yaml``), the
+  bounds of a session's terminal size (``ptysize``: light, ``agentctl attach`` uses it);
 - unit files: found and permission-checked (``unitfile``), read as YAML with
   the line of every key (``yamllines``), errors as ``file:line: key: message``
   (``problems``);

@@ -32,6 +32,7 @@ from agentd.config.fields import (
     expand,
     expanded_argv,
 )
+from agentd.config.ptysize import PTY_MAX, PTY_MIN
 from agentd.errors import KeyProblem
 from agentd.memory.layout import LayoutFile, parse_files, preset_names
 
@@ -244,9 +245,6 @@ class NotifySpec(StrictModel):
     @classmethod
     def _expand(cls, value: list[str] | None) -> list[str] | None:
         return None if value is None else expanded_argv(value)
-
-
-PTY_MIN, PTY_MAX = 10, 1000  # columns and rows of a session's terminal
 
 
 class PtySpec(StrictModel):
