@@ -22,6 +22,7 @@ from agentd.daemon.protocol import (
     LogsArgs,
     NoArgs,
     ProtocolError,
+    ResizeArgs,
     RestartArgs,
     SessionArgs,
     StatusArgs,
@@ -167,6 +168,14 @@ async def screen(ctx: Context, args: UnitArgs) -> dict[str, Any]:
     capture = ctx.sup.screen(args.unit)
     drawn = await asyncio.to_thread(capture.draw)
     return drawn.as_json()
+
+
+@command("resize")
+async def resize(ctx: Context, args: ResizeArgs) -> dict[str, Any]:
+    """An attached terminal's size: the running session's pty (the agent gets
+    SIGWINCH) and the later sessions' take it."""
+    ctx.sup.resize(args.unit, args.cols, args.rows)
+    return {"unit": args.unit, "cols": args.cols, "rows": args.rows}
 
 
 @command("precompact")

@@ -62,6 +62,7 @@ attach     {unit}                                               {unit, session, 
                                                                  a two-way stream
 screen     {unit}                                               {rows: [text], cursor: [row,
                                                                  col], cols, session}
+resize     {unit, cols, rows}                                   {unit, cols, rows}
 precompact {unit, session}                                      {ending: bool}: the CLI's
                                                                  PreCompact hook; true when
                                                                  that session is being ended
@@ -74,7 +75,12 @@ more, e.g. the OS error of a command that cannot be executed), invalid (when
 the unit file does not load: file, line, key, message, and problems when
 there are several). ``screen`` draws the last session's screen (running or
 not) as a terminal would show it; rows are cut of trailing blanks, like
-``tmux capture-pane -p``. ``logs`` returns the
+``tmux capture-pane -p``. ``resize`` gives the unit the size of an attached
+terminal (``agentctl attach`` sends it, and again on each SIGWINCH): cols and
+rows within ``PTY_MIN``..``PTY_MAX``, or a code-2 error; the running session's
+pty is resized (the agent gets SIGWINCH) and later sessions start at that size,
+which stays until another resize or a reload that changes the unit's ``pty:``.
+``logs`` returns the
 raw transcript tail (agentctl strips ANSI) and the file's path and size, from
 which ``agentctl logs -f`` follows the file itself.
 """
@@ -86,6 +92,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from agentd.config.ptysize import PTY_MAX, PTY_MIN
 from agentd.daemon.client import Code, check_unit_name, encode
 from agentd.errors import AgentdError
 
@@ -135,6 +142,11 @@ class SessionArgs(UnitArgs):
     session: Annotated[int, Field(ge=1)]
 
 
+class ResizeArgs(UnitArgs):
+    cols: Annotated[int, Field(ge=PTY_MIN, le=PTY_MAX)]
+    rows: Annotated[int, Field(ge=PTY_MIN, le=PTY_MAX)]
+
+
 class TailArgs(UnitArgs):
     lines: Annotated[int, Field(ge=0, le=100_000)] = 20
 
@@ -154,7 +166,7 @@ COMMANDS: dict[str, type[Args]] = {
     "restart": RestartArgs, "enable": EnableArgs, "disable": EnableArgs, "reload": NoArgs,
     "logs": LogsArgs, "events": EventsArgs,
     "history": TailArgs, "bootstrap": UnitArgs, "attach": UnitArgs, "precompact": SessionArgs,
-    "screen": UnitArgs,
+    "screen": UnitArgs, "resize": ResizeArgs,
 }
 
 

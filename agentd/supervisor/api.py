@@ -91,7 +91,8 @@ class Supervisor:
                         for name, problem in problems.items()}
 
     def definition(self, name: str) -> Unit:
-        """The unit's newest definition (what its next session will use)."""
+        """The unit's newest definition as its file says it (what its next session will
+        use, but for an attached terminal's size)."""
         return self.get(name).definition
 
     def reclaim(self, name: str) -> None:
@@ -189,6 +190,10 @@ class Supervisor:
     def screen(self, name: str) -> ScreenCapture:
         """What to draw the unit's current screen from (``capture.draw()``: slow, off the loop)."""
         return self.get(name).screen()
+
+    def resize(self, name: str, cols: int, rows: int) -> None:
+        """An attached terminal is ``cols`` x ``rows``: the unit's session and later ones'."""
+        self.get(name).resize(cols, rows)
 
     def precompact(self, name: str, session: int) -> bool:
         return self.get(name).precompact(session)

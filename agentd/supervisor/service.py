@@ -228,8 +228,9 @@ class Service:
 
     @property
     def definition(self) -> Unit:
-        """The newest definition: what the next session will use."""
-        return self._definition.newest
+        """The newest definition as its file says it (the next session's, but for the size
+        an attached terminal gave: ``resize``); what a reload compares the file with."""
+        return self._definition.loaded
 
     @property
     def session(self) -> Session | None:

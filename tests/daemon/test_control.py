@@ -51,6 +51,8 @@ dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
     (b'{"cmd": "events", "args": {"follow": true}}\n', "events",
      {"unit": None, "lines": 20, "follow": True}),
     (b'{"cmd": "logs", "args": {"unit": "a", "lines": 0}}', "logs", {"unit": "a", "lines": 0}),
+    (b'{"cmd": "resize", "args": {"unit": "a", "cols": 10, "rows": 1000}}', "resize",
+     {"unit": "a", "cols": 10, "rows": 1000}),
 ])
 def test_valid_requests(line: bytes, cmd: str, check: dict[str, Any]) -> None:
     got_cmd, args = parse_request(line)
@@ -77,6 +79,15 @@ def test_valid_requests(line: bytes, cmd: str, check: dict[str, Any]) -> None:
     (b'{"cmd": "logs", "args": {"unit": "a", "lines": "5"}}', "lines"),
     (b'{"cmd": "stop", "args": {"all": 1}}', "all"),
     (b'{"cmd": "restart", "args": {"units": ["a"], "reason": ""}}', "reason"),
+    (b'{"cmd": "resize", "args": {"unit": "a", "cols": 0, "rows": 24}}',
+     "cols: Input should be greater than or equal to 10"),
+    (b'{"cmd": "resize", "args": {"unit": "a", "cols": 80, "rows": 1001}}',
+     "rows: Input should be less than or equal to 1000"),
+    (b'{"cmd": "resize", "args": {"unit": "a", "cols": "80", "rows": 24}}', "cols"),
+    (b'{"cmd": "resize", "args": {"unit": "a", "cols": 80.0, "rows": 24}}', "cols"),
+    (b'{"cmd": "resize", "args": {"unit": "a", "cols": 80}}', "rows: Field required"),
+    (b'{"cmd": "resize", "args": {"unit": "../a", "cols": 80, "rows": 24}}',
+     "invalid unit name"),
     (b"[" * 100_000 + b"]" * 100_000, "not JSON"),
     (b'{"cmd": "' + b"x" * (MAX_REQUEST + 1) + b'"}', "too large"),
 ])
@@ -180,7 +191,8 @@ def test_unknown_units_are_code_4(dhome: Path, serve: list[Served]) -> None:
     serve.append(d.ready())
     for cmd, args in [("status", {"units": ["a", "x", "y"]}), ("start", {"units": ["x"]}),
                       ("logs", {"unit": "x"}), ("history", {"unit": "x"}),
-                      ("bootstrap", {"unit": "x"})]:
+                      ("bootstrap", {"unit": "x"}),
+                      ("resize", {"unit": "x", "cols": 80, "rows": 24})]:
         reply = d.call(cmd, **args)
         assert reply["ok"] is False and reply["code"] == 4, (cmd, reply)
     assert "unknown units: x, y" in d.call("status", units=["a", "x", "y"])["error"]

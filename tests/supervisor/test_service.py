@@ -242,3 +242,24 @@ def test_a_resize_reaches_the_running_session_and_the_ones_after_it(home: Path) 
     run_with(home, "w", {"command": fake("size", "if-session:1:winch", "if-session:1:exit:42",
                                          "exit:0"),
                          "inject": {"mode": "none"}, "restart": {"min_uptime": 0}}, body)
+
+
+def test_a_reload_keeps_the_size_unless_the_file_changes_its_pty(home: Path) -> None:
+    path = home / "units" / "w.yaml"
+
+    def size(svc: Any) -> tuple[int, int]:
+        return svc.unit.pty.cols, svc.unit.pty.rows
+
+    async def body(sup: Supervisor) -> None:
+        svc = sup.get("w")
+        sup.resize("w", 100, 30)
+        assert (await sup.reconcile({"w": load_unit(path)})).changed == []  # the same file
+        assert size(svc) == (100, 30)
+        write_unit(home, "w", {"command": fake("wait"), "env": {"X": "1"}})  # not its pty
+        assert (await sup.reconcile({"w": load_unit(path)})).changed == ["w"]
+        assert size(svc) == (100, 30) and svc.definition.env == {"X": "1"}
+        write_unit(home, "w", {"command": fake("wait"), "pty": {"cols": 90, "rows": 20}})
+        assert (await sup.reconcile({"w": load_unit(path)})).changed == ["w"]
+        assert size(svc) == (90, 20)  # the file's new pty wins over the attached size
+
+    run_with(home, "w", {"command": fake("wait")}, body)
