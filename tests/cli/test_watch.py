@@ -48,6 +48,13 @@ def end(child: pexpect.spawn) -> int:
     return int(child.exitstatus if child.exitstatus is not None else -1)
 
 
+def detach(child: pexpect.spawn, unit: str) -> None:
+    """Press Ctrl-]: ``agentctl attach`` says so and exits 0."""
+    child.send("\x1d")
+    child.expect(f"detached from {unit}: you pressed Ctrl-]")
+    assert end(child) == 0
+
+
 def said(home: Path, unit: str, text: str) -> bool:
     path = home / "logs" / unit / "transcript.log"
     return path.exists() and text in path.read_text(errors="replace")
@@ -183,9 +190,7 @@ def test_attach_draws_the_screen_first_then_types_and_guards_ctrl_c(
         child.send("Ada\r")
         child.expect("GOT:Ada")
         assert said(dhome, "t", "GOT:Ada") and not said(dhome, "t", "\x03")
-        child.send("\x1d")
-        child.expect("detached from t: you pressed Ctrl-]")
-        assert end(child) == 0
+        detach(child, "t")
     finally:
         child.close(force=True)
     assert d.status("t")["state"] == "running"  # neither Ctrl-C nor detaching ended it
@@ -201,6 +206,43 @@ def test_attach_says_who_closed_the_stream(dhome: Path, serve: list[Served]) -> 
         assert end(child) == 0
     finally:
         child.close(force=True)
+
+
+def test_attach_gives_the_agent_the_size_of_the_terminal_and_keeps_it(
+        dhome: Path, serve: list[Served]) -> None:
+    d = serve_units(dhome, serve, {"t": "SIZE:120x40"},  # the unit's pty, before attaching
+                    t=["size", "winch", "winch", "wait"])
+    child = ctl_pty(dhome, "attach", "t")
+    try:
+        child.setwinsize(30, 100)
+        child.expect("attached to t")
+        child.expect("WINCH:100x30")  # at once: the attaching terminal's size
+        # As a terminal window does: TIOCSWINSZ, and the kernel sends SIGWINCH to
+        # the terminal's foreground process group, agentctl.
+        child.setwinsize(40, 132)
+        child.expect("WINCH:132x40")
+        detach(child, "t")
+    finally:
+        child.close(force=True)
+    drawn = d.result("screen", unit="t")
+    assert (drawn["cols"], len(drawn["rows"])) == (132, 40)  # kept after detaching
+    assert d.call("resize", unit="t", cols=0, rows=24)["code"] == 2
+    assert d.call("resize", unit="nope", cols=80, rows=24)["code"] == 4
+
+
+def test_attach_no_resize_leaves_the_size_alone(dhome: Path, serve: list[Served]) -> None:
+    d = serve_units(dhome, serve, {"t": "ready> "}, t=["prompt:ready> ", "wait"])
+    child = ctl_pty(dhome, "attach", "--no-resize", "t")
+    try:
+        child.expect("attached to t")
+        child.setwinsize(40, 132)
+        # Without --no-resize the size would be sent before these keys are read.
+        child.send("Ada\r")
+        child.expect("GOT:Ada")
+        detach(child, "t")
+    finally:
+        child.close(force=True)
+    assert d.result("screen", unit="t")["cols"] == 120  # the unit's pty: 120x40
 
 
 def test_attach_needs_a_terminal(dhome: Path, serve: list[Served]) -> None:
