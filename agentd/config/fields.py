@@ -17,7 +17,7 @@ import shlex
 from signal import Signals
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from agentd.config.convert import parse_duration, parse_signal, parse_size
 from agentd.config.placeholders import check_placeholders
@@ -49,6 +49,16 @@ def compile_regex(pattern: str) -> re.Pattern[str]:
         raise ValueError(f"invalid regex: {exc.msg}{where}") from None
     except (RecursionError, OverflowError):
         raise ValueError("invalid regex: nested too deeply") from None
+
+
+def _compiles(pattern: str) -> str:
+    compile_regex(pattern)
+    return pattern
+
+
+# A regular expression that must compile; its error names the key (the fields
+# still compile it again once the model is whole, to keep the compiled form).
+Regex = Annotated[str, AfterValidator(_compiles)]
 
 
 def expand(text: str) -> str:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
-from agentd.config.fields import Duration, StrictModel, compile_regex
+from agentd.config.fields import Duration, Regex, StrictModel, compile_regex
 from agentd.config.sections import refuse_empty_match
 from agentd.errors import KeyProblem
 
@@ -27,7 +27,7 @@ class HandoffSpec(StrictModel):
     into the session, wait up to ``wait`` for the state dir to change or the session to
     exit, then restart (reason ``context``)."""
 
-    when: str | None = None  # regex; off when None
+    when: Regex | None = None  # off when None
     """A regular expression for the CLI's context-pressure line (presets set it); off when not set.
     """
     below: Annotated[int, Field(ge=0, le=100)] | None = None  # percent left (`left`|`used` group)
@@ -41,13 +41,6 @@ class HandoffSpec(StrictModel):
     (reason `context`).
     """
     _pattern: re.Pattern[str] | None = PrivateAttr(default=None)
-
-    @field_validator("when")
-    @classmethod
-    def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            compile_regex(value)
-        return value
 
     @model_validator(mode="after")
     def _threshold(self) -> HandoffSpec:

@@ -24,6 +24,7 @@ from agentd.config.fields import (
     Duration,
     ExitCode,
     NonNegative,
+    Regex,
     SignalNum,
     Size,
     StrictModel,
@@ -51,7 +52,7 @@ class Sentinel(StrictModel):
     name: Annotated[str, Field(pattern=SENTINEL_NAME)]
     """A name for the sentinel (letters, digits, `_.:-`): the restart reason is `sentinel:NAME`.
     """
-    match: str
+    match: Regex
     """A regular expression (Python `re.search`) matched against each line of output."""
     action: Literal["restart", "stop", "pause", "notify", "ignore"] = "restart"
     """`restart`: end the session and start a fresh one at once; `stop`: end it, the unit stays
@@ -62,12 +63,6 @@ class Sentinel(StrictModel):
     pause_for: Duration = 3600
     """How long `pause` waits when the line gives no time."""
     _pattern: re.Pattern[str] | None = PrivateAttr(default=None)
-
-    @field_validator("match")
-    @classmethod
-    def _compiles(cls, value: str) -> str:
-        compile_regex(value)
-        return value
 
     @model_validator(mode="after")
     def _compile(self) -> Sentinel:
@@ -90,7 +85,7 @@ class Inject(StrictModel):
     to read; `none`. Default: `argv` when `command` uses one of those placeholders, else
     `stdin`.
     """
-    after: str | None = None
+    after: Regex | None = None
     """stdin mode: wait for output matching this regular expression before typing (default: type at
     once).
     """
@@ -98,13 +93,6 @@ class Inject(StrictModel):
     """stdin mode: what is sent after the text (Enter)."""
     path: Annotated[str, Field(min_length=1)] = ".agent/BOOTSTRAP.md"
     """file mode: where the bootstrap is written, relative to the workdir."""
-
-    @field_validator("after")
-    @classmethod
-    def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            compile_regex(value)
-        return value
 
     @field_validator("path")
     @classmethod
