@@ -50,17 +50,18 @@ def run(argv: Sequence[str]) -> int | None:
     from agentd.memory.ops import open_dir
 
     now = time.time()
+    files = w.options.get("--files", [])
     d = None
     if w.verb == "decide":
         try:
-            d = decision(w.text, w.last("--why").strip(), w.options.get("--files", []),
-                         w.last("--alt"), w.last("--tag"), now)  # fmt: skip
+            d = decision(w.text, w.last("--why").strip(), files, w.last("--alt"),
+                         w.last("--tag"), now)  # fmt: skip
         except ValueError:  # a usage error, nothing written: the click command words it
             return None
     try:
         sd = open_dir(Path(w.state_dir))
         if d is not None:
-            said = record_decision(sd, d, w.options.get("--files", []), now)
+            said = record_decision(sd, d, files, now)
         else:
             said = record_text(sd, w.verb, w.text, w.last("--verified") or None)
     except AgentdError as exc:
