@@ -8,7 +8,7 @@ For every layout preset and both languages (English, Chinese), a state dir is
 grown as 10, 100 and 1,000 sessions of an agent would grow it
 (``bench_memory_grow.py``: decisions, done items, handoffs, scratch, gotchas,
 blockers, never archived), and the bootstrap of the next session is rendered
-with the real ``agentd.memory.bootstrap.render``. Reported per layout and size:
+with the real ``agentd.memory.bootstrap.render.render``. Reported per layout and size:
 
 - must-have facts shown: the mission, the next action, the two constraints,
   the newest blocker and the last session's handoff (6);
@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_memory_grow import LANGS, Grower
 
-from agentd.memory.bootstrap import BootstrapContext, render
+from agentd.memory.bootstrap.render import BootstrapContext, render
 from agentd.memory.layout import preset_names
 
 MUST = ("mission", "next", "c1", "c2", "blocker", "handoff")

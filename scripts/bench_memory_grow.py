@@ -24,13 +24,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentd.memory import handoffs
-from agentd.memory.decisions import Decision, format_line
-from agentd.memory.init import init
+from agentd.memory.formats.decisions import Decision, format_line
 from agentd.memory.layout import load_layout
-from agentd.memory.ops import Docs, StateDir, stamp
-from agentd.memory.record import LOG, own_record
-from agentd.memory.targets import apply
+from agentd.memory.verbs import handoffs
+from agentd.memory.verbs.init import init
+from agentd.memory.verbs.ops import Docs, StateDir, stamp
+from agentd.memory.verbs.record import LOG, own_record
+from agentd.memory.verbs.targets import apply
 
 START = 1_764_500_000.0  # 2025-11-30, the first session's start
 SESSION_S = 20 * 60  # one session: twenty minutes

@@ -300,7 +300,7 @@ def _decision_lines(n: int) -> bytes:
 
 def phase_render(cfg: Config, root: Path, baseline: Path | None) -> dict[str, Any]:
     sys.path.insert(0, str(REPO))
-    from agentd.memory.bootstrap import BootstrapContext, render
+    from agentd.memory.bootstrap.render import BootstrapContext, render
     from agentd.memory.layout import resolve
 
     work = root / "render"

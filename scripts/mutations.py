@@ -31,7 +31,7 @@ def m(name: str, path: str, original: str, mutated: str, *tests: str,
 SUP = "agentd/supervisor/"
 POLICY, TRIGGERS, LOOP = SUP + "policy.py", SUP + "triggers.py", SUP + "sessionloop.py"
 ENDING, TREE = "agentd/process/ending.py", "agentd/process/tree.py"
-BOOT, INJECT = "agentd/memory/bootstrap.py", "agentd/session/inject.py"
+BOOT, INJECT = "agentd/memory/bootstrap/render.py", "agentd/session/inject.py"
 # The tests of each layer (policy's are pure and fast; run's start real sessions).
 T_POLICY = "tests/supervisor/test_policy.py"
 T_RUN = "tests/supervisor/test_run.py"

@@ -24,9 +24,9 @@ import click
 
 from agentd.cli.statefast import decision, record_decision, record_text
 from agentd.errors import AgentdError
-from agentd.memory import record as stateverbs
 from agentd.memory.layout import preset_names
-from agentd.memory.ops import StateDir, open_dir
+from agentd.memory.verbs import record as stateverbs
+from agentd.memory.verbs.ops import StateDir, open_dir
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_BUDGET = 3000
@@ -92,7 +92,7 @@ def _open(ctx: click.Context) -> StateDir:
 @_failures
 def init(ctx: click.Context, layout: str | None) -> None:
     """Create the layout's state files; never overwrites an existing file."""
-    from agentd.memory import init as stateinit
+    from agentd.memory.verbs import init as stateinit
 
     for line in stateinit.init(ctx.obj, layout):
         click.echo(line)
@@ -112,7 +112,8 @@ def init(ctx: click.Context, layout: str | None) -> None:
 def show(ctx: click.Context, budget: int, unit: str | None, explain: bool,
          show_all: bool) -> None:  # fmt: skip
     """Print the bootstrap a fresh session would get from this state dir."""
-    from agentd.memory import bootstrap, handoffs
+    from agentd.memory.bootstrap import render as bootstrap
+    from agentd.memory.verbs import handoffs
 
     sd = _open(ctx)
     workdir = sd.workdir.resolve()
@@ -155,7 +156,7 @@ def _session() -> int:
 @_failures
 def check(ctx: click.Context) -> None:
     """Validate the state files; exit 1 listing every problem with file and line."""
-    from agentd.memory import check as statecheck
+    from agentd.memory.verbs import check as statecheck
 
     sd = _open(ctx)
     problems, notes = statecheck.check(sd)
@@ -229,7 +230,7 @@ def done(ctx: click.Context, text: str, verified: str | None) -> None:
 @_failures
 def archive_cmd(ctx: click.Context) -> None:
     """Move old decisions (epochs of 50), snapshots and done steps out of the state."""
-    from agentd.memory import archive as archive_mod
+    from agentd.memory.verbs import archive as archive_mod
 
     for line in archive_mod.archive(_open(ctx), time.time()):
         click.echo(line)

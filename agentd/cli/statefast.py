@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from agentd.memory.decisions import Decision
-    from agentd.memory.ops import StateDir
+    from agentd.memory.formats.decisions import Decision
+    from agentd.memory.verbs.ops import StateDir
 
 TEXT_VERBS = frozenset({"mission", "task", "next", "block", "handoff", "done"})
 # The options each verb takes here besides --dir; decide's --files may repeat.
@@ -47,7 +47,7 @@ def run(argv: Sequence[str]) -> int | None:
     if w is None:
         return None
     from agentd.errors import AgentdError
-    from agentd.memory.ops import open_dir
+    from agentd.memory.verbs.ops import open_dir
 
     now = time.time()
     files = w.options.get("--files", [])
@@ -77,7 +77,7 @@ def run(argv: Sequence[str]) -> int | None:
 def record_text(sd: StateDir, verb: str, text: str, verified: str | None = None) -> str:
     """Record ``text`` with a text verb (``done``: ``verified`` says how); what was done.
     The click commands call it too."""
-    from agentd.memory import record
+    from agentd.memory.verbs import record
 
     how = verified.strip() if verified else None
     return record.write(sd, verb, text, time.time(), verified=how, cwd=Path.cwd())
@@ -87,9 +87,9 @@ def decision(text: str, why: str, files: Sequence[str], alt: str, tag: str,
              now: float) -> Decision:  # fmt: skip
     """The decision to record; ValueError (a usage error) when it does not fit its
     line, before anything is locked or written. The click command calls it too."""
-    from agentd.memory import record
-    from agentd.memory.decisions import Decision
-    from agentd.memory.ops import stamp
+    from agentd.memory.formats.decisions import Decision
+    from agentd.memory.verbs import record
+    from agentd.memory.verbs.ops import stamp
 
     d = Decision(at=stamp(now), decision=text, why=why, files=", ".join(files) or "-",
                  tag=tag, alternatives=alt)  # fmt: skip
@@ -100,7 +100,7 @@ def decision(text: str, why: str, files: Sequence[str], alt: str, tag: str,
 def record_decision(sd: StateDir, d: Decision, files: Sequence[str], now: float) -> str:
     """Record ``d`` with a snapshot of ``files``; what was done. The click command
     calls it too."""
-    from agentd.memory import record
+    from agentd.memory.verbs import record
 
     name = record.decide(sd, d, list(files), now, Path.cwd())
     return f"decision recorded with {name}"

@@ -1,15 +1,20 @@
 """The agent's memory: the state dir on disk, layouts, and the bootstrap.
 
-Layouts are data (``layout``, checked by ``schema``; ``layouts/*.yaml`` with
-their init templates); ``statedir`` reads cheaply, ``statewrite`` writes
-atomically under a lock; the formats the seeds use (``markdown`` sections,
-``mdlists`` list items, ``decisions``, ``taskstate``, ``snapshots``); the
-renderer (``bootstrap``, ``filekinds`` (with ``kindbase``, ``structkinds``),
-``fit`` with ``fitplan`` and ``fittext``, ``readonly``, ``gitinfo``); and the
-state verbs behind ``agentctl state`` (``ops``, ``targets``, ``record``,
-``init``, ``check``, ``archive``).
+- at the root: layouts (``layout``, data checked by ``schema``;
+  ``layouts/*.yaml`` with their init templates), the state dir read cheaply
+  and bounded (``statedir``) and what git says of the workdir (``gitinfo``);
+- ``formats/``: the files the seeds keep, each read and written: Markdown
+  sections and list items (``markdown``), decision lines (``decisions``), the
+  task state (``taskstate``), snapshots, the completion mark (``complete``),
+  readonly files' hashes (``readonly``);
+- ``bootstrap/``: the renderer (``render``): each kind of layout file as
+  budget parts (``kinds``, ``parts``), fitted to the budget (``fit``),
+  control characters shown, never sent (``escapes``);
+- ``verbs/``: the ``agentctl state`` verbs: the state dir they work on
+  (``ops``) and the layout target each writes (``targets``), the recording
+  verbs (``record``), ``init``, ``check``, ``archive`` and ``handoffs``.
 
 Pure of the runtime: imports only the shared leaves (``agentd.errors``,
-``agentd.tokens``); never configuration, a session, processes, the
-supervisor, the daemon or the command line.
+``agentd.tokens``, ``agentd.fileio``); never configuration, a session,
+processes, the supervisor, the daemon or the command line.
 """

@@ -42,7 +42,7 @@ from agentd.memory.schema import Field, Record, check_fields, from_mapping
 # of them; `latest`: the newest file of a directory (by name).
 FileKind = Literal["text", "task-state", "decision-log", "handoff", "entries", "latest"]
 
-# What the budget keeps first (``agentd.memory.fit``). `must`: facts the
+# What the budget keeps first (``agentd.memory.bootstrap.fit``). `must`: facts the
 # agent cannot work without (mission, next action, blockers, constraints, the
 # handoff), never cut while anything of lower priority is shown; `record`: an
 # append-only record (decisions, done items, gotchas), its newest `tail` items

@@ -29,7 +29,7 @@ from agentd.config.times import iso
 from agentd.config.unit import Unit
 from agentd.errors import AgentdError
 from agentd.events import EventLog
-from agentd.memory.bootstrap import Bootstrap
+from agentd.memory.bootstrap.render import Bootstrap
 from agentd.paths import Paths
 from agentd.session.screen import ScreenCapture
 from agentd.supervisor.briefing import kept_bootstrap

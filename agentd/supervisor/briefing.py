@@ -16,13 +16,13 @@ Around the rendering of a session's bootstrap, the state dir's lifecycle: a
 unit's missing state dir is created and initialised first (``agentctl state
 init``, never overwriting; event ``state.init``), and the handoff the
 bootstrap showed moves to the state dir's history afterwards, so no later
-session is shown it again (``agentd.memory.handoffs``).
+session is shown it again (``agentd.memory.verbs.handoffs``).
 
 All of it reads or writes the agent's state dir, so it runs off the event
 loop and bounded in time (``agentd.supervisor.offloop``): ``prepare`` renders,
 retires, writes and takes the state dir's fingerprint on a thread; a state
 dir that does not answer within ``STATE_TIMEOUT`` gives a bootstrap that says
-so (``agentd.memory.bootstrap.unavailable``). Events and write failures are
+so (``agentd.memory.bootstrap.render.unavailable``). Events and write failures are
 collected on the thread and reported on the loop. A kept copy that cannot be
 written (a full disk) is counted (``agentd.health``) and the session goes on;
 the file the agent must read that cannot be written is a spawn error that
@@ -43,12 +43,13 @@ from agentd.config.placeholders import placeholders_in
 from agentd.config.unit import Unit
 from agentd.errors import AgentdError, SpawnError
 from agentd.health import WriteHealth
-from agentd.memory import complete, handoffs
-from agentd.memory.bootstrap import Bootstrap, BootstrapContext, render, unavailable
-from agentd.memory.init import init
+from agentd.memory.bootstrap.render import Bootstrap, BootstrapContext, render, unavailable
+from agentd.memory.formats import complete
 from agentd.memory.layout import resolve
 from agentd.memory.statedir import fingerprint
 from agentd.memory.statewrite import write_atomic
+from agentd.memory.verbs import handoffs
+from agentd.memory.verbs.init import init
 from agentd.session.redact import Redactor
 from agentd.supervisor.offloop import off_loop
 from agentd.supervisor.policy import SessionEnd

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from agentd import events as ev
 from agentd.config.unit import Unit
 from agentd.events import EventLog
-from agentd.memory.bootstrap import Bootstrap
+from agentd.memory.bootstrap.render import Bootstrap
 from agentd.paths import Paths
 from agentd.session.redact import Redactor
 from agentd.session.screen import ScreenCapture, ScreenRing

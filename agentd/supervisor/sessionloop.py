@@ -23,7 +23,7 @@ from typing import Any
 from agentd import events as ev
 from agentd.config.lint import STATE_IN_PS, state_in_argv
 from agentd.config.times import iso
-from agentd.memory.bootstrap import Bootstrap, render
+from agentd.memory.bootstrap.render import Bootstrap, render
 from agentd.supervisor.definition import Definition
 from agentd.supervisor.pauses import Pauses
 from agentd.supervisor.policy import Decision, RestartPolicy, SessionEnd

@@ -20,7 +20,7 @@ from agentd.config.convert import signal_name
 from agentd.config.times import iso
 from agentd.config.unit import Unit
 from agentd.errors import SpawnError
-from agentd.memory import complete
+from agentd.memory.formats import complete
 from agentd.process import cgroup as cgroups
 from agentd.process.tree import session_env_marker
 from agentd.session import inject

@@ -20,11 +20,12 @@ RUNTIME = ("agentd.supervisor", "agentd.session", "agentd.process", "structlog",
 # The daemon's verbs and the state verbs do not load each other.
 DAEMON_VERBS = ("agentd.daemon", "agentd.cli.ctl_client", "agentd.cli.ctl_format",
                 *{spec.partition(":")[0] for spec in VERBS.values()} - {"agentd.cli.state"})
-STATE_VERBS = ("agentd.cli.state", "agentd.memory.ops")
+STATE_VERBS = ("agentd.cli.state", "agentd.memory.verbs.ops")
 # What only init, show, check, archive or decide need.
-STATE_EXTRAS = ("agentd.memory.init", "agentd.memory.bootstrap", "agentd.memory.filekinds",
-                "agentd.memory.check", "agentd.memory.archive", "agentd.memory.decisions",
-                "agentd.memory.snapshots")
+STATE_EXTRAS = ("agentd.memory.verbs.init", "agentd.memory.bootstrap.render",
+                "agentd.memory.bootstrap.kinds", "agentd.memory.verbs.check",
+                "agentd.memory.verbs.archive", "agentd.memory.formats.decisions",
+                "agentd.memory.formats.snapshots")
 
 
 def imported(args: list[str], cwd: Path, **env: str) -> set[str]:
@@ -61,9 +62,9 @@ STATE_WRITES = [["next", "write the tests"], ["done", "wrote the tests"],
 def test_state_writes_load_no_daemon_runtime_or_pydantic(state_dir: Path,
                                                          verb: list[str]) -> None:
     modules = imported(["state", "--dir", str(state_dir), *verb], state_dir.parent)
-    assert "agentd.memory.record" in modules
+    assert "agentd.memory.verbs.record" in modules
     assert loaded(modules, (*RUNTIME, *DAEMON_VERBS, "pydantic")) == []
-    decide = {"agentd.memory.decisions", "agentd.memory.snapshots"}
+    decide = {"agentd.memory.formats.decisions", "agentd.memory.formats.snapshots"}
     assert set(loaded(modules, STATE_EXTRAS)) == (decide if verb[0] == "decide" else set())
 
 

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentd.memory.bootstrap import DECISION_LINE, Bootstrap, BootstrapContext, render
+from agentd.memory.bootstrap.render import Bootstrap, BootstrapContext, render
+from agentd.memory.formats.decisions import DECISION_LINE
 from agentd.memory.gitinfo import git_head, might_be_a_repo
 from agentd.memory.layout import LayoutFile, resolve
 from agentd.memory.statedir import fingerprint, read_tail_lines, tail_lines

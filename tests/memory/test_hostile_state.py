@@ -18,8 +18,8 @@ import pytest
 
 from agentd.errors import KeyProblem
 from agentd.memory import statedir
-from agentd.memory.bootstrap import BootstrapContext, render
-from agentd.memory.escapes import escape_controls
+from agentd.memory.bootstrap.escapes import escape_controls
+from agentd.memory.bootstrap.render import BootstrapContext, render
 from agentd.memory.layout import LayoutFile, parse_files, resolve
 
 NOW = 1_764_513_120.0

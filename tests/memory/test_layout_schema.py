@@ -184,7 +184,7 @@ def test_a_bad_preset_file_is_a_layout_error_naming_file_and_key(
 def test_the_state_verbs_import_no_pydantic() -> None:
     """`agentctl state` runs after every agent step: pydantic would cost ~200 ms of it."""
     code = (
-        "import sys, agentd.memory.layout, agentd.memory.ops, agentd.memory.record;"
+        "import sys, agentd.memory.layout, agentd.memory.verbs.ops, agentd.memory.verbs.record;"
         " print(sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic'))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from agentd.memory import readonly
-from agentd.memory.bootstrap import Bootstrap, BootstrapContext, render
-from agentd.memory.init import init
+from agentd.memory.bootstrap.render import Bootstrap, BootstrapContext, render
+from agentd.memory.formats import readonly
 from agentd.memory.layout import load_layout, preset_names
+from agentd.memory.verbs.init import init
 from agentd.tokens import estimate_tokens
 from tests.memory.test_bootstrap import GOOD_LINE, NOW, boot, entry
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentd.memory import markdown as md
-from agentd.memory import mdlists
+from agentd.memory.formats import markdown
+from agentd.memory.formats import markdown as md
 
 TASK_STATE = """# TASK STATE
 
@@ -54,7 +54,7 @@ def test_headings_in_code_fences_do_not_count() -> None:
 def test_seed_002_chinese_h1_sections() -> None:
     lines = ["# 当前任务", "重构模块 A", "# 进度", "- [x] 梳理", "- [ ] 修改", "# 下一步", "改"]
     assert md.section_body(lines, ["Current task", "当前任务"]) == ["重构模块 A"]
-    assert mdlists.items(lines, ["进度"]) == [("x", "梳理"), (" ", "修改")]
+    assert markdown.items(lines, ["进度"]) == [("x", "梳理"), (" ", "修改")]
 
 
 @pytest.mark.parametrize(
@@ -72,7 +72,7 @@ def test_seed_002_chinese_h1_sections() -> None:
     ],
 )  # fmt: skip
 def test_edit_items(kw: dict[str, object], section: str, expected: list[str]) -> None:
-    lines, _ = mdlists.edit_items(list(TASK_STATE), [section], **kw)  # type: ignore[arg-type]
+    lines, _ = markdown.edit_items(list(TASK_STATE), [section], **kw)  # type: ignore[arg-type]
     assert md.section_body(lines, [section]) == expected
     assert "\n\n\n" not in "\n".join(lines)  # one blank line between sections, always
     for other in ("CURRENT", "DONE", "NEXT", "BLOCKERS"):
@@ -82,23 +82,23 @@ def test_edit_items(kw: dict[str, object], section: str, expected: list[str]) ->
 
 def test_done_item_replaces_its_todo_in_place() -> None:
     progress = ["## Progress", "", "- [x] a", "- [ ] b", "- [ ] c", ""]
-    lines, removed = mdlists.edit_items(progress, ["Progress"], add="- [x] c", remove="c",
+    lines, removed = markdown.edit_items(progress, ["Progress"], add="- [x] c", remove="c",
                                    replace_removed=True)  # fmt: skip
     assert removed and md.section_body(lines, ["Progress"]) == ["- [x] a", "- [ ] b", "- [x] c"]
-    lines, removed = mdlists.edit_items(progress, ["Progress"], add="- [x] new", remove="new",
+    lines, removed = markdown.edit_items(progress, ["Progress"], add="- [x] new", remove="new",
                                    replace_removed=True)  # fmt: skip
     assert not removed  # not a to-do item: goes after the last done one
     assert md.section_body(lines, ["Progress"]) == ["- [x] a", "- [x] new", "- [ ] b", "- [ ] c"]
 
 
 def test_set_key_and_get_key() -> None:
-    lines = mdlists.set_key(list(TASK_STATE), ["CURRENT"], "task", "new task")
-    assert mdlists.get_key(lines, ["CURRENT"], "task") == "new task"
+    lines = markdown.set_key(list(TASK_STATE), ["CURRENT"], "task", "new task")
+    assert markdown.get_key(lines, ["CURRENT"], "task") == "new task"
     assert md.section_body(lines, ["CURRENT"]) == ["- task: new task",
                                                     "- phase: extract token check"]
-    lines = mdlists.set_key(lines, ["CURRENT"], "last-file", "a.ts")
+    lines = markdown.set_key(lines, ["CURRENT"], "last-file", "a.ts")
     assert md.section_body(lines, ["CURRENT"])[0] == "- last-file: a.ts"
-    assert mdlists.get_key(["## CURRENT", "- task： 全角"], ["CURRENT"], "task") == "全角"
+    assert markdown.get_key(["## CURRENT", "- task： 全角"], ["CURRENT"], "task") == "全角"
 
 
 def test_set_body_keeps_guidance_comments() -> None:

@@ -11,11 +11,12 @@ import pytest
 from click.testing import CliRunner
 
 from agentd.cli.agentctl import main
-from agentd.memory import complete, handoffs
-from agentd.memory.bootstrap import BootstrapContext, render
-from agentd.memory.init import init
+from agentd.memory.bootstrap.parts import Part, record_items, with_done_runs
+from agentd.memory.bootstrap.render import BootstrapContext, render
+from agentd.memory.formats import complete
 from agentd.memory.layout import load_layout, preset_names, templates
-from agentd.memory.parts import Part, record_items, with_done_runs
+from agentd.memory.verbs import handoffs
+from agentd.memory.verbs.init import init
 from agentd.tokens import estimate_tokens
 from tests.memory.test_bootstrap import GOOD_LINE, NOW, boot, entry
 

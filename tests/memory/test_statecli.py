@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 
 from agentd.cli.agentctl import main
 from agentd.memory import statewrite
-from agentd.memory.decisions import parse_line
+from agentd.memory.formats.decisions import parse_line
 from agentd.memory.layout import load_layout, preset_names
 from agentd.memory.statewrite import LockTimeout
 from tests.memory.test_bootstrap import git

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from agentd.config.unitfile import load_unit
 from agentd.console import Console
-from agentd.memory.init import init
+from agentd.memory.verbs.init import init
 from agentd.paths import Paths
 from agentd.supervisor.history import History
 

@@ -1,50 +1,186 @@
 """How each kind of layout file is shown in the bootstrap (``agentd.memory.layout.FileKind``).
 
 ``file_block(ctx, entry, warnings)`` reads one layout file and returns a
-``Block`` of budget parts (``agentd.memory.fit``, ``agentd.memory.parts``), not
-yet fitted to the budget, or None when there is nothing worth a heading (an
-optional file that is missing or empty). Problems become warnings; nothing
-here raises for a missing or malformed file.
+``Block`` of budget parts (``agentd.memory.bootstrap.parts``), not yet fitted
+to the budget (``agentd.memory.bootstrap.fit``), or None when there is nothing
+worth a heading (an optional file that is missing or empty). Problems become
+warnings; nothing here raises for a missing or malformed file.
 
-In Markdown, HTML comments (template guidance for people) are left out, so
-are the template's example lines that nobody edited since ``agentctl state
-init`` (they are examples, not rules: the block says how many) and sections
-left empty; headings are nested under the block's own ``##`` heading. Records
-and free text are read from the end of the file (their newest part); a
-decision log is read backwards, never more than the budget could show.
-
-Here: the dispatch, Markdown text and the newest file of a directory;
-``structkinds`` holds the structured kinds, ``kindbase`` what all share.
+The kinds: Markdown text, a file of ``## `` entries, a decision log (read
+backwards, never more than the budget could show), a task state and its
+handoff (JSON), and the newest file of a directory. In Markdown, HTML
+comments (template guidance for people) are left out, so are the template's
+example lines that nobody edited since ``agentctl state init`` (they are
+examples, not rules: the block says how many) and sections left empty;
+headings are nested under the block's own ``##`` heading. Records and free
+text are read from the end of the file (their newest part).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentd.memory import markdown, statedir, structkinds
-from agentd.memory.escapes import escape_lines
-from agentd.memory.kindbase import (
-    DEFAULT_ENTRIES,
-    MAX_SECTION_BYTES,
-    empty_optional,
-    note,
-    read_bytes,
-    shown,
-)
-from agentd.memory.layout import LayoutFile, templates
-from agentd.memory.parts import Block, Part, list_part, record_items, with_done_runs
+from agentd.memory import statedir
+from agentd.memory.bootstrap.escapes import escape_lines
+from agentd.memory.bootstrap.parts import Block, Part, list_part, record_items, with_done_runs
+from agentd.memory.formats import markdown, taskstate
+from agentd.memory.formats.decisions import DECISION_FORM, bad_lines
+from agentd.memory.layout import Keep, LayoutFile, templates
 from agentd.memory.schema import replace
 
 if TYPE_CHECKING:
-    from agentd.memory.context import BootstrapContext
+    from agentd.memory.bootstrap.render import BootstrapContext
+
+DEFAULT_LOG_TAIL = 10
+DEFAULT_ENTRIES = 10
+MAX_SECTION_BYTES = 4 << 20
+COUNT_LINES_LIMIT = 4 << 20  # true line numbers only while counting them is cheap
+
+
+def shown(workdir: Path, path: Path) -> str:
+    """``path`` as the agent should use it: relative to the workdir when inside."""
+    normal = Path(os.path.normpath(path))
+    try:
+        return normal.relative_to(os.path.normpath(workdir)).as_posix()
+    except ValueError:
+        return str(normal)
+
+
+def read_bytes(ctx: BootstrapContext) -> int:
+    """What is read of a record or free text file: more than the budget can
+    show (4 bytes a token, 4 times over), at least 64 KiB, at most 4 MiB."""
+    return min(max(64 << 10, ctx.budget_tokens * 16), MAX_SECTION_BYTES)
+
+
+def empty_optional(entry: LayoutFile, block: Block) -> Block | None:
+    """An optional file with nothing in it is not worth a heading; a required
+    one says it is empty."""
+    lines = [ln for p in block.parts for ln in p.lines] + [
+        ln for p in block.parts for item in p.items for ln in item]
+    if not markdown.has_content(lines):
+        if entry.optional:
+            return None
+        return note(block, entry, "_(empty)_")
+    return block
+
+
+def note(block: Block, entry: LayoutFile, text: str) -> Block:
+    """``block`` saying only ``text`` (missing, empty): a fact, whatever the file's priority."""
+    block.parts = [Part("must", lines=[text])]
+    return block
+
+
+# -- the structured kinds: entries, a decision log, a task state and its handoff --
+
+
+def entries(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
+             warnings: list[str]) -> Block | None:  # fmt: skip
+    """A Markdown file of ``## `` entries, newest last: a record of them."""
+    text, truncated = statedir.read_head(path, MAX_SECTION_BYTES)
+    lines = markdown.without_comments(text.splitlines())
+    preamble, entries = markdown.split_entries(lines)
+    if not entries:
+        body = markdown.strip_blank(markdown.nest(preamble, block.title))
+        if not markdown.has_content(body):
+            return None if entry.optional else note(block, entry, "_(no entries yet)_")
+        # only the file's preamble so far: text, behind the records of other files
+        block.parts = [Part("free" if entry.priority == "record" else entry.priority,
+                            lines=body)]  # fmt: skip
+        return block
+    items = [[*markdown.strip_blank(markdown.nest(e, "")), ""] for e in entries]
+    items[-1] = items[-1][:-1]
+    block.parts = [list_part(entry.priority, items, entry.tail or DEFAULT_ENTRIES,
+                             what="entries", path=block.shown,
+                             unread=None if truncated else 0)]  # fmt: skip
+    return block
+
+
+def decision_log(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
+                  warnings: list[str]) -> Block | None:  # fmt: skip
+    least = entry.tail or DEFAULT_LOG_TAIL
+    # a record reads as much more as the budget could show (4 bytes a token)
+    more = min(ctx.budget_tokens * 4, MAX_SECTION_BYTES) if entry.priority == "record" else 0
+    with statedir.open_regular(path) as f:
+        lines, start = statedir.tail_window(f, least, more)
+    before = statedir.count_lines_before(path, start, COUNT_LINES_LIMIT)
+    bad = [str(before + i + 1) if before is not None else str(len(lines) - i)
+           for i in bad_lines(lines)]  # fmt: skip
+    if bad:
+        where = ("lines " if len(bad) > 1 else "line ") + ", ".join(bad)
+        where += "" if before is not None else " (counted from the end)"
+        warnings.append(
+            f"{block.shown}: {where} {'are' if len(bad) > 1 else 'is'} not in the six-field form "
+            f"`{DECISION_FORM}`"
+        )
+    items = [[line] for line in lines if line.strip()]
+    if not items:
+        return None if entry.optional else note(block, entry, "_(no decisions yet)_")
+    unread = None if before is None else before
+    block.parts = [list_part(entry.priority, items, least, what="decisions", path=block.shown,
+                             fence="text", unread=unread)]  # fmt: skip
+    return block
+
+
+def task_state(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
+                warnings: list[str]) -> Block | None:  # fmt: skip
+    loaded = taskstate.load(path)
+    data, raw = loaded.data, loaded.raw
+    if loaded.problem:
+        warnings.append(f"{block.shown} {loaded.problem}")
+    if not isinstance(data, dict):
+        if data is not None:  # valid JSON, but not an object (invalid JSON is warned)
+            warnings.append(f"{block.shown} should hold a JSON object")
+        block.lead = ["_(shown raw: repair it so it parses as a JSON object)_", ""]
+        block.parts = [Part(entry.priority, lines=raw.splitlines() or ["(empty file)"],
+                            fence="json")]  # fmt: skip
+        return block
+    block.parts = [_state_part(p, entry.priority, block.shown)
+                   for p in taskstate.to_parts(data, _warner(block, warnings))]  # fmt: skip
+    return block
+
+
+def _state_part(part: list[str] | taskstate.ListPart, keep: Keep, where: str) -> Part:
+    if not isinstance(part, taskstate.ListPart):
+        return Part(keep, lines=markdown.strip_blank(part), gap=True)
+    label = part.label
+
+    def caption(shown: int, total: int) -> list[str]:
+        newest = f" the newest {shown} of {total} (the rest: {where})" if shown < total else ""
+        return [f"**{label}:**{newest}"]
+
+    items = [[line] for line in part.items]
+    made = list_part("record", items, taskstate.SHOWN_ITEMS, what=label.lower(), path=where,
+                     caption=caption)  # fmt: skip
+    made.gap = True
+    return made
+
+
+def _warner(block: Block, warnings: list[str]) -> taskstate.Warn:
+    return lambda msg, _key: warnings.append(f"{block.shown}: {msg}")
+
+
+def handoff(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
+             warnings: list[str]) -> Block | None:  # fmt: skip
+    loaded = taskstate.load(path)
+    if loaded.problem:
+        warnings.append(f"{block.shown} {loaded.problem}")
+    text = taskstate.handoff(loaded.data, _warner(block, warnings))
+    if text is None:
+        return None  # no handoff: nothing to say, not even a heading
+    block.parts = [Part(entry.priority, lines=text.splitlines())]
+    return block
+
+
+# -- the dispatch, Markdown text and the newest file of a directory ---------------
 
 LAYOUT_RECORD = ".layout"  # the layout `agentctl state init` wrote the templates of
 
 def file_block(ctx: BootstrapContext, entry: LayoutFile, warnings: list[str]) -> Block | None:
     """The block of one layout file (None: nothing worth a heading); its control
-    characters escaped, with a warning (``agentd.memory.escapes``)."""
+    characters escaped, with a warning (``agentd.memory.bootstrap.escapes``)."""
     block = _file_block(ctx, entry, warnings)
     if block is not None:
         _escape_block(block, warnings)
@@ -195,9 +331,9 @@ def _latest(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
 
 _KINDS: dict[str, Callable[..., Block | None]] = {
     "text": _text,
-    "entries": structkinds.entries,
+    "entries": entries,
     "latest": _latest,
-    "decision-log": structkinds.decision_log,
-    "task-state": structkinds.task_state,
-    "handoff": structkinds.handoff,
+    "decision-log": decision_log,
+    "task-state": task_state,
+    "handoff": handoff,
 }

@@ -1,9 +1,9 @@
 """A layout file rendered for the budget: a ``Block`` of ``Part``s - facts,
 records, free text - and what each line costs.
 
-The file kinds (``agentd.memory.filekinds``) render a file to Markdown lines;
+The file kinds (``agentd.memory.bootstrap.kinds``) render a file to Markdown lines;
 this module says which of those lines are what for the budget
-(``agentd.memory.fit``): a must-keep file's runs of done items (``- [x]``) are
+(``agentd.memory.bootstrap.fit``): a must-keep file's runs of done items (``- [x]``) are
 records of their own, a record file's lines group into items (a list item with
 its continuation lines, a heading travels with the item below it), and each
 record gets a caption that counts what is not shown. No I/O.
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from agentd.memory.formats.markdown import HEADING, ITEM
 from agentd.memory.layout import Keep
-from agentd.memory.markdown import HEADING, ITEM
 from agentd.tokens import count_cjk, estimate_tokens
 
 Caption = Callable[[int, int], list[str]]  # (items shown, items in all) -> lines

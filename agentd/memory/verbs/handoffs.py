@@ -15,10 +15,11 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentd.memory import markdown, statedir, statewrite
+from agentd.memory import statedir, statewrite
+from agentd.memory.formats import markdown
 from agentd.memory.layout import Layout, LayoutFile, Target, load_layout, templates
-from agentd.memory.ops import Docs, StateDir, StateError, stamp
-from agentd.memory.targets import read
+from agentd.memory.verbs.ops import Docs, StateDir, StateError, stamp
+from agentd.memory.verbs.targets import read
 
 HISTORY = "handoffs.md"
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import os
 
-from agentd.memory import markdown, mdlists
+from agentd.memory.formats import markdown
+from agentd.memory.formats.markdown import NONE_MARKERS
 from agentd.memory.layout import Target
-from agentd.memory.markdown import NONE_MARKERS
-from agentd.memory.ops import Docs, StateError, stamp
+from agentd.memory.verbs.ops import Docs, StateError, stamp
 
 CHECKPOINT_DONE = 5  # done items a checkpoint repeats
 
@@ -74,18 +74,18 @@ def _edit_section(lines: list[str], t: Target, text: str, verified: str | None) 
         return markdown.set_body(lines, names, text.splitlines())
     text = " ".join(text.split())  # a list item or a key is one line
     if t.form == "key":
-        return mdlists.set_key(lines, names, t.key or "", text)
+        return markdown.set_key(lines, names, t.key or "", text)
     if t.form == "item":
-        return mdlists.edit_items(lines, names, add=f"- {text}")[0]
+        return markdown.edit_items(lines, names, add=f"- {text}")[0]
     if t.form == "first-item":
-        return mdlists.edit_items(lines, names, add=f"- [ ] {text}", remove=text, first=True)[0]
+        return markdown.edit_items(lines, names, add=f"- [ ] {text}", remove=text, first=True)[0]
     # step: a done item; the same text as a to-do item is crossed off
     item = f"- [x] {text}" + (f" (verified: {verified})" if verified else "")
     if t.cross_off in names:  # the to-do item turns into the done one, in place
-        return mdlists.edit_items(lines, names, add=item, remove=text, replace_removed=True)[0]
+        return markdown.edit_items(lines, names, add=item, remove=text, replace_removed=True)[0]
     if t.cross_off and markdown.find_section(lines, [t.cross_off]) is not None:
-        lines = mdlists.edit_items(lines, [t.cross_off], remove=text)[0]
-    return mdlists.edit_items(lines, names, add=item)[0]
+        lines = markdown.edit_items(lines, [t.cross_off], remove=text)[0]
+    return markdown.edit_items(lines, names, add=item)[0]
 
 
 # --- reading a target back ------------------------------------------------------------
@@ -103,10 +103,10 @@ def read(docs: Docs, t: Target | None) -> list[str]:
         return [item_text(v) for v in values]
     lines = docs.lines(t.path)
     if t.form == "key":
-        value = mdlists.get_key(lines, t.names, t.key or "")
+        value = markdown.get_key(lines, t.names, t.key or "")
         return [value] if value else []
     if t.form in ("item", "first-item", "step"):
-        return [text for _, text in mdlists.items(lines, t.names)]
+        return [text for _, text in markdown.items(lines, t.names)]
     if t.form == "line":
         return [ln[2:] for ln in lines if ln.startswith("- ")]
     body = markdown.section_body(lines, t.names) if t.names else lines

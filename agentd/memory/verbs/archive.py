@@ -18,11 +18,12 @@ import json
 import re
 import time
 
-from agentd.memory import markdown, snapshots, statewrite
+from agentd.memory import statewrite
+from agentd.memory.formats import markdown, snapshots
 from agentd.memory.layout import ArchiveRule
-from agentd.memory.ops import Docs, StateDir
-from agentd.memory.record import LOG
-from agentd.memory.targets import item_text, json_list
+from agentd.memory.verbs.ops import Docs, StateDir
+from agentd.memory.verbs.record import LOG
+from agentd.memory.verbs.targets import item_text, json_list
 
 EPOCH = 50
 KEEP_SNAPSHOTS = 20

@@ -1,7 +1,7 @@
 """The state dir a verb of ``agentctl state`` works on, and the files it touches.
 
 A verb writes its text into the layout's ``Target`` for it (``agentd.memory.layout``,
-``agentd.memory.targets``): a field of a JSON file, a section of a Markdown file, or
+``agentd.memory.verbs.targets``): a field of a JSON file, a section of a Markdown file, or
 a whole file; ``Docs`` loads each file once and saves them together. Each
 verb runs under the state dir's lock (``statewrite.locked``), reads the files it
 touches, and replaces each with ``statewrite.write_atomic``; decisions.log only
@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from agentd.errors import AgentdError
-from agentd.memory import markdown, statedir, statewrite
+from agentd.memory import statedir, statewrite
+from agentd.memory.formats import markdown
 from agentd.memory.layout import Layout, LayoutError, load_layout, preset_names, templates
 
 LAYOUT_RECORD = ".layout"

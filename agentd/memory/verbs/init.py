@@ -4,7 +4,7 @@ Copies the layout's templates (``agentd/memory/layouts/templates/L/``) for the f
 that do not exist yet - an existing file is never overwritten, not even by
 two inits racing (each file is linked into place, which fails if it exists) -
 records the layout name in ``.layout`` and the hashes of the readonly files in
-``.readonly.json`` (``agentd.memory.readonly``). Running it again is safe: it
+``.readonly.json`` (``agentd.memory.formats.readonly``). Running it again is safe: it
 creates what is missing and records the readonly files as they are now.
 """
 
@@ -17,9 +17,10 @@ from collections.abc import Iterator
 from importlib.abc import Traversable
 from pathlib import Path
 
-from agentd.memory import readonly, statedir, statewrite
+from agentd.memory import statedir, statewrite
+from agentd.memory.formats import readonly
 from agentd.memory.layout import Layout, LayoutError, load_layout, templates
-from agentd.memory.ops import LAYOUT_RECORD, StateError, layout_name
+from agentd.memory.verbs.ops import LAYOUT_RECORD, StateError, layout_name
 
 
 def init(path: Path, name: str | None) -> list[str]:

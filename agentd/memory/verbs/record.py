@@ -1,12 +1,12 @@
 """``agentctl state mission|task|next|done|block|handoff|decide|complete``: record, locked.
 
-Every layout keeps ``decisions.log`` (the six-field lines, ``agentd.memory.decisions``)
+Every layout keeps ``decisions.log`` (the six-field lines, ``agentd.memory.formats.decisions``)
 and ``snapshots/`` in the state dir root; a layout with a decision file of its
 own (``decisions.md``, ``key_decisions`` in state.json) gets the decision
 there too. The snapshot is written before the log line that names it.
 
-A handoff is dated (``agentd.memory.handoffs``); a new mission clears the
-completion mark that ``complete`` writes (``agentd.memory.complete``).
+A handoff is dated (``agentd.memory.verbs.handoffs``); a new mission clears the
+completion mark that ``complete`` writes (``agentd.memory.formats.complete``).
 
 ``mission|task|next|done|block|handoff`` run after every step of an agent, so the
 decision machinery (``decisions``, whose line grammar is a large regex, and
@@ -19,13 +19,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentd.memory import complete, statewrite
-from agentd.memory.markdown import next_entry_number, strip_trailing_blank
-from agentd.memory.ops import Docs, StateDir, StateError, stamp
-from agentd.memory.targets import apply, read
+from agentd.memory import statewrite
+from agentd.memory.formats import complete
+from agentd.memory.formats.markdown import next_entry_number, strip_trailing_blank
+from agentd.memory.verbs.ops import Docs, StateDir, StateError, stamp
+from agentd.memory.verbs.targets import apply, read
 
 if TYPE_CHECKING:
-    from agentd.memory.decisions import Decision
+    from agentd.memory.formats.decisions import Decision
 
 LOG = "decisions.log"
 VERBS = ("mission", "task", "next", "done", "block", "handoff")
@@ -39,7 +40,7 @@ def write(sd: StateDir, verb: str, text: str, now: float, *, verified: str | Non
     if target is None:
         raise StateError(f"layout {sd.layout.name!r} has no place for `{verb}`")
     if verb == "handoff" and target.form != "checkpoint":  # a checkpoint dates itself
-        from agentd.memory.handoffs import dated
+        from agentd.memory.verbs.handoffs import dated
 
         text = dated(text, now)
     with statewrite.locked(sd.path):
@@ -48,7 +49,7 @@ def write(sd: StateDir, verb: str, text: str, now: float, *, verified: str | Non
         docs.save()
         cleared = verb == "mission" and complete.clear(sd.path)
         if verb == "task" and sd.layout.state.task_switch_decision:
-            from agentd.memory.decisions import Decision
+            from agentd.memory.formats.decisions import Decision
 
             d = Decision(at=stamp(now), decision=f"switch to task: {text}", why=TASK_SWITCH_WHY,
                          tag="task")  # fmt: skip
@@ -68,7 +69,7 @@ def mark_complete(sd: StateDir, summary: str, now: float) -> str:
 
 def check_decision(d: Decision) -> None:
     """ValueError (a usage error) when ``d`` cannot be written as one log line."""
-    from agentd.memory.decisions import format_line
+    from agentd.memory.formats.decisions import format_line
 
     format_line(d._replace(snapshot="snapshot-000"))
 
@@ -82,8 +83,8 @@ def decide(sd: StateDir, d: Decision, files: list[str], now: float, cwd: Path) -
 
 def _record(sd: StateDir, d: Decision, files: list[str], now: float, cwd: Path) -> str:
     """Under the lock: snapshot, log line, the layout's own decision record."""
-    from agentd.memory import snapshots
-    from agentd.memory.decisions import format_line
+    from agentd.memory.formats import snapshots
+    from agentd.memory.formats.decisions import format_line
 
     name = snapshots.next_name(sd.path)
     d = d._replace(snapshot=name)
@@ -107,7 +108,7 @@ def _record(sd: StateDir, d: Decision, files: list[str], now: float, cwd: Path) 
 
 def own_record(docs: Docs, d: Decision, now: float) -> None:
     """Add ``d`` to the layout's own decision record (beside decisions.log), in ``docs``."""
-    from agentd.memory.decisions import format_entry
+    from agentd.memory.formats.decisions import format_entry
 
     for t in docs.sd.layout.state.decide:
         if t.form == "entry":

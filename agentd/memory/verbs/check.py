@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentd.memory import decisions, markdown, readonly, snapshots, taskstate
-from agentd.memory.init import template_text
+from agentd.memory.formats import decisions, markdown, readonly, snapshots, taskstate
 from agentd.memory.layout import LayoutFile
-from agentd.memory.ops import LAYOUT_RECORD, StateDir
-from agentd.memory.record import LOG
+from agentd.memory.verbs.init import template_text
+from agentd.memory.verbs.ops import LAYOUT_RECORD, StateDir
+from agentd.memory.verbs.record import LOG
 
 MAX_SNAPSHOTS_CHECKED = 1000
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TypeAlias
 
 from agentd.memory import statedir
-from agentd.memory.markdown import NONE_MARKERS, strip_blank
+from agentd.memory.formats.markdown import NONE_MARKERS, strip_blank
 
 MAX_JSON_BYTES = 4 << 20  # a state.json bigger than this is not read whole
 SHOWN_ITEMS = 10  # completed steps and key decisions: the newest ten are guaranteed

@@ -1,4 +1,4 @@
-"""Render the bootstrap: the text a fresh session is given (SPEC section 4).
+"""Render the bootstrap: the text a fresh session is given.
 
 ``render(ctx)`` takes values and returns a value; its only I/O is reading the
 state files (bounded: tails are read backwards from the end of a file) and a
@@ -16,33 +16,48 @@ The text, in this order::
 
 Budget: the header, warnings, changes and rules are always included and are
 reserved first; the layout files share what is left by priority - must-keep
-facts, then the newest records, then free text (``agentd.memory.fit``).
+facts, then the newest records, then free text (``agentd.memory.bootstrap.fit``).
 ``Bootstrap.tokens`` counts everything; it exceeds ``budget_tokens`` only when
 the always-included parts alone do. ``Bootstrap.account`` says where every
 token went, one row per part, adding up to ``tokens`` exactly.
 
-How each kind of file is shown: ``agentd.memory.filekinds``.
+How each kind of file is shown: ``agentd.memory.bootstrap.kinds``.
+
+What it is rendered from is one value, ``BootstrapContext``, built by the caller.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 
-from agentd.memory import complete, gitinfo, readonly
-from agentd.memory.context import BootstrapContext
-from agentd.memory.decisions import DECISION_LINE
-from agentd.memory.escapes import escape_controls, escape_lines
-from agentd.memory.filekinds import file_block
-from agentd.memory.fit import FileAccount, Fitted, fit, must_cost
-from agentd.memory.kindbase import shown
-from agentd.memory.parts import Block
-from agentd.memory.statedir import read_tail_lines
+from agentd.memory import gitinfo
+from agentd.memory.bootstrap.escapes import escape_controls, escape_lines
+from agentd.memory.bootstrap.fit import FileAccount, Fitted, fit, must_cost
+from agentd.memory.bootstrap.kinds import file_block, shown
+from agentd.memory.bootstrap.parts import Block
+from agentd.memory.formats import complete, readonly
+from agentd.memory.layout import LayoutFile
 from agentd.tokens import estimate_tokens
 
-__all__ = ["DECISION_LINE", "Bootstrap", "BootstrapContext", "read_tail_lines", "render",
-           "unavailable"]
+
+@dataclass(frozen=True)
+class BootstrapContext:
+    unit: str
+    session: int  # the session about to start (1-based)
+    last_reason: str | None  # why the previous session ended; None for the first
+    state_dir: Path  # absolute
+    workdir: Path
+    layout: Sequence[LayoutFile]
+    budget_tokens: int
+    now: float  # epoch seconds
+    readonly_hashes: Mapping[str, str] = field(default_factory=dict)  # layout path -> sha256
+    since_commit: str | None = None  # git HEAD at the previous session's start
+    unchanged_sessions: int = 0  # sessions in a row that left the state dir unchanged
+
 
 @dataclass(frozen=True)
 class Bootstrap:

@@ -1,0 +1,1 @@
+"""The bootstrap: the state files rendered within a token budget (``render``)."""

@@ -1,0 +1,1 @@
+"""The state files' formats: parsed, checked and edited as values (no bootstrap, no verbs)."""
