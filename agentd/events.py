@@ -24,8 +24,8 @@ from typing import Any
 import structlog
 
 from agentd.errors import PathError
+from agentd.fileio import replaced, rotate
 from agentd.health import WriteHealth
-from agentd.logfiles import replaced, rotate
 
 # Event names (SPEC 6); kept here so a typo is a NameError, not a silent new event.
 DAEMON_START = "daemon.start"

@@ -1,6 +1,6 @@
 """How ``agentctl``'s daemon verbs show results to people: tables, status rows,
 event lines and transcript text (pure functions of their input); durations are
-``agentd.config.times.span``."""
+``agentd.times.span``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import time
 from typing import Any
 
-from agentd.config.times import parse_iso, span
+from agentd.times import parse_iso, span
 
 
 def table(rows: list[list[str]]) -> str:

@@ -8,7 +8,8 @@
   the line of every key (``yamllines``), errors as ``file:line: key: message``
   (``problems``);
 - values: durations, sizes and signals (``convert``), placeholders such as
-  ``{bootstrap}`` (``placeholders``), reset times and ISO stamps (``times``).
+  ``{bootstrap}`` (``placeholders``); reset times and ISO stamps are the
+  leaf ``agentd.times``'s.
 
 Pure: imports only ``agentd.memory.layout`` (a unit names its layout) and the
 shared leaves (``agentd.errors``, ``agentd.tokens``); never a session,

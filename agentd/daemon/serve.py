@@ -49,7 +49,7 @@ from agentd.daemon.loader import DAEMON_WARNING, UNIT_REMOVED, UnitLoader
 from agentd.daemon.notify import SystemdNotify
 from agentd.errors import AgentdError, PathError
 from agentd.events import EventLog
-from agentd.lockfile import Held, hold
+from agentd.fileio import Held, hold
 from agentd.paths import Paths, ensure_private_dir
 from agentd.supervisor.api import Supervisor
 

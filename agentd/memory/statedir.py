@@ -1,7 +1,7 @@
-"""The state dir on disk, read cheaply for the bootstrap (writes: ``statewrite``).
+"""The state dir on disk, read cheaply for the bootstrap (writes: ``agentd.fileio``).
 
 Everything here is bounded so that a huge or hostile state dir cannot stall a
-restart: tails are read backwards from the end of a file, heads are capped,
+restart: tails are read backwards from the end of a file (``fileio.tail_lines``), heads are capped,
 hashes read at most ``HASH_MAX_BYTES``, directory walks stop after
 ``MAX_ENTRIES`` and git runs with a short timeout. Only regular files are
 read (``open_regular``): a FIFO would block the open, ``/dev/zero`` never
@@ -19,14 +19,12 @@ from itertools import islice
 from pathlib import Path
 from typing import BinaryIO
 
+from agentd import fileio
+
 # The file agentd itself writes into the state dir (inject mode `file`); it
 # changes every session, so it must not count as the agent's progress.
 BOOTSTRAP_NAME = "BOOTSTRAP.md"
 MAX_ENTRIES = 10_000
-_BLOCK = 8192
-# A tail never reads more than this many bytes, whatever the line lengths:
-# 10 lines of a log are useful, 10 lines of a 1 GB minified blob are not.
-TAIL_MAX_BYTES = 1 << 20
 _MISSING = "0" * 32  # the fingerprint of a missing state dir (no sha256 prefix is all zeros)
 # A readonly file's hash covers at most this much of it (and its size): a 1 GB
 # file is not hashed whole on every restart, and the hash of a small one is its sha256.
@@ -91,63 +89,6 @@ def read_text(path: Path, max_bytes: int = TEXT_MAX_BYTES) -> str:
     return raw.decode("utf-8")
 
 
-def tail_lines(f: BinaryIO, n: int, max_bytes: int = TAIL_MAX_BYTES) -> tuple[list[str], int]:
-    """The last ``n`` lines of the seekable binary file ``f`` and the byte
-    offset where the first of them starts.
-
-    Reads backwards in blocks until it has seen the ``n`` line breaks that
-    delimit the tail, so the cost depends on the tail, not on the file size.
-    A final line without a newline counts as a line; the file's final newline
-    does not start an empty one. At most ``max_bytes`` are read: past that the
-    first line returned may be only the end of a longer line. Bytes are decoded
-    as UTF-8 with replacement, so a broken byte never raises.
-    """
-    end = f.seek(0, os.SEEK_END)
-    if n <= 0 or end == 0:
-        return [], end
-    f.seek(end - 1)
-    final_nl = f.read(1) == b"\n"
-    pos, newlines = end, 0
-    chunks: list[bytes] = []
-    # The tail is complete once n newlines precede its last line, not
-    # counting the file's final newline.
-    while pos > 0 and end - pos < max_bytes and newlines < n:
-        step = min(_BLOCK, pos, max_bytes - (end - pos))
-        pos -= step
-        f.seek(pos)
-        chunk = f.read(step)
-        last = pos + step == end and final_nl  # this chunk holds the file's final newline
-        newlines += chunk.count(b"\n", 0, len(chunk) - 1 if last else len(chunk))
-        chunks.append(chunk)
-    body = b"".join(reversed(chunks))
-    if final_nl:
-        body = body[:-1]
-    parts = body.split(b"\n")
-    keep = parts[-n:]
-    start = pos + len(body) - sum(len(p) for p in keep) - (len(keep) - 1)
-    return [p.decode("utf-8", "replace").rstrip("\r") for p in keep], start
-
-
-def tail_window(f: BinaryIO, least: int, more_bytes: int) -> tuple[list[str], int]:
-    """The last ``least`` lines of ``f`` (``tail_lines``) and, before them, as
-    many more whole lines as the last ``more_bytes`` bytes hold: what a record
-    may show when the budget has room. Returns the lines and where the first starts."""
-    lines, start = tail_lines(f, least)
-    end = f.seek(0, os.SEEK_END)
-    begin = max(end - max(more_bytes, 0), 0)
-    if begin >= start:
-        return lines, start
-    f.seek(begin)
-    data = f.read(start - begin)
-    if begin > 0:  # the window starts inside a line unless a newline is right before it
-        f.seek(begin - 1)
-        if f.read(1) != b"\n":
-            cut = data.find(b"\n")
-            data = data[cut + 1 :] if cut >= 0 else b""
-    more = [p.decode("utf-8", "replace").rstrip("\r") for p in data.split(b"\n")[:-1]]
-    return more + lines, start - len(data)
-
-
 def read_end(path: Path, max_bytes: int) -> tuple[str, bool]:
     """The end of a text file (at most ``max_bytes``, from a line start) and
     whether the start was left out: records and free text keep their newest part."""
@@ -165,7 +106,7 @@ def read_end(path: Path, max_bytes: int) -> tuple[str, bool]:
 def read_tail_lines(path: Path, n: int) -> list[str]:
     """The last ``n`` lines of the file at ``path``, read from its end."""
     with open_regular(path) as f:
-        return tail_lines(f, n)[0]
+        return fileio.tail_lines(f, n)[0]
 
 
 def count_lines_before(path: Path, offset: int, limit: int) -> int | None:

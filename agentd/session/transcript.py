@@ -18,8 +18,8 @@ import os
 import time
 from pathlib import Path
 
+from agentd.fileio import replaced, rotate
 from agentd.health import WriteHealth
-from agentd.logfiles import replaced, rotate
 from agentd.session.redact import Redactor
 
 RECHECK = 1.0  # seconds between looks at whether the file is still at its path
@@ -146,7 +146,7 @@ class Transcript:
 def read_tail(path: Path, lines: int) -> tuple[str, int]:
     """The last ``lines`` lines of the transcript at ``path`` (raw, each ending in a
     newline) and the file's size, where following it goes on; empty when missing."""
-    from agentd.memory.statedir import tail_lines
+    from agentd.fileio import tail_lines
 
     try:
         with path.open("rb") as f:

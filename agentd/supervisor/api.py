@@ -25,7 +25,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentd.config.times import iso
 from agentd.config.unit import Unit
 from agentd.errors import AgentdError
 from agentd.events import EventLog
@@ -42,6 +41,7 @@ from agentd.supervisor.report import status_of, status_on_disk
 from agentd.supervisor.service import Service
 from agentd.supervisor.sessionrecord import SessionRecords
 from agentd.supervisor.unitrefs import Changes, InvalidUnit, UnknownUnit
+from agentd.times import iso
 
 
 class Supervisor:

@@ -42,12 +42,12 @@ from agentd import events as ev
 from agentd.config.placeholders import placeholders_in
 from agentd.config.unit import Unit
 from agentd.errors import AgentdError, SpawnError
+from agentd.fileio import write_atomic
 from agentd.health import WriteHealth
 from agentd.memory.bootstrap.render import Bootstrap, BootstrapContext, render, unavailable
 from agentd.memory.formats import complete
 from agentd.memory.layout import resolve
 from agentd.memory.statedir import fingerprint
-from agentd.memory.statewrite import write_atomic
 from agentd.memory.verbs import handoffs
 from agentd.memory.verbs.init import init
 from agentd.session.redact import Redactor

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentd.fileio import write_atomic
 from agentd.health import WriteHealth
-from agentd.memory.statewrite import write_atomic
 
 TAIL_BYTES = 256 * 1024
 

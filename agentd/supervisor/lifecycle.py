@@ -31,10 +31,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agentd.config.times import iso
+from agentd.fileio import write_atomic
 from agentd.health import WriteHealth
-from agentd.memory.statewrite import write_atomic
 from agentd.supervisor.states import State
+from agentd.times import iso
 
 REMEMBERED = frozenset({State.STOPPED, State.DONE, State.FAILED, State.STALLED})
 

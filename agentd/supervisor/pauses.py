@@ -16,11 +16,11 @@ from datetime import datetime
 from typing import Any
 
 from agentd import events as ev
-from agentd.config.times import iso
 from agentd.config.unit import Unit
 from agentd.supervisor.budget import Usage, any_set, next_midnight, reached, usage_today
 from agentd.supervisor.history import History
 from agentd.supervisor.states import SetState, State
+from agentd.times import iso
 
 
 def restored_pause(records: list[dict[str, Any]]) -> float | None:

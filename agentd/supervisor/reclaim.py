@@ -35,7 +35,7 @@ from agentd import events as ev
 from agentd.config.convert import signal_name
 from agentd.config.names import UNIT_NAME
 from agentd.config.unit import Unit
-from agentd.lockfile import Held, hold, release
+from agentd.fileio import Held, hold, release
 from agentd.process.ending import end_session_tree
 from agentd.supervisor.history import History
 from agentd.supervisor.sessionrecord import Recorded, SessionRecords

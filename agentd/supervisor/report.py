@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentd.config.times import iso
 from agentd.paths import Paths
 from agentd.supervisor import lifecycle
 from agentd.supervisor.history import History
 from agentd.supervisor.sessionloop import last_end
 from agentd.supervisor.states import State
+from agentd.times import iso
 
 if TYPE_CHECKING:
     from agentd.supervisor.service import Service

@@ -22,7 +22,6 @@ from typing import Any
 
 from agentd import events as ev
 from agentd.config.lint import STATE_IN_PS, state_in_argv
-from agentd.config.times import iso
 from agentd.memory.bootstrap.render import Bootstrap, render
 from agentd.supervisor.definition import Definition
 from agentd.supervisor.pauses import Pauses
@@ -31,6 +30,7 @@ from agentd.supervisor.reclaim import LOST, UnitLock, reclaim_if_owner
 from agentd.supervisor.sessionrun import Host, SessionRun
 from agentd.supervisor.states import SetState, State
 from agentd.supervisor.triggers import Trigger
+from agentd.times import iso
 
 HISTORY_KEEP = 200  # the ends kept for the policy and the bootstrap
 

@@ -17,7 +17,6 @@ from typing import Any
 
 from agentd import events as ev
 from agentd.config.convert import signal_name
-from agentd.config.times import iso
 from agentd.config.unit import Unit
 from agentd.errors import SpawnError
 from agentd.memory.formats import complete
@@ -39,6 +38,7 @@ from agentd.supervisor.states import SetState, State
 from agentd.supervisor.triggers import HANDOFF_RULE, Trigger, Triggers
 from agentd.terminal.matcher import LineMatcher
 from agentd.terminal.rules import Hit, Rule
+from agentd.times import iso
 
 
 @dataclass(frozen=True)

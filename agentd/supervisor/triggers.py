@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentd import events as ev
-from agentd.config.times import iso, parse_reset_time
 from agentd.config.unit import Unit
 from agentd.session.inject import PROMPT_RULE
 from agentd.session.session import Session
 from agentd.supervisor.budget import Usage, next_midnight
 from agentd.terminal.rules import Hit
+from agentd.times import iso, parse_reset_time
 
 Emit = Callable[..., None]
 HANDOFF_RULE = "handoff"  # the matcher rule of the unit's `handoff.when`

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agentd.config.times import parse_reset_time
+from agentd.times import parse_reset_time
 
 PARIS = ZoneInfo("Europe/Paris")
 

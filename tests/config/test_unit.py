@@ -26,7 +26,6 @@ from agentd.config.sections import (
     StateSpec,
     StopSpec,
 )
-from agentd.config.times import parse_reset_time
 from agentd.config.unit import Unit
 from agentd.config.unitfile import (
     UnitInvalid,
@@ -38,6 +37,7 @@ from agentd.config.unitfile import (
 )
 from agentd.errors import UnitError
 from agentd.memory.layout import LayoutFile
+from agentd.times import parse_reset_time
 from tests.conftest import FIXTURES
 
 FILE = "units/a.yaml"

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from agentd.config.convert import parse_duration, parse_signal, parse_size
 from agentd.config.placeholders import fill_placeholders
-from agentd.config.times import parse_reset_time
 from agentd.config.unit import Unit
 from agentd.config.unitfile import load_unit, parse_unit
 from agentd.errors import UnitError
+from agentd.times import parse_reset_time
 
 SETTINGS = settings(
     max_examples=300,

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentd.fileio import tail_lines, write_atomic
 from agentd.memory.bootstrap.render import Bootstrap, BootstrapContext, render
 from agentd.memory.formats.decisions import DECISION_LINE
 from agentd.memory.gitinfo import git_head, might_be_a_repo
 from agentd.memory.layout import LayoutFile, resolve
-from agentd.memory.statedir import fingerprint, read_tail_lines, tail_lines
-from agentd.memory.statewrite import write_atomic
+from agentd.memory.statedir import fingerprint, read_tail_lines
 from agentd.tokens import estimate_tokens
 
 NOW = 1_764_513_120.0  # 2025-11-30 14:32 UTC

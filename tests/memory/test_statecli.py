@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from agentd import fileio
 from agentd.cli.agentctl import main
-from agentd.memory import statewrite
+from agentd.fileio import LockTimeout
 from agentd.memory.formats.decisions import parse_line
 from agentd.memory.layout import load_layout, preset_names
-from agentd.memory.statewrite import LockTimeout
 from tests.memory.test_bootstrap import git
 
 CTL = [sys.executable, "-P", "-m", "agentd.cli.agentctl", "state"]
@@ -354,8 +354,8 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
 
 
 def test_lock_waits_are_bounded(tmp_path: Path) -> None:
-    with (statewrite.locked(tmp_path), pytest.raises(LockTimeout, match="another writer"),
-          statewrite.locked(tmp_path, timeout=0.2)):  # fmt: skip
+    with (fileio.locked(tmp_path), pytest.raises(LockTimeout, match="another writer"),
+          fileio.locked(tmp_path, timeout=0.2)):  # fmt: skip
         pass  # pragma: no cover
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentd.errors import AgentdError
-from agentd.memory.statewrite import write_atomic
+from agentd.fileio import write_atomic
 from agentd.paths import ensure_private_dir
 
 TOKEN_FILE = "http-token"

@@ -31,7 +31,6 @@ from typing import Any
 from aiohttp import web
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from agentd.config.times import span
 from agentd.daemon.client import Code, check_unit_name
 from agentd.daemon.commands import HANDLERS, Context
 from agentd.daemon.dashboard.timeline import COLOURS, DEFAULT_SPAN, SPANS, layout
@@ -49,6 +48,7 @@ from agentd.daemon.streams import FeedEnded, Streams
 from agentd.errors import AgentdError
 from agentd.supervisor.budget import usage_today
 from agentd.supervisor.unitrefs import UnknownUnit
+from agentd.times import span
 
 MAX_STREAMS = 64  # live event streams open at once, over all browsers
 RECENT_EVENTS = 50

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentd.config.times import parse_iso, span
+from agentd.times import parse_iso, span
 
 SPANS: dict[str, float | None] = {"1h": 3600, "6h": 6 * 3600, "1d": 86400, "1w": 7 * 86400,
                                   "all": None}

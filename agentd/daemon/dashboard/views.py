@@ -7,8 +7,8 @@ import time
 from typing import Any
 
 from agentd.config.sections import Budget
-from agentd.config.times import parse_iso, span
 from agentd.supervisor.budget import Usage
+from agentd.times import parse_iso, span
 
 
 def summary(status: dict[str, Any], usage: Usage, budget: Budget, now: float) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agentd import fileio
 from agentd.memory import statedir
 from agentd.memory.bootstrap.escapes import escape_lines
 from agentd.memory.bootstrap.parts import Block, Part, list_part, record_items, with_done_runs
@@ -104,7 +105,7 @@ def decision_log(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Bl
     # a record reads as much more as the budget could show (4 bytes a token)
     more = min(ctx.budget_tokens * 4, MAX_SECTION_BYTES) if entry.priority == "record" else 0
     with statedir.open_regular(path) as f:
-        lines, start = statedir.tail_window(f, least, more)
+        lines, start = fileio.tail_window(f, least, more)
     before = statedir.count_lines_before(path, start, COUNT_LINES_LIMIT)
     bad = [str(before + i + 1) if before is not None else str(len(lines) - i)
            for i in bad_lines(lines)]  # fmt: skip
@@ -223,7 +224,7 @@ def _text(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
     keep = entry.priority
     if entry.tail and not entry.sections and keep != "record":
         with statedir.open_regular(path) as f:  # a must or free tail: its last lines
-            lines, start = statedir.tail_lines(f, entry.tail)
+            lines, start = fileio.tail_lines(f, entry.tail)
         if start > 0:
             block.lead += [f"_(its last {len(lines)} lines)_", ""]
         body = markdown.nest(markdown.without_comments(lines), block.title)

@@ -17,7 +17,8 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from agentd.memory import statedir, statewrite
+from agentd import fileio
+from agentd.memory import statedir
 
 NAME = "complete.json"
 MAX_BYTES = 64 << 10
@@ -48,7 +49,7 @@ def mark(state_dir: Path, summary: str, at: str) -> Path:
     value = os.environ.get("AGENTD_SESSION", "")
     record = {"summary": summary, "at": at, "session": int(value) if value.isdigit() else None}
     path = state_dir / NAME
-    statewrite.write_atomic(path, json.dumps(record, ensure_ascii=False, indent=2) + "\n")
+    fileio.write_atomic(path, json.dumps(record, ensure_ascii=False, indent=2) + "\n")
     return path
 
 

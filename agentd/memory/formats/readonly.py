@@ -22,7 +22,8 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from agentd.memory import statedir, statewrite
+from agentd import fileio
+from agentd.memory import statedir
 from agentd.memory.layout import LayoutFile
 
 RECORD = ".readonly.json"
@@ -43,7 +44,7 @@ def load_record(state_dir: Path) -> dict[str, str | None]:
 
 
 def save_record(state_dir: Path, record: Mapping[str, str | None]) -> None:
-    statewrite.write_atomic(state_dir / RECORD, json.dumps(dict(record), indent=2) + "\n")
+    fileio.write_atomic(state_dir / RECORD, json.dumps(dict(record), indent=2) + "\n")
 
 
 def effective(state_dir: Path, passed: Mapping[str, str]) -> dict[str, str]:

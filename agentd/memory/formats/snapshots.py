@@ -18,7 +18,8 @@ import os
 import re
 from pathlib import Path
 
-from agentd.memory import gitinfo, statewrite
+from agentd import fileio
+from agentd.memory import gitinfo
 
 DIR = "snapshots"
 ARCHIVE = "archive"
@@ -77,7 +78,7 @@ def take(state_dir: Path, name: str, record: dict[str, object], files: list[str]
         "files": blob_hashes(files, cwd),
     }
     path = snap / f"{name}.json"
-    statewrite.write_atomic(path, json.dumps(full, indent=2, ensure_ascii=False) + "\n")
+    fileio.write_atomic(path, json.dumps(full, indent=2, ensure_ascii=False) + "\n")
     return path
 
 

@@ -18,7 +18,7 @@ import json
 import re
 import time
 
-from agentd.memory import statewrite
+from agentd import fileio
 from agentd.memory.formats import markdown, snapshots
 from agentd.memory.layout import ArchiveRule
 from agentd.memory.verbs.ops import Docs, StateDir
@@ -33,7 +33,7 @@ EPOCH_FILE = re.compile(r"^decisions-epoch-(\d+)\.log$")
 
 def archive(sd: StateDir, now: float) -> list[str]:
     """Archive what has grown; returns a report, one line a change."""
-    with statewrite.locked(sd.path):
+    with fileio.locked(sd.path):
         report = _epochs(sd)
         moved = snapshots.archive_old(sd.path, KEEP_SNAPSHOTS)
         if moved:
@@ -61,9 +61,9 @@ def _epochs(sd: StateDir) -> list[str]:
     for k in range(full):  # epoch files first: a crash now duplicates, never loses
         chunk = lines[k * EPOCH : (k + 1) * EPOCH]
         target = sd.path / f"decisions-epoch-{first + k}.log"
-        statewrite.write_atomic(target, "\n".join(chunk) + "\n")
+        fileio.write_atomic(target, "\n".join(chunk) + "\n")
         report.append(f"moved {len(chunk)} decisions to {target}")
-    statewrite.write_atomic(log, "\n".join(lines[full * EPOCH :]) + "\n")
+    fileio.write_atomic(log, "\n".join(lines[full * EPOCH :]) + "\n")
     return report
 
 

@@ -15,7 +15,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentd.memory import statedir, statewrite
+from agentd import fileio
+from agentd.memory import statedir
 from agentd.memory.formats import markdown
 from agentd.memory.layout import Layout, LayoutFile, Target, load_layout, templates
 from agentd.memory.verbs.ops import Docs, StateDir, StateError, stamp
@@ -53,7 +54,7 @@ def retire(state_dir: Path, layout: str | Sequence[LayoutFile], session: int,
     sd = StateDir(state_dir, layout_of(layout), "recorded")
     if not any((state_dir / t.path).is_file() for t in _targets(sd.layout)):
         return None
-    with statewrite.locked(state_dir):
+    with fileio.locked(state_dir):
         docs = Docs(sd)
         moved = take(docs)
         if not moved:
@@ -61,7 +62,7 @@ def retire(state_dir: Path, layout: str | Sequence[LayoutFile], session: int,
         docs.save()
         history = state_dir / HISTORY
         gap = "\n" if history.is_file() and history.stat().st_size else ""
-        statewrite.append_line(history, gap + history_entry(moved, session, now))
+        fileio.append_line(history, gap + history_entry(moved, session, now))
     return moved
 
 

@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from importlib.abc import Traversable
 from pathlib import Path
 
-from agentd.memory import statedir, statewrite
+from agentd import fileio
+from agentd.memory import statedir
 from agentd.memory.formats import readonly
 from agentd.memory.layout import Layout, LayoutError, load_layout, templates
 from agentd.memory.verbs.ops import LAYOUT_RECORD, StateError, layout_name
@@ -40,7 +41,7 @@ def init(path: Path, name: str | None) -> list[str]:
         raise StateError(str(e)) from None
     path.mkdir(parents=True, exist_ok=True)
     report: list[str] = []
-    with statewrite.locked(path):
+    with fileio.locked(path):
         created = set()
         for rel, template in _template_files(templates(layout.name)):
             if _create(path / rel, template.read_bytes()):
@@ -52,7 +53,7 @@ def init(path: Path, name: str | None) -> list[str]:
             if entry.kind == "latest":
                 (path / entry.path).mkdir(parents=True, exist_ok=True)
         if not recorded:
-            statewrite.write_atomic(path / LAYOUT_RECORD, layout.name + "\n")
+            fileio.write_atomic(path / LAYOUT_RECORD, layout.name + "\n")
         _record_readonly(path, layout)
     report.append(f"layout {layout.name}: {layout.description}")
     return report

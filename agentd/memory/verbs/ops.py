@@ -3,9 +3,9 @@
 A verb writes its text into the layout's ``Target`` for it (``agentd.memory.layout``,
 ``agentd.memory.verbs.targets``): a field of a JSON file, a section of a Markdown file, or
 a whole file; ``Docs`` loads each file once and saves them together. Each
-verb runs under the state dir's lock (``statewrite.locked``), reads the files it
-touches, and replaces each with ``statewrite.write_atomic``; decisions.log only
-grows, and is appended to in one write (``statewrite.append_line``). Two agents
+verb runs under the state dir's lock (``fileio.locked``), reads the files it
+touches, and replaces each with ``fileio.write_atomic``; decisions.log only
+grows, and is appended to in one write (``fileio.append_line``). Two agents
 writing at once take turns and lose nothing.
 
 The layout of a state dir is the name in ``STATE_DIR/.layout`` (written by
@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+from agentd import fileio
 from agentd.errors import AgentdError
-from agentd.memory import statedir, statewrite
+from agentd.memory import statedir
 from agentd.memory.formats import markdown
 from agentd.memory.layout import Layout, LayoutError, load_layout, preset_names, templates
 
@@ -151,7 +152,7 @@ class Docs:
                 text = dump_json(self._json[rel])
             else:
                 text = "\n".join(markdown.strip_trailing_blank(self._lines[rel])) + "\n"
-            statewrite.write_atomic(path, text)
+            fileio.write_atomic(path, text)
         self._dirty.clear()
 
 

@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentd.memory import statewrite
+from agentd import fileio
 from agentd.memory.formats import complete
 from agentd.memory.formats.markdown import next_entry_number, strip_trailing_blank
 from agentd.memory.verbs.ops import Docs, StateDir, StateError, stamp
@@ -43,7 +43,7 @@ def write(sd: StateDir, verb: str, text: str, now: float, *, verified: str | Non
         from agentd.memory.verbs.handoffs import dated
 
         text = dated(text, now)
-    with statewrite.locked(sd.path):
+    with fileio.locked(sd.path):
         docs = Docs(sd)
         apply(docs, target, text, now, verified=verified)
         docs.save()
@@ -61,7 +61,7 @@ def write(sd: StateDir, verb: str, text: str, now: float, *, verified: str | Non
 
 def mark_complete(sd: StateDir, summary: str, now: float) -> str:
     """``agentctl state complete``: the mission is done; returns what was done."""
-    with statewrite.locked(sd.path):
+    with fileio.locked(sd.path):
         path = complete.mark(sd.path, summary, stamp(now))
     return (f"complete: recorded in {path}; when this session ends, agentd ends the unit "
             "`done` (a new `agentctl state mission` clears it)")  # fmt: skip
@@ -77,7 +77,7 @@ def check_decision(d: Decision) -> None:
 def decide(sd: StateDir, d: Decision, files: list[str], now: float, cwd: Path) -> str:
     """Record decision ``d`` with a snapshot; returns the snapshot's name."""
     check_decision(d)
-    with statewrite.locked(sd.path):
+    with fileio.locked(sd.path):
         return _record(sd, d, files, now, cwd)
 
 
@@ -100,7 +100,7 @@ def _record(sd: StateDir, d: Decision, files: list[str], now: float, cwd: Path) 
         "alternatives": d.alternatives or None, "task": task or None,
     }  # fmt: skip
     snapshots.take(sd.path, name, record, files, cwd, sd.workdir)
-    statewrite.append_line(sd.path / LOG, line)
+    fileio.append_line(sd.path / LOG, line)
     own_record(docs, d, now)
     docs.save()
     return name
