@@ -5,7 +5,7 @@ XDG base directories are used. ``AGENTD_SOCKET`` overrides the socket path.
 
 ``lifecycle/`` (beside ``logs/``) holds what a unit's life keeps across daemon
 restarts and reboots: whether it is enabled, the state a person or its end
-left it in, its restart count (``agentd.supervisor.lifecycle``).
+left it in, its restart count (``agentd.supervisor.records.lifecycle``).
 """
 
 from __future__ import annotations

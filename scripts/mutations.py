@@ -29,7 +29,7 @@ def m(name: str, path: str, original: str, mutated: str, *tests: str,
 
 
 SUP = "agentd/supervisor/"
-POLICY, TRIGGERS, LOOP = SUP + "policy.py", SUP + "triggers.py", SUP + "sessionloop.py"
+POLICY, TRIGGERS, SERVICE = SUP + "policy.py", SUP + "triggers.py", SUP + "service.py"
 ENDING, TREE = "agentd/process/ending.py", "agentd/process/tree.py"
 BOOT, INJECT = "agentd/memory/bootstrap/render.py", "agentd/session/inject.py"
 # The tests of each layer (policy's are pure and fast; run's start real sessions).
@@ -61,10 +61,10 @@ MUTATIONS = [
       T_PROC),
     m("killpg-first-removed", ENDING,
       "        ending.signal_group_first(sig)\n", "        pass\n", T_PROC),
-    m("state-changed-always-true", SUP + "sessionrun.py",
+    m("state-changed-always-true", SERVICE,
       "state_changed=state_after != state_before or state_after is None,", "state_changed=True,",
       T_SERVICE),
-    m("restarts-not-counted", LOOP,
+    m("restarts-not-counted", SERVICE,
       "                reason = decision.reason\n                self.restarts += 1\n",
       "                reason = decision.reason\n", T_SERVICE, T_CTL),
     m("no-drain-before-exit", "agentd/session/session.py",

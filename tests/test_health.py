@@ -13,7 +13,7 @@ import pytest
 from agentd.events import EventLog
 from agentd.health import DEGRADED, RECOVERED, WriteHealth
 from agentd.session.transcript import Transcript
-from agentd.supervisor.history import History
+from agentd.supervisor.records.history import History
 
 
 class Full:

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from agentd.events import EventLog
-from agentd.supervisor.history import History
+from agentd.supervisor.records.history import History
 from tests.conftest import fake
 from tests.helpers import agentd, write_unit
 

@@ -234,13 +234,13 @@ def bootstrap(unit: str, as_json: bool) -> None:
 
 
 def _history(path: Path, lines: int) -> list[dict[str, Any]]:
-    from agentd.supervisor.history import History, sessions
+    from agentd.supervisor.records.history import History, sessions
 
     return sessions(History(path).recent())[-lines:] if lines else []
 
 
 def _events(why: str, unit: str | None, lines: int) -> list[dict[str, Any]]:
-    from agentd.supervisor.history import recent_events_of
+    from agentd.supervisor.records.history import recent_events_of
 
     return _from_file(why, Paths.resolve().events_file,
                       lambda path: recent_events_of(path, unit, lines))

@@ -32,7 +32,7 @@ from agentd.daemon.protocol import (
 )
 from agentd.session.transcript import read_tail
 from agentd.supervisor.api import Supervisor
-from agentd.supervisor.history import recent_events_of, sessions
+from agentd.supervisor.records.history import recent_events_of, sessions
 from agentd.supervisor.unitrefs import UnknownUnit
 
 START_WAIT = 60.0  # start/restart reply once the new session runs, or after this

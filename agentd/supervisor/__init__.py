@@ -1,17 +1,16 @@
 """The supervisor: each unit's life, and the public API over all units.
 
-Unit states and their arcs (``states``), the pure restart decision
-(``policy``), daily budgets (``budget``), why a running session ends
-(``triggers``). One unit: its state machine and control (``service``), which
-owns the loop of its sessions (``sessionloop``), the life of one session
-(``sessionrun``), the waits between them (``pauses``), its definition
-(``definition``), its lock and the ending of what a dead agentd left
-(``reclaim``) and its terminal for attached people (``attach``); its
-bootstraps (``briefing``) and its history on disk (``history``). Notify
-commands (``notifier``), and ``api.Supervisor``: the only door the daemon and
-the CLIs use.
+One unit: its state machine, its sessions and the waits between them, every
+arc in one place (``service``); its definition now and for the next session
+(``definition``); its bootstraps (``briefing``, rendered and written off the
+loop: ``offloop``); why a running session ends (``triggers``) and the
+graceful handoff (``handoff``); its records on disk (``records/``: history,
+lifecycle, the session running now, locks and reclaim). Pure: unit states and
+their arcs (``states``), the restart decision (``policy``), daily budgets
+(``budget``). Around them: notify commands (``notifier``), SIGCHLD and
+orphans (``children``), what status says (``report``), and
+``api.Supervisor``: the only door the daemon and the CLIs use.
 
 May import every layer below it: session, process, terminal, memory,
 configuration, the shared leaves. Never the daemon or the command line.
-``states``, ``policy`` and ``budget`` are pure.
 """

@@ -33,13 +33,13 @@ from agentd.paths import Paths
 from agentd.session.screen import ScreenCapture
 from agentd.supervisor.briefing import kept_bootstrap
 from agentd.supervisor.children import Children
-from agentd.supervisor.history import History
-from agentd.supervisor.lifecycle import Lifecycle
 from agentd.supervisor.notifier import Notifier
-from agentd.supervisor.reclaim import reclaim_orphans
+from agentd.supervisor.records.history import History
+from agentd.supervisor.records.lifecycle import Lifecycle
+from agentd.supervisor.records.reclaim import reclaim_orphans
+from agentd.supervisor.records.sessions import SessionRecords
 from agentd.supervisor.report import status_of, status_on_disk
 from agentd.supervisor.service import Service
-from agentd.supervisor.sessionrecord import SessionRecords
 from agentd.supervisor.unitrefs import Changes, InvalidUnit, UnknownUnit
 from agentd.times import iso
 

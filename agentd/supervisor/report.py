@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agentd.paths import Paths
-from agentd.supervisor import lifecycle
-from agentd.supervisor.history import History
-from agentd.supervisor.sessionloop import last_end
+from agentd.supervisor.records import lifecycle
+from agentd.supervisor.records.history import History, last_end
 from agentd.supervisor.states import State
 from agentd.times import iso
 
@@ -18,22 +17,22 @@ if TYPE_CHECKING:
 
 def status_of(service: Service) -> dict[str, Any]:
     """A unit's status (the JSON of ``agentctl status``), from its running service."""
-    session, loop = service.session, service.loop
+    session = service.session
     out: dict[str, Any] = {
         "unit": service.unit.name,
         "state": str(service.state),
         "pid": session.pid if session and service.state == State.RUNNING else None,
-        "session": loop.session_no,
+        "session": service.session_no,
         "uptime_s": round(session.uptime, 3) if session else 0.0,
         "output_bytes": session.bytes_out if session else 0,
-        "restarts": loop.restarts,
-        "last_reason": loop.last_reason,
-        "last_at": iso(loop.last_at) if loop.last_at is not None else None,
+        "restarts": service.restarts,
+        "last_reason": service.last_reason,
+        "last_at": iso(service.last_at) if service.last_at is not None else None,
         "since": iso(service.since),
         "enabled": service.enabled,
     }
-    if service.state == State.PAUSED and service.pauses.paused_until is not None:
-        out["paused_until"] = iso(service.pauses.paused_until)
+    if service.state == State.PAUSED and service.paused_until is not None:
+        out["paused_until"] = iso(service.paused_until)
     if session is not None and service.state == State.RUNNING and session.stopped_by_signal:
         out["process"] = "stopped"  # SIGSTOP: running as far as agentd goes, yet idle
     if service.detail:  # e.g. the OS error of a command that cannot be executed

@@ -1,50 +1,127 @@
-"""One unit's life: its state machine and the control of it.
+"""One unit's life: its state machine, its sessions and the waits between them.
 
-A ``Service`` turns a validated ``Unit`` into sessions, one after another
-(``sessionloop``): render the bootstrap -> plan the injection -> spawn the
+A ``Service`` turns a validated ``Unit`` into sessions, one after another::
+
+    reclaim what a killed agentd left -> resume a pause it left, or
+    [ a daily budget spent? -> one session -> decide (``RestartPolicy``)
+      -> record the outcome ] -> wait (backoff, pause) or settle
+
+and one session is: render the bootstrap -> plan the injection -> spawn the
 ``Session`` -> wait for the leader's exit or a trigger (sentinel, timeout,
-idle, context, manual) -> end the whole tree (``sessionrun``) ->
-``RestartPolicy.decide`` -> the next state, or a wait (``pauses``). Every
-state change goes through ``_set_state`` (see ``agentd.supervisor.states``).
+idle, context, manual) -> end the whole tree -> a ``SessionEnd`` for the
+policy. Every state change goes through ``_set_state``, which checks
+``agentd.supervisor.states.TRANSITIONS``; every arc is taken here::
 
-The parts it owns: its ``Definition``, the ``SessionLoop`` (and through it
-each ``SessionRun``), its ``Pauses``, its ``UnitLock``, its ``Terminal``
-for attached people and its ``Lifecycle`` (enablement, the state a person or
-its end left it in, and the restart count, kept across daemon restarts). The
-daemon and the CLIs use only the public methods below, through
+                 start                 spawned
+    STOPPED ────────────────> STARTING ───────> RUNNING
+       ^                        ^  │               │ session ends / agentd ends it
+       │ stop                   │  │ spawn error   v
+       │                        │  └──────────> STOPPING ──> DONE | FAILED | STALLED
+       │          deadline      │                  │   └───> STOPPED (stop)
+    BACKOFF / PAUSED ───────────┘ <────────────────┘ restart after a delay / pause
+       (restart now: STOPPING -> STARTING)
+
+- ``start`` (STOPPED, a terminal state, BACKOFF, PAUSED -> STARTING): a
+  person, autostart, or the end of a wait (``_after_wait``);
+- ``_session``: STARTING -> RUNNING once spawned, STARTING -> STOPPING when the
+  spawn fails; ``_end_session``: RUNNING -> STOPPING while the tree is ended;
+- ``_settle`` after the policy's decision: STOPPING -> BACKOFF, PAUSED, DONE,
+  FAILED, STALLED or STOPPED; or STOPPING -> STARTING for the next session;
+- ``_budget_spent``: STARTING -> PAUSED until midnight; ``stop`` of a waiting
+  unit: BACKOFF/PAUSED -> STOPPED; ``_force_state`` -> FAILED for a bug.
+
+A wait is a state and one deadline: the loop sleeps until it (no periodic
+tick while nothing is due). A usage-limit pause recorded in the history
+survives a daemon restart, and autostart honours it.
+
+The record of the sessions (their number, the restarts, how the last one
+ended) is read back from the history, so it survives a daemon restart. The
+parts a service owns: its ``Definition``, its ``Briefing``, its locks
+(``records.reclaim``), its ``Lifecycle`` (enablement, the state a person or
+its end left it in, the restart count) and the watchers of its terminal. The
+daemon and the CLIs use only the public methods, through
 ``agentd.supervisor.api``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 from agentd import events as ev
+from agentd.config.convert import signal_name
+from agentd.config.lint import STATE_IN_PS, state_in_argv
 from agentd.config.unit import Unit
+from agentd.errors import SpawnError
 from agentd.events import EventLog
-from agentd.memory.bootstrap.render import Bootstrap
+from agentd.memory.bootstrap.render import Bootstrap, render
 from agentd.paths import Paths
+from agentd.process import cgroup as cgroups
+from agentd.process.tree import session_env_marker
+from agentd.session import inject
+from agentd.session.child import Child
 from agentd.session.redact import Redactor
 from agentd.session.screen import ScreenCapture, ScreenRing
 from agentd.session.session import Session
 from agentd.session.transcript import Transcript
-from agentd.supervisor.attach import Terminal
 from agentd.supervisor.briefing import Briefing
+from agentd.supervisor.budget import Usage, any_set, next_midnight, reached, usage_today
 from agentd.supervisor.definition import Definition
-from agentd.supervisor.history import History
-from agentd.supervisor.lifecycle import REMEMBERED, Lifecycle
-from agentd.supervisor.pauses import Pauses, restored_pause
-from agentd.supervisor.reclaim import StateDirLock, UnitLock
-from agentd.supervisor.sessionloop import SessionLoop
-from agentd.supervisor.sessionrecord import SessionRecords
-from agentd.supervisor.sessionrun import Host
+from agentd.supervisor.handoff import Handoff
+from agentd.supervisor.policy import Decision, RestartPolicy, SessionEnd
+from agentd.supervisor.records.history import History, last_end, restored_pause
+from agentd.supervisor.records.lifecycle import REMEMBERED, Lifecycle
+from agentd.supervisor.records.reclaim import LOST, StateDirLock, UnitLock, reclaim_if_owner
+from agentd.supervisor.records.sessions import Recorded, SessionRecords
 from agentd.supervisor.states import ACTIVE, TERMINAL, TRANSITIONS, State, TransitionError
-from agentd.supervisor.triggers import Trigger
+from agentd.supervisor.triggers import Trigger, Triggers, rules
+from agentd.terminal.matcher import LineMatcher
+from agentd.terminal.rules import Hit
+from agentd.times import iso
 
 PRECOMPACT = "precompact"  # the sentinel name a PreCompact hook ends a session with
+HISTORY_KEEP = 200  # the ends kept for the policy and the bootstrap
+
+
+class SessionRun:
+    """What one session of a unit has while it lives, and keeps after: its number, why
+    it started, its ``Session`` (from the spawn until its tree is gone), its screens and
+    what may end it. Its arcs are the service's."""
+
+    def __init__(self, unit: Unit, transcript: Transcript, redactor: Redactor, number: int,
+                 reason: str) -> None:
+        self.unit = unit  # the definition it runs with, and what follows from it
+        self.transcript = transcript
+        self.redactor = redactor
+        self.number = number
+        self.reason = reason
+        self.session: Session | None = None
+        self.size = unit.pty.cols, unit.pty.rows  # the pty's: the unit's until resized
+        self.screen = ScreenRing(*self.size, number)  # kept after the end
+        self.triggers: Triggers | None = None
+        self.handoff: Handoff | None = None
+
+    def fire(self, trigger: Trigger) -> None:
+        """End the session for ``trigger`` (stop, restart); nothing if it is not armed."""
+        if self.triggers is not None:
+            self.triggers.fire(trigger)
+
+    def resize(self, cols: int, rows: int) -> None:
+        """The terminal is ``cols`` x ``rows`` now: the running session's pty and
+        screens follow; a session not spawned yet is spawned at that size."""
+        self.size = cols, rows
+        if self.session is not None:
+            self.session.resize(cols, rows)
+
+    def on_output(self, hits: list[Hit]) -> None:
+        if self.triggers is not None:
+            self.triggers.on_hits(hits)
 
 
 class Service:
@@ -61,13 +138,17 @@ class Service:
     ) -> None:
         self.paths = paths
         self.events = events
+        self._emit = events.emit
         self._notify = notify
+        self._clock = clock
         self._wall = wall
         base = dict(os.environ if base_env is None else base_env)
         base.pop("NOTIFY_SOCKET", None)  # systemd's notify socket is the daemon's, not the agent's
+        self._base_env = base
         logs_dir = paths.unit_logs(unit.name)
-        history = History(logs_dir / "history.jsonl", max_bytes=unit.logs.max_bytes,
-                          health=events.health)
+        self._history = History(logs_dir / "history.jsonl", max_bytes=unit.logs.max_bytes,
+                                health=events.health)
+        self._records = SessionRecords(paths.run_sessions, events.health)
         self.lifecycle = Lifecycle(paths.unit_lifecycle(unit.name), events.health)
         kept = self.lifecycle.value
         self.state = kept.state or State.STOPPED  # done, failed... until someone starts it
@@ -81,21 +162,24 @@ class Service:
                                  given=paths.run / "units" / f"{unit.name}.bootstrap.md")
         self._definition = Definition(unit, base_env=base, logs_dir=logs_dir,
                                       briefing=self.briefing, health=events.health)
-        self.terminal = Terminal(lambda: self.session if self.state == State.RUNNING else None)
+        self._watchers: list[Callable[[bytes], None]] = []  # attached terminals
         self._lock = UnitLock(paths.run / "units" / f"{unit.name}.lock")
         self._state_lock = StateDirLock(paths.run / "statedirs")
-        self.pauses = Pauses(set_state=self._set_state, wall=wall, emit=events.emit,
-                             on_deadline=lambda reason: self.loop.after_wait(reason),
-                             restored=restored_pause(history.recent()))
-        records = SessionRecords(paths.run_sessions, events.health)
-        host = Host(emit=events.emit, history=history, records=records,
-                    briefing=self.briefing, base_env=base,
-                    socket=paths.socket, clock=clock, wall=wall, set_state=self._set_state,
-                    stop_requested=lambda: self._stop_requested, on_raw=self.terminal.output,
-                    notify=notify)
-        self.loop = SessionLoop(host, self._definition, self.pauses, self._lock,
-                                 force_state=self._force_state)
-        self.loop.restarts = kept.restarts
+        # the run of sessions, and its record (read back from the history)
+        self.session_no = self._history.last_session()
+        self.restarts = kept.restarts
+        self.ends: list[SessionEnd] = []
+        self.last_reason, self.last_at = last_end(self._history.recent())  # at: wall time
+        self.current: SessionRun | None = None  # the last session, running or not
+        self.task: asyncio.Task[None] | None = None
+        self._reclaim_task: asyncio.Task[None] | None = None
+        self._warned_ps = False  # the state in argv, visible in `ps`: said once
+        # the wait between sessions: what it waits for and its one deadline
+        self.paused_until: float | None = None
+        self.usage: Usage | None = None  # today's, when the unit has a budget
+        self._restored = restored_pause(self._history.recent())  # until the first start
+        self._resume_at: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     # -- control ---------------------------------------------------------------------
     def start(self, reason: str = "start", *, resume_pause: bool = False) -> str | None:
@@ -108,14 +192,18 @@ class Service:
             return None
         refused = self.claim() or self._state_lock.claim(self.definition)
         if refused:
-            self.events.emit(ev.UNIT_ERROR, level="error", unit=self.unit.name, error=refused)
+            self._emit(ev.UNIT_ERROR, level="error", unit=self.unit.name, error=refused)
             self.detail = refused  # status says why it is not running (e.g. at daemon start)
             return refused
-        self.pauses.reset(resume=resume_pause)
+        self._cancel_wait()
+        self.paused_until = None
+        # autostart honours a pause the previous agentd left; an explicit start does not
+        self._resume_at = self._restored if resume_pause else None
+        self._restored = None
         self._stop_requested = False
         self._remember_stop = True
         self._set_state(State.STARTING, reason)  # at once, so waiters see it is under way
-        self.loop.start(reason)
+        self._run_sessions(reason)
         return None
 
     async def stop(self, *, remember: bool = True) -> None:
@@ -127,18 +215,18 @@ class Service:
         self._stop_requested = True
         self._remember_stop = remember
         if self.state in (State.BACKOFF, State.PAUSED):
-            self.pauses.cancel()
+            self._cancel_wait()
             self._set_state(State.STOPPED, "manual")
-        self.loop.fire(Trigger("manual", "stop"))
-        if self.loop.task is not None:
-            await asyncio.shield(self.loop.task)
+        self._fire(Trigger("manual", "stop"))
+        if self.task is not None:
+            await asyncio.shield(self.task)
 
     def restart(self, reason: str = "manual") -> None:
         """End the running session and start a fresh one at once (not a failure).
         A person's ``reason`` is kept and shown with the unit's secrets hidden."""
         reason = self.redactor.redact_text(reason)
         if self.state in (State.RUNNING, State.STARTING):
-            self.loop.fire(Trigger(reason if reason.startswith("manual") else f"manual:{reason}"))
+            self._fire(Trigger(reason if reason.startswith("manual") else f"manual:{reason}"))
         elif self.state != State.STOPPING:
             self.start(reason)  # a refusal is an event
 
@@ -148,14 +236,18 @@ class Service:
         CLI never sends its summary request. False if that session is not running."""
         if self.state != State.RUNNING or self.session is None or self.session_no != session:
             return False
-        self.events.emit(ev.SESSION_SENTINEL, unit=self.unit.name, session=session,
-                         name=PRECOMPACT, action="restart", line="(the CLI's PreCompact hook)")
-        self.loop.fire(Trigger(f"sentinel:{PRECOMPACT}"))
+        self._emit(ev.SESSION_SENTINEL, unit=self.unit.name, session=session,
+                   name=PRECOMPACT, action="restart", line="(the CLI's PreCompact hook)")
+        self._fire(Trigger(f"sentinel:{PRECOMPACT}"))
         return True
 
     async def join(self) -> None:
-        """Wait until the current run of sessions has settled (its task finished)."""
-        await self.loop.join()
+        """Wait until the reclaim and the current run of sessions have settled."""
+        if self._reclaim_task is not None:
+            await asyncio.shield(self._reclaim_task)
+        if self.task is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.task)
 
     def kill_now(self) -> list[int]:
         """SIGKILL every process of the running session at once (a second Ctrl-C)."""
@@ -168,7 +260,9 @@ class Service:
         Sessions start only after it; the daemon calls it for every unit it
         loads, so a unit that is not started again is cleaned up too.
         """
-        return self.loop.reclaim()
+        if self._reclaim_task is None:
+            self._reclaim_task = asyncio.get_running_loop().create_task(self._reclaim_safely())
+        return self._reclaim_task
 
     def redefine(self, unit: Unit) -> None:
         """Use ``unit`` from the next session on; at once if none is under way."""
@@ -191,31 +285,39 @@ class Service:
 
     def claim(self) -> str | None:
         """Hold ``run/units/UNIT.lock`` while supervising this unit; why not, if another
-        agentd (``serve`` or ``run``) already does (see ``reclaim``)."""
+        agentd (``serve`` or ``run``) already does (see ``records.reclaim``)."""
         return self._lock.claim(self.unit)
 
     def close(self) -> None:
-        self.pauses.cancel()
+        self._cancel_wait()
         self.briefing.forget_given()  # no session runs: nothing reads it
         self._definition.close()
         self._lock.release()
         self._state_lock.release()
 
     def watch(self, listener: Callable[[bytes], None]) -> Callable[[], None]:
-        """Have ``listener`` get the terminal output of this unit's sessions; the undo."""
-        return self.terminal.watch(listener)
+        """Have ``listener`` get the terminal output of every session of this unit; the
+        undo. What they type goes to the live session only (``type_input``)."""
+        self._watchers.append(listener)
+        return lambda: self._watchers.remove(listener) if listener in self._watchers else None
 
     def type_input(self, data: bytes) -> bool:
         """Type ``data`` into the live session (an attached person); False if none runs."""
-        return self.terminal.type(data)
+        session = self.session if self.state == State.RUNNING else None
+        if session is None:
+            return False
+        session.type(data)
+        return True
 
     def resize(self, cols: int, rows: int) -> None:
         """An attached terminal is ``cols`` x ``rows`` now: this session's and the next ones'."""
-        self.loop.resize(cols, rows)
+        self._definition.resize(cols, rows)
+        if self.current is not None:
+            self.current.resize(cols, rows)
 
     def screen(self) -> ScreenCapture:
         """What to draw the last session's screen from (running or not; blank before one)."""
-        run = self.loop.current
+        run = self.current
         ring = run.screen if run is not None else ScreenRing(self.unit.pty.cols,
                                                              self.unit.pty.rows)
         return ring.capture()
@@ -235,13 +337,8 @@ class Service:
     @property
     def session(self) -> Session | None:
         """The running session: from its spawn until its tree is gone."""
-        run = self.loop.current
+        run = self.current
         return run.session if run is not None else None
-
-    @property
-    def session_no(self) -> int:
-        """The number of the last session (of this unit, across agentd restarts)."""
-        return self.loop.session_no
 
     @property
     def transcript(self) -> Transcript:
@@ -253,14 +350,283 @@ class Service:
         return self._definition.redactor
 
     def preview_bootstrap(self) -> tuple[int, Bootstrap]:
-        """The bootstrap the next session would get now, and its number (changes nothing)."""
-        return self.loop.preview()
+        """The bootstrap the next session would get now, and its number (changes nothing);
+        its secrets hidden, as in the kept copies."""
+        number = self.session_no + 1
+        reason = self.last_reason or "start"
+        unit = self._definition.newest
+        boot = render(self.briefing.context(unit, number, reason, self.ends, self._wall()))
+        hidden = self._definition.redactor.hide_state(boot.text, unit.secret_patterns)
+        return number, dataclasses.replace(boot, text=hidden)
 
     async def wait(self, predicate: Callable[[State], bool]) -> State:
         while not predicate(self.state):
             self._changed.clear()
             await self._changed.wait()
         return self.state
+
+    # -- the run of sessions -----------------------------------------------------------
+    def _run_sessions(self, reason: str) -> None:
+        """Run sessions from now on (the service is ``starting`` already)."""
+        self.task = asyncio.get_running_loop().create_task(self._run(reason))
+
+    def _fire(self, trigger: Trigger) -> None:
+        if self.current is not None:
+            self.current.fire(trigger)
+
+    async def _run(self, reason: str) -> None:
+        history = self._history
+        try:
+            await asyncio.shield(self.reclaim())
+            if self._resume_pause(self.last_reason or "start"):
+                return
+            while True:
+                if self._budget_spent(self._definition.newest):
+                    return
+                end = await self._one_session(reason)
+                decision = self._decide(end)
+                history.append({
+                    "kind": "outcome", "session": end.session, "outcome": decision.outcome,
+                    "next": decision.next, "detail": decision.detail or None,
+                    "reset_at": iso(decision.until) if decision.until is not None else None,
+                })
+                if decision.next != "start" or self._stop_requested:
+                    self._settle(decision)
+                    return
+                reason = decision.reason
+                self.restarts += 1
+        except Exception as exc:  # a bug must not leave the unit silently half-way
+            self._emit(ev.UNIT_ERROR, level="error", unit=self._definition.unit.name,
+                       error=f"{type(exc).__name__}: {exc}")
+            run = self.current
+            if run is not None and run.session is not None:
+                await self._end_session(run, Trigger("internal-error", "stop"))
+            self._force_state(State.FAILED, "internal-error", f"{type(exc).__name__}: {exc}")
+            raise
+
+    async def _one_session(self, reason: str) -> SessionEnd:
+        self._definition.apply()
+        unit = self._definition.unit
+        if not self._warned_ps and state_in_argv(unit):  # once per unit, not per session
+            self._warned_ps = True
+            self._emit(ev.UNIT_ERROR, level="warning", unit=unit.name, error=STATE_IN_PS)
+        self._set_state(State.STARTING, reason)
+        self.session_no += 1
+        self.current = SessionRun(unit, self._definition.transcript, self._definition.redactor,
+                                  self.session_no, reason)
+        return await self._session(self.current, self.ends, self.usage)
+
+    async def _reclaim_safely(self) -> None:
+        wall = self._wall
+        if await reclaim_if_owner(self._lock, self._history, self._records,
+                                  self._definition.unit, emit=self._emit, at=iso(wall())):
+            self.last_reason, self.last_at = LOST, wall()
+
+    def _decide(self, end: SessionEnd) -> Decision:
+        unit = self._definition.unit  # the one the session used
+        policy = RestartPolicy(unit.restart, unit.limits)
+        decision = policy.decide(end, self.ends, self._clock())
+        self.ends = [*self.ends, end][-HISTORY_KEEP:]
+        self.last_reason = end.reason
+        self.last_at = self._wall()
+        if self._stop_requested and decision.next != "stopped":
+            decision = Decision("stopped", "manual", outcome="stopped")
+        return decision
+
+    def _settle(self, decision: Decision) -> None:
+        """Apply a decision that does not start a session at once."""
+        reason, detail = decision.reason, decision.detail
+        if decision.next == "backoff":
+            self._backoff(decision.delay, reason, detail)
+        elif decision.next == "paused":
+            until = decision.until if decision.until is not None else self._wall() + 3600
+            self._pause(until, reason, detail)
+        elif decision.next == "start":  # a stop arrived as the decision was made
+            self._set_state(State.STOPPED, "manual")
+        else:
+            self._set_state(State(decision.next), reason, detail)
+
+    # -- one session -------------------------------------------------------------------
+    async def _session(self, run: SessionRun, ends: Sequence[SessionEnd],
+                       usage: Usage | None) -> SessionEnd:
+        """Live session ``run`` through; ``ends`` (the earlier ones) feed the bootstrap."""
+        unit, number, reason = run.unit, run.number, run.reason
+        transcript, redactor = run.transcript, run.redactor
+        started = self._clock()
+        cgroup: Path | None = None
+        try:
+            prepared = await self.briefing.prepare(unit, number, reason, ends, self._wall(),
+                                                   redactor)
+            boot, boot_file, state_before = prepared.boot, prepared.file, prepared.fingerprint
+            plan = inject.plan(unit, number, boot.text, boot_file)
+            marker = session_env_marker(unit.name, number)
+            env = inject.session_env(self._base_env, unit, plan, number=number, reason=reason,
+                                     bootstrap_file=boot_file, marker=marker,
+                                     socket=self.paths.socket)
+            transcript.note(f"{iso(self._wall())} session {number} starting ({reason})")
+            cgroup = cgroups.session_cgroup(marker)
+            self._records.begin(Recorded(unit.name, number, marker,
+                                         str(cgroup) if cgroup else None,
+                                         int(unit.stop.signal), unit.stop.grace))
+            cols, rows = run.size  # resized while the bootstrap was prepared, maybe
+            child = Child.spawn(plan.argv, cwd=unit.workdir, env=env, cols=cols, rows=rows,
+                                cgroup_procs=str(cgroup / "cgroup.procs") if cgroup else None)
+        except SpawnError as exc:
+            self._records.finish(unit.name, cgroup)
+            self._spawn_failed(run, exc)
+            return SessionEnd(number, started, self._clock(), spawn_error=str(exc),
+                              spawn_retry=not exc.permanent, state_changed=False)
+
+        def emit(event: str, **fields: Any) -> None:
+            self._emit(event, unit=unit.name, session=number, **fields)
+
+        def notify(event: str) -> None:
+            if self._notify is not None:
+                self._notify(unit, event, number)
+
+        injector = inject.Injector(plan, boot.text, boot.tokens, emit=emit)
+        handoff = run.handoff = Handoff(unit.handoff, state_dir=unit.state_dir,
+                                        submit=unit.inject.submit, emit=emit, fire=run.fire,
+                                        clock=self._clock)
+        triggers = run.triggers = Triggers(
+            unit, emit=emit, wall=self._wall, on_prompt=injector.on_prompt,
+            notify=notify, usage=usage, on_handoff=handoff.on_hit,
+        )
+        run.screen.resize(cols, rows)
+        matcher = LineMatcher(rules(unit), cols=cols, rows=rows)
+        session = Session(number=number, child=child, marker=marker,
+                          matcher=matcher, transcript=transcript,
+                          on_output=run.on_output, clock=self._clock, on_raw=self._output,
+                          screen=run.screen, cgroup=cgroup)
+        run.session = session
+        session.start()
+        self._history.append({"kind": "start", "session": number, "pid": child.pid,
+                              "reason": reason, "at": iso(self._wall()),
+                              "bootstrap": str(boot_file), "marker": marker})
+        self._set_state(State.RUNNING, reason)
+        emit(ev.SESSION_START, pid=child.pid)
+        injector.begin(session)
+        triggers.arm(session)
+        handoff.arm(session)
+        if self._stop_requested:  # asked before there were triggers to fire
+            triggers.fire(Trigger("manual", "stop"))
+        await asyncio.wait([session.exited, triggers.fired], return_when=asyncio.FIRST_COMPLETED)
+        trigger = triggers.trigger
+        await self._end_session(run, trigger)
+        state_after, done = await self.briefing.state_after(unit)
+        return SessionEnd(
+            number, started, self._clock(),
+            exit_code=child.exit_code, signal=child.signal,
+            trigger=trigger.reason if trigger else None,
+            action=trigger.action if trigger else "restart",
+            pause_until=trigger.pause_until if trigger else None,
+            state_changed=state_after != state_before or state_after is None,
+            complete=done.summary if done is not None else None,
+        )
+
+    async def _end_session(self, run: SessionRun, trigger: Trigger | None) -> None:
+        """End the session's whole process tree and record how it ended."""
+        session = run.session
+        assert session is not None, "_end_session() of a session that is not running"
+        unit, number = run.unit, run.number
+        if run.triggers is not None:
+            run.triggers.cancel()
+        if run.handoff is not None:
+            run.handoff.close()
+        exited_by_itself = trigger is None
+        reason = trigger.reason if trigger else _exit_reason(session.child)
+        # from STARTING or RUNNING; after a failed end it is STOPPING already (no change)
+        self._set_state(State.STOPPING, reason)
+
+        def on_signal(sig: int, pids: list[int]) -> None:
+            name = "session.orphan_killed" if exited_by_itself else ev.SESSION_KILL
+            self._emit(name, unit=unit.name, session=number, signal=signal_name(sig), pids=pids)
+
+        await session.end(int(unit.stop.signal), unit.stop.grace, on_signal=on_signal)
+        session.close()
+        self._records.finish(unit.name, session.cgroup)
+        run.session = None
+        run.triggers = None
+        child = session.child
+        duration = round(session.uptime, 3)
+        self._emit(ev.SESSION_EXIT, unit=unit.name, session=number, code=child.exit_code,
+                   signal=signal_name(child.signal) if child.signal else None,
+                   reason=reason, duration_s=duration)
+        self._history.append({
+            "kind": "end", "session": number, "at": iso(self._wall()), "reason": reason,
+            "code": child.exit_code, "signal": signal_name(child.signal) if child.signal else None,
+            "duration_s": duration, "output_bytes": session.bytes_out,
+            "tokens": session.matcher.tokens,
+        })
+        run.transcript.note(f"{iso(self._wall())} session {number} ended ({reason})")
+
+    def _spawn_failed(self, run: SessionRun, exc: SpawnError) -> None:
+        self._set_state(State.STOPPING, "spawn-error")
+        self._emit(ev.SESSION_EXIT, level="error", unit=run.unit.name, session=run.number,
+                   reason="spawn-error", error=str(exc), duration_s=0.0)
+        self._history.append({"kind": "end", "session": run.number, "reason": "spawn-error",
+                              "error": str(exc), "at": iso(self._wall())})
+
+    def _output(self, data: bytes) -> None:
+        """The terminal output of the running session, for every attached watcher."""
+        for listener in list(self._watchers):
+            listener(data)
+
+    # -- the waits between sessions: backoff, pauses and daily budgets -----------------
+    def _resume_pause(self, reason: str) -> bool:
+        """Stay paused until the reset time a previous agentd recorded (a usage limit)."""
+        until, self._resume_at = self._resume_at, None
+        if until is None or until <= self._wall():
+            return False
+        self._pause(until, reason, "paused before agentd restarted")
+        return True
+
+    def _budget_spent(self, unit: Unit) -> bool:
+        """Pause until midnight if a daily budget is used up; note today's usage otherwise."""
+        self.usage = None
+        budget = unit.budget
+        if not any_set(budget):
+            return False
+        now = self._wall()
+        usage = usage_today(self._history.recent(), now)
+        name = reached(budget, usage)
+        if name is None:
+            self.usage = usage
+            return False
+        until = next_midnight(now)
+        used = {"max_sessions_per_day": usage.sessions, "max_runtime_per_day": usage.runtime_s,
+                "max_output_tokens_per_day": usage.tokens}[name]
+        self._emit(ev.UNIT_BUDGET, unit=unit.name, budget=name,
+                   used=round(used, 1), limit=getattr(budget, name), until=iso(until))
+        self._pause(until, f"budget:{name}")
+        return True
+
+    def _pause(self, until: float, reason: str, detail: str = "") -> None:
+        self.paused_until = until
+        self._set_state(State.PAUSED, reason, detail)
+        self._schedule(max(0.0, until - self._wall()), reason)
+
+    def _backoff(self, delay: float, reason: str, detail: str = "") -> None:
+        self._set_state(State.BACKOFF, reason, detail)
+        self._schedule(delay, reason)
+
+    def _cancel_wait(self) -> None:
+        """Drop the deadline (a start or a stop came first)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _schedule(self, delay: float, reason: str) -> None:
+        # Sleep until the deadline: no periodic tick while nothing is due.
+        self._cancel_wait()
+        self._timer = asyncio.get_running_loop().call_later(delay, self._after_wait, reason)
+
+    def _after_wait(self, reason: str) -> None:
+        """A backoff or pause is over: the next session."""
+        self._timer = None
+        self.restarts += 1
+        self._set_state(State.STARTING, reason)
+        self._run_sessions(reason)
 
     # -- state -----------------------------------------------------------------------
     def _set_state(self, new: State, reason: str = "", detail: str = "") -> None:
@@ -273,25 +639,33 @@ class Service:
     def _force_state(self, new: State, reason: str = "", detail: str = "") -> None:
         """The one place a state changes: records it and emits ``unit.state``.
 
-        ``reason`` stays one of SPEC 5's reasons (``exit:3``, ``sentinel:NAME``...);
+        ``reason`` stays one of the documented reasons (``exit:3``, ``sentinel:NAME``...);
         ``detail`` says more (``4 failures within 600s (burst 3)``).
         """
         old, self.state = self.state, new
         self.since = self._wall()
         self.state_reason = reason
         self.detail = detail
-        self.events.emit(ev.UNIT_STATE, unit=self.unit.name, session=self.session_no or None,
-                         detail=detail or None,
-                         **{"from": str(old), "to": str(new), "reason": reason})
+        self._emit(ev.UNIT_STATE, unit=self.unit.name, session=self.session_no or None,
+                   detail=detail or None,
+                   **{"from": str(old), "to": str(new), "reason": reason})
         if new in TERMINAL:  # it will not run again by itself: its state dir is free
             self._state_lock.release()
         if new in REMEMBERED and (new != State.STOPPED or self._remember_stop):
             self.lifecycle.keep(state=new, reason=reason, detail=detail, since=self.since,
-                                restarts=self.loop.restarts)
+                                restarts=self.restarts)
         elif new == State.STARTING:
             self.lifecycle.keep(state=None, reason="", detail="", since=None,
-                                restarts=self.loop.restarts)
+                                restarts=self.restarts)
         self._changed.set()
         event = "restart" if (old, new) == (State.STOPPING, State.STARTING) else str(new)
         if self._notify is not None and event in self.unit.notify.on:
             self._notify(self.unit, event, self.session_no)
+
+
+def _exit_reason(child: Child) -> str:
+    if child.exit_code is not None:
+        return f"exit:{child.exit_code}"
+    if child.signal is not None:
+        return f"signal:{signal_name(child.signal)}"
+    return "exit:unknown"

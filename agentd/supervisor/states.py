@@ -1,18 +1,8 @@
-"""Unit states and the arcs between them (SPEC 5).
+"""Unit states and the arcs allowed between them (``TRANSITIONS``).
 
-::
-
-                 start                 spawned
-    STOPPED ────────────────> STARTING ───────> RUNNING
-       ^                        ^  │               │ session ends / agentd ends it
-       │ stop                   │  │ spawn error   v
-       │                        │  └──────────> STOPPING ──> DONE | FAILED | STALLED
-       │          deadline      │                  │   └───> STOPPED (stop)
-    BACKOFF / PAUSED ───────────┘ <────────────────┘ restart after a delay / pause
-       (restart now: STOPPING -> STARTING)
-
-Terminal states (DONE, FAILED, STALLED, STOPPED) leave only by ``start``.
-Every change goes through ``Service._set_state``, which checks ``TRANSITIONS``.
+Pure data: the arcs are taken in ``agentd.supervisor.service``, whose docstring
+draws them; every change goes through ``Service._set_state``, which checks this
+table. Terminal states (DONE, FAILED, STALLED, STOPPED) leave only by ``start``.
 INVALID is never a service's state: it is what ``agentctl status`` shows for a
 unit file that does not load (there is no service to be in a state).
 """
@@ -20,7 +10,6 @@ unit file that does not load (there is no service to be in a state).
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Protocol
 
 
 class State(StrEnum):
@@ -68,9 +57,3 @@ ACTIVE = frozenset({S.STARTING, S.RUNNING, S.STOPPING})
 
 class TransitionError(RuntimeError):
     """A state change the table does not allow: a bug in agentd, not user error."""
-
-
-class SetState(Protocol):
-    """``Service._set_state``, as lent to the parts of a service that change its state."""
-
-    def __call__(self, new: State, reason: str = "", detail: str = "") -> None: ...

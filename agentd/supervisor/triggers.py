@@ -18,7 +18,7 @@ from agentd.config.unit import Unit
 from agentd.session.inject import PROMPT_RULE
 from agentd.session.session import Session
 from agentd.supervisor.budget import Usage, next_midnight
-from agentd.terminal.rules import Hit
+from agentd.terminal.rules import Hit, Rule
 from agentd.times import iso, parse_reset_time
 
 Emit = Callable[..., None]
@@ -151,3 +151,12 @@ class Triggers:
             timer.cancel()
         self._timers.clear()
         self._session = None
+
+
+def rules(unit: Unit) -> list[Rule]:
+    """What the session's output is matched against: the unit's sentinels and its
+    handoff rule (the PreCompact hook reaches agentd through the socket instead)."""
+    found = [Rule(s.name, s.pattern, s.action) for s in unit.sentinels]
+    if unit.handoff.pattern is not None:
+        found.append(Rule(HANDOFF_RULE, unit.handoff.pattern, "handoff"))
+    return found

@@ -31,7 +31,7 @@ from agentd.errors import PathError
 from agentd.events import EventLog
 from agentd.paths import Paths
 from agentd.supervisor.api import Supervisor
-from agentd.supervisor.history import sessions
+from agentd.supervisor.records.history import sessions
 from tests.conftest import fake, poll_for
 from tests.daemon import test_daemon
 from tests.daemon.test_daemon import Served

@@ -55,7 +55,7 @@ def at(seconds_ago: float) -> str:
 
 def row(n: int, start: float, end: float | None, outcome: str | None, reason: str | None,
         started_by: str = "start", **more: Any) -> dict[str, Any]:
-    """A session row as ``agentd.supervisor.history.sessions`` makes them."""
+    """A session row as ``agentd.supervisor.records.history.sessions`` makes them."""
     out = {"session": n, "started_at": at(start), "started_by": started_by,
            "outcome": outcome, "reason": reason,
            "duration_s": None if end is None else start - end, **more}

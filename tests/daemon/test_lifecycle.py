@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agentd.supervisor.lifecycle import Lifecycle, Remembered, read
+from agentd.supervisor.records.lifecycle import Lifecycle, Remembered, read
 from agentd.supervisor.states import State
 from tests.conftest import fake, poll_for
 from tests.daemon import test_daemon

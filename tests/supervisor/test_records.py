@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from agentd.supervisor.pauses import restored_pause
-from agentd.supervisor.sessionloop import last_end
+from agentd.supervisor.records.history import last_end, restored_pause
 
 END = {"kind": "end", "session": 1, "reason": "exit:0", "at": "2026-01-02T03:04:05Z"}
 PAUSED = {"kind": "outcome", "session": 1, "next": "paused", "reset_at": "2026-01-02T04:00:00Z"}

@@ -1,5 +1,5 @@
 """What real CLIs drew on their terminals, through the matcher with the presets'
-rules, as a session builds them (``agentd.supervisor.sessionrun.rules``)."""
+rules, as a session builds them (``agentd.supervisor.triggers.rules``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentd.config.unit import Unit
-from agentd.supervisor.sessionrun import rules
+from agentd.supervisor.triggers import rules
 from agentd.terminal.matcher import LineMatcher
 from agentd.terminal.rules import Hit
 

@@ -14,7 +14,7 @@ from agentd.config.unitfile import load_unit
 from agentd.console import Console
 from agentd.memory.verbs.init import init
 from agentd.paths import Paths
-from agentd.supervisor.history import History
+from agentd.supervisor.records.history import History
 
 NEXT = {"sentinel:compaction": "restart, state injected", "exit:42": "restart, state injected",
         "exit:0": "done"}

@@ -1,6 +1,6 @@
 """A unit's sessions on a time axis, for ``/units/UNIT/timeline.svg``.
 
-``layout`` turns the session rows of ``agentd.supervisor.history.sessions``
+``layout`` turns the session rows of ``agentd.supervisor.records.history.sessions``
 into what the SVG template draws: one bar per session coloured by its
 outcome (the running one up to now), a mark where a session ended on a
 sentinel, a mark where a restart began one, and hatched bands over pauses

@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +129,24 @@ def sessions(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 if rec.get("reset_at"):  # usage-limited / budget: when it may go on
                     row["reset_at"] = rec["reset_at"]
     return [rows[n] for n in sorted(rows)]
+
+
+def last_end(records: list[dict[str, Any]]) -> tuple[str | None, float | None]:
+    """How the last session ended: its reason and wall time, as far as known."""
+    end = next((r for r in reversed(records) if r.get("kind") == "end"), None)
+    if end is None:
+        return None, None
+    try:
+        return end.get("reason"), datetime.fromisoformat(str(end.get("at"))).timestamp()
+    except (TypeError, ValueError):
+        return end.get("reason"), None
+
+
+def restored_pause(records: list[dict[str, Any]]) -> float | None:
+    """Until when the last session's outcome paused the unit, if it did (wall time)."""
+    last = records[-1] if records else {}
+    if last.get("kind") != "outcome" or last.get("next") != "paused" or not last.get("reset_at"):
+        return None
+    with contextlib.suppress(TypeError, ValueError):
+        return datetime.fromisoformat(str(last["reset_at"]).replace("Z", "+00:00")).timestamp()
+    return None

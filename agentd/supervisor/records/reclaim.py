@@ -9,7 +9,7 @@ waits to run again: two units that share a state dir would overwrite each
 other's memory, so the second one refuses to start.
 
 An agentd that died hard (``kill -9``) leaves a record of each session it
-ran in ``run/sessions`` (``agentd.supervisor.sessionrecord``; from before
+ran in ``run/sessions`` (``agentd.supervisor.records.sessions``; from before
 those records, a history whose last record is a ``start`` without an
 ``end``); that session's processes still carry its marker in their
 environment and sit in its cgroup where it had one, so they are found and
@@ -37,8 +37,8 @@ from agentd.config.names import UNIT_NAME
 from agentd.config.unit import Unit
 from agentd.fileio import Held, hold, release
 from agentd.process.ending import end_session_tree
-from agentd.supervisor.history import History
-from agentd.supervisor.sessionrecord import Recorded, SessionRecords
+from agentd.supervisor.records.history import History
+from agentd.supervisor.records.sessions import Recorded, SessionRecords
 
 LOST = "agentd-lost"
 

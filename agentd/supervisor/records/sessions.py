@@ -5,7 +5,7 @@ agentd killed with ``kill -9`` leaves a record of every session it ran: its
 marker, its cgroup (``agentd.process.cgroup``, when there is one) and how to
 stop it (signal, grace). The next agentd ends those sessions whether or not
 their units load again (a unit file deleted or broken in between): see
-``agentd.supervisor.reclaim``.
+``agentd.supervisor.records.reclaim``.
 
 A record that cannot be written (a full disk) is counted by ``health`` as
 ``run:UNIT`` and the session starts anyway: the history's ``start`` record
