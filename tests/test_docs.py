@@ -13,7 +13,7 @@ import pytest
 from agentd import events as ev
 from agentd.cli.agentctl import VERBS
 from agentd.config.keys import unit_keys
-from agentd.daemon.control import CONTROL_ERROR
+from agentd.daemon.control.server import CONTROL_ERROR
 from agentd.daemon.loader import DAEMON_WARNING, UNIT_REMOVED
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,7 +1,7 @@
 """``agentctl attach UNIT``: watch a unit's live terminal and type into it.
 
 The daemon (or the unit's ``agentd run``) relays the unit's pty both ways over
-one connection (see ``agentd.daemon.protocol``, ``attach``), starting with a
+one connection (see ``agentd.daemon.control.requests``, ``attach``), starting with a
 repaint of the current screen; a thread prints what comes, the main thread
 reads the keyboard (raw mode) until Ctrl-] (``DETACH``), EOF or the end of
 the stream. Ctrl-C is held back until it is pressed twice in a row (one
@@ -128,7 +128,7 @@ class Resizer:
 
     def send(self) -> None:
         """Send the size now (all the SIGWINCHs so far at once)."""
-        from agentd.daemon.client import Client
+        from agentd.daemon.control.client import Client
         from agentd.errors import AgentdError
 
         os.read(self.wake, 4096)

@@ -10,7 +10,7 @@ Exit codes, the same for every verb: 0 ok, 1 failure (the daemon
 unreachable, a command that failed), 2 usage error (also an invalid unit
 name), 4 an unknown unit (``status`` adds LSB's 3: a named unit not running).
 
-The protocol (``agentd.daemon.protocol``) is imported when a request is
+The protocol (``agentd.daemon.control.requests``) is imported when a request is
 made, not with this module.
 """
 
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from agentd.paths import Paths
 
 if TYPE_CHECKING:
-    from agentd.daemon.client import Client
+    from agentd.daemon.control.client import Client
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -40,7 +40,7 @@ def call(cmd: str, *, timeout: float | None = 30.0,
     """One request about unit ``via`` (default ``args["unit"]``), to whoever supervises
     it (the daemon when none is named); its result, or exit with a message.
     ``offline(why)`` answers instead when no agentd does (why: the message)."""
-    from agentd.daemon.client import Unreachable
+    from agentd.daemon.control.client import Unreachable
 
     try:
         with connected(cmd, timeout=timeout,
@@ -94,7 +94,7 @@ def run_units() -> list[str]:
 
 def answers(path: Path) -> bool:
     """Does someone listen on the socket ``path`` (an ``agentd run``)?"""
-    from agentd.daemon.client import listening
+    from agentd.daemon.control.client import listening
 
     return path.exists() and listening(path)  # exists: the common case, one syscall
 
@@ -102,7 +102,7 @@ def answers(path: Path) -> bool:
 def open_client(unit: str | None, *, timeout: float | None) -> Client:
     """A connected client: the ``agentd run`` of ``unit`` when one answers, else the
     daemon (Unreachable when it does not)."""
-    from agentd.daemon.client import Client, Unreachable
+    from agentd.daemon.control.client import Client, Unreachable
 
     paths = Paths.resolve()
     if unit is not None and paths.run_socket(unit) != paths.socket:
@@ -121,7 +121,7 @@ def connected(cmd: str, *, timeout: float | None = 30.0, unit: str | None = None
               offline: bool = False) -> Iterator[Client]:
     """A client for whoever supervises ``unit`` (the daemon when None); any failure
     becomes a message and an exit code (with ``offline``, Unreachable is raised)."""
-    from agentd.daemon.client import RemoteError, Unreachable
+    from agentd.daemon.control.client import RemoteError, Unreachable
     from agentd.errors import PathError
 
     try:

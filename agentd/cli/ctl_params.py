@@ -10,7 +10,7 @@ import click
 
 def unit_names(_ctx: click.Context, _param: click.Parameter, value: Iterable[str]) -> list[str]:
     """click callback: every value a valid unit name, else a usage error."""
-    from agentd.daemon.client import check_unit_name
+    from agentd.daemon.control.protocol import check_unit_name
 
     try:
         return [check_unit_name(v) for v in value]

@@ -120,7 +120,7 @@ def pre_compact(event: dict[str, Any]) -> None:
     socket = os.environ.get("AGENTD_SOCKET")
     if not unit or not socket or not session.isdigit() or event.get("trigger") == "manual":
         return
-    from agentd.daemon.client import Client, RemoteError, Unreachable
+    from agentd.daemon.control.client import Client, RemoteError, Unreachable
 
     cli = os.getppid()  # now: once the CLI has gone, the parent is whoever adopted the hook
     # Deaf before asking: agentd's signal may arrive before its reply does.

@@ -25,8 +25,9 @@ from agentd.cli.run_attach import AttachedView
 from agentd.cli.termsize import terminal_size
 from agentd.config.unit import Unit
 from agentd.console import Console
-from agentd.daemon.control import ControlServer
-from agentd.daemon.protocol import Code, ProtocolError
+from agentd.daemon.control.protocol import Code
+from agentd.daemon.control.requests import ProtocolError
+from agentd.daemon.control.server import ControlServer
 from agentd.errors import AgentdError, PathError
 from agentd.events import EventLog
 from agentd.paths import Paths

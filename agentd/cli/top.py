@@ -26,7 +26,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from agentd.cli.ctl_client import open_client, run_units
 from agentd.cli.ctl_format import span
-from agentd.daemon.client import Client, RemoteError, Unreachable
+from agentd.daemon.control.client import Client, RemoteError, Unreachable
 from agentd.paths import Paths
 
 ACTIVITY = 2.0  # seconds between refreshes of output rates and screen lines

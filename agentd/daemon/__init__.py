@@ -1,12 +1,11 @@
 """The daemon's edge: ``agentd serve``, its control socket, and its host.
 
-The serve loop (``serve``), the unit files it loads (``unitdir``) and applies
-(``loader``), the control server (``control``: its socket and connections),
-what each command does (``commands``) and the streaming ones (``streams``),
-their wire format (``protocol``, shared with ``agentctl``), the units-dir
-watcher (``watch``) and systemd/launchd (``notify``); with ``agentd serve
---http``, the web dashboard (``dashboard``: its pages answer from the same
-handlers).
+Two ideas side by side: the control socket (``control/``: the wire format,
+the client ``agentctl`` uses, the server and its commands) and the host of the
+units dir: the serve loop (``serve``), the unit files it finds (``unitdir``)
+and applies (``loader``), the units-dir watcher (``watch``), systemd and
+launchd (``notify``); with ``agentd serve --http``, the web dashboard
+(``dashboard/``: its pages answer from the control commands' handlers).
 
 Talks to units only through ``agentd.supervisor.api.Supervisor``. Never
 imports the command line.

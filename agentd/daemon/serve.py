@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING, Any
 from agentd import __version__
 from agentd import events as ev
 from agentd.console import Console
-from agentd.daemon.commands import Context
-from agentd.daemon.control import ControlServer
+from agentd.daemon.control.commands import Context
+from agentd.daemon.control.server import ControlServer
 from agentd.daemon.loader import DAEMON_WARNING, UNIT_REMOVED, UnitLoader
 from agentd.daemon.notify import SystemdNotify
 from agentd.errors import AgentdError, PathError

@@ -70,9 +70,11 @@ def test_state_writes_load_no_daemon_runtime_or_pydantic(state_dir: Path,
 
 def test_status_loads_the_client_side_only(tmp_path: Path) -> None:
     modules = imported(["status"], tmp_path, AGENTD_HOME=str(tmp_path))
-    assert "agentd.daemon.client" in modules
+    assert "agentd.daemon.control.client" in modules
     assert loaded(modules, (*RUNTIME, *STATE_VERBS, "pydantic")) == []
-    assert [m for m in modules if m.startswith("agentd.daemon.")] == ["agentd.daemon.client"]
+    client_side = {"agentd.daemon.control", "agentd.daemon.control.client",
+                   "agentd.daemon.control.protocol"}
+    assert {m for m in modules if m.startswith("agentd.daemon.")} == client_side
 
 
 def test_top_alone_loads_its_tui_library(tmp_path: Path) -> None:

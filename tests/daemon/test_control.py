@@ -16,17 +16,17 @@ from typing import Any
 
 import pytest
 
-from agentd.daemon.client import Client, Code, RemoteError, Unreachable
-from agentd.daemon.commands import HANDLERS
-from agentd.daemon.control import ControlServer, bind_socket, peer_uid
-from agentd.daemon.protocol import (
+from agentd.daemon.control.client import Client, RemoteError, Unreachable
+from agentd.daemon.control.commands import HANDLERS
+from agentd.daemon.control.protocol import MAX_REQUEST, Code
+from agentd.daemon.control.requests import (
     COMMANDS,
-    MAX_REQUEST,
     EventsArgs,
     ProtocolError,
     RestartArgs,
     parse_request,
 )
+from agentd.daemon.control.server import ControlServer, bind_socket, peer_uid
 from agentd.errors import PathError
 from agentd.events import EventLog
 from agentd.paths import Paths

@@ -26,7 +26,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 
-from agentd.daemon.commands import Context
+from agentd.daemon.control.commands import Context
 from agentd.daemon.dashboard.access import (
     TOKEN_FILE,
     Bind,

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from agentd.daemon.client import Client
-from agentd.daemon.clients import MAX_PER_UID, WRITE_DEADLINE
+from agentd.daemon.control.client import Client
+from agentd.daemon.control.connections import MAX_PER_UID, WRITE_DEADLINE
 from tests.conftest import fake, poll_for
 from tests.daemon.test_daemon import Served, dhome, serve  # noqa: F401 (fixtures)
 from tests.helpers import write_unit

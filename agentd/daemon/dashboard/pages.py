@@ -13,9 +13,9 @@ POST /units/UNIT/start|stop|restart             the ``agentctl`` verb; then back
 ==============================================  =========================================
 
 Every answer comes from the control server's own handlers
-(``agentd.daemon.commands``) or the ``Supervisor`` methods they call: the
+(``agentd.daemon.control.commands``) or the ``Supervisor`` methods they call: the
 pages show what ``agentctl`` would say. Live events use the socket's bounded
-feeds (``agentd.daemon.streams``): a browser that falls behind is dropped
+feeds (``agentd.daemon.control.streams``): a browser that falls behind is dropped
 (its ``EventSource`` reconnects), and at most ``MAX_STREAMS`` are open.
 """
 
@@ -31,11 +31,9 @@ from typing import Any
 from aiohttp import web
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from agentd.daemon.client import Code, check_unit_name
-from agentd.daemon.commands import HANDLERS, Context
-from agentd.daemon.dashboard.timeline import COLOURS, DEFAULT_SPAN, SPANS, layout
-from agentd.daemon.dashboard.views import summary, when
-from agentd.daemon.protocol import (
+from agentd.daemon.control.commands import HANDLERS, Context
+from agentd.daemon.control.protocol import Code, check_unit_name
+from agentd.daemon.control.requests import (
     EventsArgs,
     ProtocolError,
     RestartArgs,
@@ -44,7 +42,9 @@ from agentd.daemon.protocol import (
     UnitArgs,
     UnitsArgs,
 )
-from agentd.daemon.streams import FeedEnded, Streams
+from agentd.daemon.control.streams import FeedEnded, Streams
+from agentd.daemon.dashboard.timeline import COLOURS, DEFAULT_SPAN, SPANS, layout
+from agentd.daemon.dashboard.views import summary, when
 from agentd.errors import AgentdError
 from agentd.supervisor.budget import usage_today
 from agentd.supervisor.unitrefs import UnknownUnit

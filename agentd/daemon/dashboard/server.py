@@ -21,8 +21,8 @@ from http.cookies import SimpleCookie
 
 from aiohttp import web
 
-from agentd.daemon.commands import Context
-from agentd.daemon.control import CLOSE_GRACE, CONTROL_ERROR
+from agentd.daemon.control.commands import Context
+from agentd.daemon.control.server import CLOSE_GRACE, CONTROL_ERROR
 from agentd.daemon.dashboard.access import (
     Bind,
     BindRefused,

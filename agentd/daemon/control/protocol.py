@@ -1,6 +1,8 @@
-"""The control protocol between ``agentctl`` and ``agentd`` (SPEC 9): the wire
-format, and the daemon's validation of requests. The client side (what
-``agentctl`` imports) is ``agentd.daemon.client``.
+"""The control protocol between ``agentctl`` and ``agentd``: the wire format.
+
+Both sides import this module and nothing heavier: the client
+(``agentd.daemon.control.client``, what ``agentctl`` imports) and the server
+(``agentd.daemon.control.server``, whose request models are ``requests``).
 
 Transport: a Unix stream socket at ``Paths.socket``, mode 0600 inside a 0700
 directory. The daemon serves only peers running as its own uid.
@@ -88,127 +90,38 @@ which ``agentctl logs -f`` follows the file itself.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+import re
+from enum import IntEnum
+from typing import Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from agentd.config.names import UNIT_NAME
 
-from agentd.config.ptysize import PTY_MAX, PTY_MIN
-from agentd.daemon.client import Code, check_unit_name, encode
-from agentd.errors import AgentdError
-
-MAX_REQUEST = 1024 * 1024
-
-
-class ProtocolError(AgentdError):
-    """A request the daemon cannot serve; becomes an error reply with ``code``."""
-
-    def __init__(self, message: str, code: Code = Code.BAD_REQUEST) -> None:
-        super().__init__(message)
-        self.code = code
+MAX_REQUEST = 1024 * 1024  # a request line longer than this is refused (code 2)
+MAX_REPLY = 256 * 1024 * 1024  # a bound for the client, far above any real reply
 
 
-UnitName = Annotated[str, AfterValidator(check_unit_name)]
+class Code(IntEnum):
+    FAILURE = 1
+    BAD_REQUEST = 2
+    UNKNOWN_UNIT = 4
 
 
-class Args(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+def check_unit_name(name: str) -> str:
+    if not re.fullmatch(UNIT_NAME, name):
+        raise ValueError(f"invalid unit name {name!r}: a unit is named by its file stem, "
+                         f"{UNIT_NAME} (no paths)")
+    return name
 
 
-class NoArgs(Args):
-    pass
-
-
-class StatusArgs(Args):
-    units: list[UnitName] = []
-
-
-class UnitsArgs(StatusArgs):
-    all: bool = False
-
-
-class EnableArgs(UnitsArgs):
-    now: bool = False
-
-
-class RestartArgs(UnitsArgs):
-    reason: Annotated[str, Field(min_length=1, max_length=200)] = "manual"
-
-
-class UnitArgs(Args):
-    unit: UnitName
-
-
-class SessionArgs(UnitArgs):
-    session: Annotated[int, Field(ge=1)]
-
-
-class ResizeArgs(UnitArgs):
-    cols: Annotated[int, Field(ge=PTY_MIN, le=PTY_MAX)]
-    rows: Annotated[int, Field(ge=PTY_MIN, le=PTY_MAX)]
-
-
-class TailArgs(UnitArgs):
-    lines: Annotated[int, Field(ge=0, le=100_000)] = 20
-
-
-class LogsArgs(TailArgs):
-    lines: Annotated[int, Field(ge=0, le=100_000)] = 50
-
-
-class EventsArgs(Args):
-    unit: UnitName | None = None
-    lines: Annotated[int, Field(ge=0, le=100_000)] = 20
-    follow: bool = False
-
-
-COMMANDS: dict[str, type[Args]] = {
-    "ping": NoArgs, "status": StatusArgs, "start": UnitsArgs, "stop": UnitsArgs,
-    "restart": RestartArgs, "enable": EnableArgs, "disable": EnableArgs, "reload": NoArgs,
-    "logs": LogsArgs, "events": EventsArgs,
-    "history": TailArgs, "bootstrap": UnitArgs, "attach": UnitArgs, "precompact": SessionArgs,
-    "screen": UnitArgs, "resize": ResizeArgs,
-}
-
-
-def parse_request(line: bytes) -> tuple[str, Args]:
-    """The command and its validated args; ProtocolError says what is wrong."""
-    if len(line.rstrip(b"\n")) > MAX_REQUEST:
-        raise ProtocolError(f"request too large (over {MAX_REQUEST} bytes)")
-    try:
-        data = json.loads(line)
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-        raise ProtocolError(f"malformed request, not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise ProtocolError('a request is a JSON object: {"cmd": ..., "args": {...}}')
-    extra = sorted(set(data) - {"cmd", "args"})
-    if extra:
-        raise ProtocolError(f"unknown request key(s): {', '.join(extra)}")
-    cmd, args = data.get("cmd"), data.get("args", {})
-    if not isinstance(cmd, str) or cmd not in COMMANDS:
-        raise ProtocolError(f"unknown command {cmd!r}; known: {', '.join(COMMANDS)}")
-    if not isinstance(args, dict):
-        raise ProtocolError(f"{cmd}: args must be a JSON object")
-    try:
-        return cmd, COMMANDS[cmd].model_validate(args)
-    except ValidationError as exc:
-        raise ProtocolError(f"{cmd}: {_explain(exc)}") from None
-
-
-def _explain(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "args"
-        cause = err.get("ctx", {}).get("error")
-        msg = str(cause) if cause is not None else err["msg"]
-        parts.append(f"{where}: {'unknown argument' if err['type'] == 'extra_forbidden' else msg}")
-    return "; ".join(parts)
+def encode(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
 
 
 def ok(result: Any, **extra: Any) -> bytes:
+    """A success reply line."""
     return encode({"ok": True, "result": result, **extra})
 
 
 def error(message: str, code: int = Code.FAILURE) -> bytes:
+    """An error reply line; ``code`` is agentctl's exit code."""
     return encode({"ok": False, "error": message, "code": int(code)})
-
-

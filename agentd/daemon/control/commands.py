@@ -1,7 +1,7 @@
 """What each control command does (SPEC 9): one handler per verb, by name.
 
 A handler gets the daemon's ``Context`` and the request's args, already
-validated against ``agentd.daemon.protocol``; what it returns is the reply's
+validated against ``agentd.daemon.control.requests``; what it returns is the reply's
 ``result``. Handlers act only through the ``Supervisor``'s public API. The
 two streaming verbs, ``events -f`` and ``attach``, are in ``streams``.
 """
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from agentd import __version__
-from agentd.daemon.protocol import (
-    Code,
+from agentd.daemon.control.protocol import Code
+from agentd.daemon.control.requests import (
     EnableArgs,
     EventsArgs,
     LogsArgs,

@@ -1,6 +1,6 @@
 """The control server: ``agentctl``'s requests over a Unix socket (SPEC 9).
 
-It runs on the daemon's loop (no thread), speaks ``agentd.daemon.protocol`` and acts
+It runs on the daemon's loop (no thread), speaks ``agentd.daemon.control.requests`` and acts
 only through the ``Supervisor``'s public API. Each connection is one task:
 read a line, check it, hand it to its handler (``commands``) or stream
 (``streams``), write the reply. A bad request gets an error reply; a line
@@ -32,20 +32,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentd.daemon.client import listening
-from agentd.daemon.clients import REQUEST_IDLE, Clients, drain
-from agentd.daemon.commands import HANDLERS, Context, Reload
-from agentd.daemon.protocol import (
-    MAX_REQUEST,
-    Code,
-    EventsArgs,
-    ProtocolError,
-    UnitArgs,
-    error,
-    ok,
-    parse_request,
-)
-from agentd.daemon.streams import Streams
+from agentd.daemon.control.client import listening
+from agentd.daemon.control.commands import HANDLERS, Context, Reload
+from agentd.daemon.control.connections import REQUEST_IDLE, Clients, drain
+from agentd.daemon.control.protocol import MAX_REQUEST, Code, error, ok
+from agentd.daemon.control.requests import EventsArgs, ProtocolError, UnitArgs, parse_request
+from agentd.daemon.control.streams import Streams
 from agentd.errors import AgentdError, PathError
 from agentd.paths import Paths, ensure_private_dir
 from agentd.supervisor.api import Supervisor

@@ -16,9 +16,10 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from agentd.daemon.clients import drain
-from agentd.daemon.commands import recent_events
-from agentd.daemon.protocol import EventsArgs, UnitArgs, encode, ok
+from agentd.daemon.control.commands import recent_events
+from agentd.daemon.control.connections import drain
+from agentd.daemon.control.protocol import encode, ok
+from agentd.daemon.control.requests import EventsArgs, UnitArgs
 from agentd.supervisor.api import Supervisor
 
 STREAM_BACKLOG = 10_000  # events queued for a slow follower before it is dropped

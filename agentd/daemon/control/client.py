@@ -1,5 +1,5 @@
-"""The client side of the control protocol (``agentd.daemon.protocol`` has the wire
-format): what ``agentctl`` needs to talk to agentd, and nothing heavier.
+"""The client side of the control protocol (``agentd.daemon.control.protocol`` has the
+wire format): what ``agentctl`` needs to talk to agentd, and nothing heavier.
 
 Kept apart from the server's request validation (pydantic) so that ``agentctl
 status`` starts in a fraction of the time.
@@ -9,36 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import socket
 import time
 from collections.abc import Iterator
-from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-from agentd.config.names import UNIT_NAME
+from agentd.daemon.control.protocol import MAX_REPLY, Code, encode
 from agentd.errors import AgentdError
-
-MAX_REPLY = 256 * 1024 * 1024  # a bound for the client, far above any real reply
-
-
-class Code(IntEnum):
-    FAILURE = 1
-    BAD_REQUEST = 2
-    UNKNOWN_UNIT = 4
-
-
-def check_unit_name(name: str) -> str:
-    if not re.fullmatch(UNIT_NAME, name):
-        raise ValueError(f"invalid unit name {name!r}: a unit is named by its file stem, "
-                         f"{UNIT_NAME} (no paths)")
-    return name
-
-
-def encode(obj: Any) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
-
 
 CONNECT_RETRY = 0.01  # seconds between tries while the daemon's backlog is full
 
