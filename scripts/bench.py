@@ -7,7 +7,7 @@ usage: python scripts/bench.py [--quick] [--json FILE] [--baseline PATH] [--only
 Exit status 1 when a target is missed (the table says which).
 
 Every figure comes from real processes: the real ``agentd run`` (``python -m
-agentd.cli.agentd run``, temporary AGENTD_HOME), ``shared/baselines/seed_loop.sh`` and
+agentd.cli run``, temporary AGENTD_HOME), ``shared/baselines/seed_loop.sh`` and
 a bare shell ``while`` loop, each running the fake agent ``bench_agent.py``,
 which records CLOCK_MONOTONIC times (one clock for all processes on Linux).
 

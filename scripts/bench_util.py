@@ -2,7 +2,7 @@
 
 Each supervisor runs the fake agent ``bench_agent.py`` with the same argv:
 
-- ``agentd``: the real ``python -m agentd.cli.agentd run UNIT`` with a temporary
+- ``agentd``: the real ``python -m agentd.cli run UNIT`` with a temporary
   AGENTD_HOME, the claude-code sentinel pack and ``min_uptime: 0s``;
 - ``seed``: ``shared/baselines/seed_loop.sh`` (output to a log file, a
   ``tail -F | grep`` watcher);

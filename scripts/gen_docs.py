@@ -26,8 +26,8 @@ import click
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from agentd.cli.agentctl import main as agentctl_main  # noqa: E402
-from agentd.cli.agentd import main as agentd_main  # noqa: E402
+from agentd.cli.agentctl.group import main as agentctl_main  # noqa: E402
+from agentd.cli.agentd.main import main as agentd_main  # noqa: E402
 from agentd.config.keys import Key, unit_keys  # noqa: E402
 from agentd.config.presets import cli_preset_names  # noqa: E402
 from agentd.memory import layout  # noqa: E402

@@ -147,7 +147,7 @@ def where_imported(tmp: Path) -> str:
     copy = tmp / "probe"
     copy_repo(copy)
     probe = subprocess.run(
-        [sys.executable, "-c", "import agentd.cli.agentd as a; print(a.__file__)"],
+        [sys.executable, "-c", "import agentd.cli.agentd.main as a; print(a.__file__)"],
         cwd=tmp, env=test_env(copy), capture_output=True, text=True, check=False,
     )
     return probe.stdout.strip() or probe.stderr.strip()

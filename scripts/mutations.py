@@ -43,7 +43,7 @@ T_CTL = "tests/cli/test_ctl.py"
 MUTATIONS = [
     # Only a test that runs `python -m agentd.cli run` sees this message: if it
     # survives, the subprocesses import the installed package, not the copy.
-    m("canary", "agentd/cli/run.py",
+    m("canary", "agentd/cli/agentd/run.py",
       "after {service.session_no} session(s) in", "after {service.session_no} sessions in",
       T_RUN),
 

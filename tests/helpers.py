@@ -28,7 +28,7 @@ def write_unit(home: Path, name: str, unit: dict[str, Any]) -> Path:
 
 def agentd(home: Path, *args: str, timeout: float = 30.0, env: dict[str, str] | None = None,
            ) -> subprocess.CompletedProcess[str]:
-    """Run the real CLI (``python -m agentd.cli.agentd``) with AGENTD_HOME=home."""
+    """Run the real CLI (``python -m agentd.cli``) with AGENTD_HOME=home."""
     full_env = dict(os.environ, AGENTD_HOME=str(home), **(env or {}))
     return subprocess.run(
         [sys.executable, "-m", "agentd.cli", *args],

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentd import events as ev
-from agentd.cli.agentctl import VERBS
+from agentd.cli.agentctl.group import VERBS
 from agentd.config.keys import unit_keys
 from agentd.daemon.control.server import CONTROL_ERROR
 from agentd.daemon.loader import DAEMON_WARNING, UNIT_REMOVED

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agentd.config.names import RESERVED_PREFIX, reserved
+from agentd.config.names import RESERVED_PREFIX, UNIT_NAME, reserved
 from agentd.config.problems import validation_problems
-from agentd.config.unit import UNIT_NAME, Unit
+from agentd.config.unit import Unit
 from agentd.config.yamllines import Lines, read_yaml
 from agentd.errors import PathError, UnitError
 

@@ -15,9 +15,10 @@ import psutil
 import pytest
 from click.testing import CliRunner, Result
 
-from agentd.cli.agentctl import main as agentctl_main
-from agentd.cli.ctl_format import format_event, span, status_rows
+from agentd.cli.agentctl.group import main as agentctl_main
+from agentd.cli.agentctl.output import format_event, status_rows
 from agentd.daemon import notify
+from agentd.times import span
 from tests.conftest import fake, poll_for
 from tests.daemon import test_daemon
 from tests.daemon.test_daemon import Served
@@ -89,7 +90,7 @@ def test_status_table_json_and_lsb_exit_codes(daemon: Served) -> None:
 
 # The console script (``ctlmain``), telling on exit whether it loaded click.
 CONSOLE = ("import atexit, sys; atexit.register(lambda: print('click loaded:', 'click' in "
-           "sys.modules, file=sys.stderr)); from agentd.cli.ctlmain import main; "
+           "sys.modules, file=sys.stderr)); from agentd.cli.agentctl.main import main; "
            "sys.argv[0] = 'agentctl'; main()")
 
 

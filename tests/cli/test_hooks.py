@@ -1,4 +1,4 @@
-"""The PreCompact hook waits for the CLI that runs it to exit (``agentd.cli.hooks``):
+"""The PreCompact hook waits for the CLI that runs it to exit (``agentd.cli.agentctl.hooks``):
 with a pidfd, and where there is none by watching its parent pid change."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from agentd.cli import hooks
+from agentd.cli.agentctl import hooks
 from tests.conftest import poll_for
 
 # The hook: tells its parent it waits, then notes whether and when its parent exited.
 HOOK = r"""
 import json, os, sys, time
-from agentd.cli import hooks
+from agentd.cli.agentctl import hooks
 if sys.argv[2] == "no-pidfd":
     del os.pidfd_open
 parent = os.getppid()

@@ -12,15 +12,16 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from agentd.cli.agentctl import VERBS, main
+from agentd.cli.agentctl.group import VERBS, main
 
 # Never needed to record state or ask the daemon for a status.
 RUNTIME = ("agentd.supervisor", "agentd.session", "agentd.process", "structlog", "psutil",
            "pexpect", "ptyprocess", "asyncio", "watchdog")
 # The daemon's verbs and the state verbs do not load each other.
-DAEMON_VERBS = ("agentd.daemon", "agentd.cli.ctl_client", "agentd.cli.ctl_format",
-                *{spec.partition(":")[0] for spec in VERBS.values()} - {"agentd.cli.state"})
-STATE_VERBS = ("agentd.cli.state", "agentd.memory.verbs.ops")
+DAEMON_VERBS = ("agentd.daemon", "agentd.cli.agentctl.client", "agentd.cli.agentctl.output",
+                *{spec.partition(":")[0] for spec in VERBS.values()}
+                - {"agentd.cli.agentctl.state"})
+STATE_VERBS = ("agentd.cli.agentctl.state", "agentd.memory.verbs.ops")
 # What only init, show, check, archive or decide need.
 STATE_EXTRAS = ("agentd.memory.verbs.init", "agentd.memory.bootstrap.render",
                 "agentd.memory.bootstrap.kinds", "agentd.memory.verbs.check",

@@ -14,7 +14,7 @@ import pexpect
 import pytest
 from click.testing import CliRunner, Result
 
-from agentd.cli.agentctl import main as agentctl_main
+from agentd.cli.agentctl.group import main as agentctl_main
 from tests.cli.test_watch import ctl_pty, detach, end, said
 from tests.conftest import fake, poll_for
 from tests.daemon import test_daemon

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from agentd.cli.agentctl import main
+from agentd.cli.agentctl.group import main
 
 
 @pytest.mark.parametrize("where", ["before", "after"])

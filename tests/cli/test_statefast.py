@@ -1,5 +1,5 @@
 """The ``agentctl`` console script does the writes agents run after every step
-without click (``agentd.cli.statefast``), and does them as the click command
+without click (``agentd.cli.agentctl.statefast``), and does them as the click command
 does: the same output, errors, exit codes and files."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from agentd.cli.statefast import _parse
+from agentd.cli.agentctl.statefast import _parse
 
 # The console script's entry, as pip writes it (argv[0] aside).
-SCRIPT = "import sys; from agentd.cli.ctlmain import main; sys.argv[0] = 'agentctl'; main()"
-CLICK = "import sys; from agentd.cli.agentctl import main; sys.argv[0] = 'agentctl'; main()"
+SCRIPT = "import sys; from agentd.cli.agentctl.main import main; sys.argv[0] = 'agentctl'; main()"
+CLICK = "import sys; from agentd.cli.agentctl.group import main; sys.argv[0] = 'agentctl'; main()"
 # The log's minutes and a snapshot's ISO time with seconds.
 STAMP = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[+-]\d\d:\d\d|Z)?)?")
 
@@ -72,7 +72,7 @@ def test_the_fast_path_does_what_the_click_command_does(tmp_path: Path,
 def test_the_fast_path_loads_no_click_nor_dataclasses(tmp_path: Path, verb: list[str]) -> None:
     state = tmp_path / ".agent"
     assert agentctl(CLICK, ["state", "--dir", str(state), "init"], tmp_path).returncode == 0
-    probe = (f"import sys; from agentd.cli.ctlmain import main; sys.argv = ['agentctl', "
+    probe = (f"import sys; from agentd.cli.agentctl.main import main; sys.argv = ['agentctl', "
              f"'state', *{verb!r}]\ntry:\n    main()\nexcept SystemExit as e:\n"
              "    print(json.dumps([e.code, sorted(m for m in sys.modules if "
              "m.split('.')[0] in ('click', 'pydantic', 'yaml', 'structlog', 'dataclasses', "

@@ -16,8 +16,8 @@ import pyte
 import pytest
 from click.testing import CliRunner, Result
 
-from agentd.cli.agentctl import main as agentctl_main
-from agentd.cli.ctl_attach import hold_interrupts
+from agentd.cli.agentctl.attach import hold_interrupts
+from agentd.cli.agentctl.group import main as agentctl_main
 from agentd.session.screen import ScreenRing
 from tests.conftest import FIXTURES, LOCAL_FIXTURES, fake, poll_for
 from tests.daemon import test_daemon

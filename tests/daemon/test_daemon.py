@@ -31,7 +31,7 @@ QUICK = {"min_uptime": "0s", "delay": "50ms", "max_delay": "200ms"}
 
 
 class Served:
-    """One ``python -m agentd.cli.agentd serve`` process and a raw client for it."""
+    """One ``python -m agentd.cli serve`` process and a raw client for it."""
 
     def __init__(self, home: Path, args: tuple[str, ...] = ("serve",),
                  env: dict[str, str] | None = None) -> None:

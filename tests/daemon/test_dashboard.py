@@ -359,7 +359,7 @@ def test_a_wide_bind_is_refused_unless_allowed(dhome: Path, serve: list[Served])
 
 
 def test_the_daemon_without_http_loads_no_web_stack() -> None:
-    code = ("import sys, agentd.cli.agentd, agentd.daemon.serve; "
+    code = ("import sys, agentd.cli.agentd.main, agentd.daemon.serve; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aiohttp', 'jinja2') "
             "or m.startswith('agentd.daemon.dashboard')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

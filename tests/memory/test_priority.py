@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from agentd.cli.agentctl import main
+from agentd.cli.agentctl.group import main
 from agentd.memory.bootstrap.parts import Part, record_items, with_done_runs
 from agentd.memory.bootstrap.render import BootstrapContext, render
 from agentd.memory.formats import complete

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from agentd import fileio
-from agentd.cli.agentctl import main
+from agentd.cli.agentctl.group import main
 from agentd.fileio import LockTimeout
 from agentd.memory.formats.decisions import parse_line
 from agentd.memory.layout import load_layout, preset_names
@@ -311,7 +311,7 @@ def test_check_names_file_and_line_of_every_problem(tmp_path: Path) -> None:
 
 WRITER = textwrap.dedent("""
     import sys
-    from agentd.cli.agentctl import main
+    from agentd.cli.agentctl.group import main
     who, n, state_dir = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     for i in range(n):
         args = ["state", "--dir", state_dir, "decide", f"{who} decision {i}",

@@ -485,7 +485,7 @@ def test_precompact_hook_outlives_a_cli_that_takes_its_time_to_exit(
     end first, goes on compacting in that time (a killed hook is a failed hook, not
     a blocking one): the hook `agentctl hooks` installs outlives the CLI, and the
     session still ends as soon as the CLI has exited, not after the stop grace."""
-    from agentd.cli import hooks
+    from agentd.cli.agentctl import hooks
     from tests.fake_agent import GRACEFUL_EXIT
 
     rec = tmp_path / "compact.jsonl"
@@ -509,7 +509,7 @@ def test_precompact_hook_outlives_a_cli_that_takes_its_time_to_exit(
 
 
 def test_hooks_settings_merge_and_replace(tmp_path: Path) -> None:
-    from agentd.cli import hooks
+    from agentd.cli.agentctl import hooks
 
     settings = tmp_path / ".claude" / "settings.json"
     settings.parent.mkdir()
@@ -532,7 +532,7 @@ def test_precompact_hook_lets_the_cli_compact_when_agentd_will_not_end_it(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Outside agentd, for /compact typed by a person, or with no agentd answering,
     the hook returns at once (it would otherwise hold the CLI for its timeout)."""
-    from agentd.cli import hooks
+    from agentd.cli.agentctl import hooks
 
     monkeypatch.delenv("AGENTD_UNIT", raising=False)
     started = time.monotonic()

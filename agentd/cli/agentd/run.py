@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentd.cli.run_attach import AttachedView
-from agentd.cli.termsize import terminal_size
+from agentd.cli.agentd.attached import AttachedView
+from agentd.cli.common import terminal_size
 from agentd.config.unit import Unit
 from agentd.console import Console
 from agentd.daemon.control.protocol import Code
@@ -117,7 +117,7 @@ async def _run(unit: Unit, paths: Paths, console: Console, *, attach: bool) -> i
 
 def _show_transcript(path: Path, console: Console) -> None:
     """Where the agent's output is, and how it ended (its last lines, escapes removed)."""
-    from agentd.cli.ctl_format import clean
+    from agentd.cli.common import clean
     from agentd.session.transcript import read_tail
 
     text, _ = read_tail(path, TAIL_LINES)

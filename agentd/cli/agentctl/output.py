@@ -56,10 +56,3 @@ def format_event(e: dict[str, Any]) -> str:
                     for k, v in e.items() if k not in head)
     stamp = str(e.get("timestamp", ""))[:19].replace("T", " ")
     return f"{stamp}  {e.get('event', '?'):<22} {where:<14} {rest}".rstrip()
-
-
-def clean(text: str) -> str:
-    """What a person reads: escape sequences removed, redraws as line breaks."""
-    from agentd.terminal.ansi import strip_ansi
-
-    return "".join(f"{line}\n" for line in strip_ansi(text))

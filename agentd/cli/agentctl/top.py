@@ -24,10 +24,10 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Static
 
-from agentd.cli.ctl_client import open_client, run_units
-from agentd.cli.ctl_format import span
+from agentd.cli.agentctl.client import open_client, run_units
 from agentd.daemon.control.client import Client, RemoteError, Unreachable
 from agentd.paths import Paths
+from agentd.times import span
 
 ACTIVITY = 2.0  # seconds between refreshes of output rates and screen lines
 COLUMNS = ("UNIT", "STATE", "PID", "SESSION", "UPTIME", "RESTARTS", "LAST", "OUT/s", "SCREEN")

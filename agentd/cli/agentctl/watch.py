@@ -2,7 +2,7 @@
 
 ``screen`` prints a unit's current screen, drawn by agentd from the newest
 output of its session as a terminal would show it. ``top`` is a full-screen
-live view of every unit (``agentd.cli.top``; its TUI library is loaded only
+live view of every unit (``agentd.cli.agentctl.top``; its TUI library is loaded only
 when it runs).
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import click
 
-from agentd.cli.ctl_client import call, print_json
-from agentd.cli.ctl_params import json_option, unit_name
+from agentd.cli.agentctl.client import call, print_json
+from agentd.cli.agentctl.params import json_option, unit_name
 
 
 @click.command()
@@ -38,6 +38,6 @@ def top() -> None:
     The table follows the units' events as they happen; output rates and each
     unit's screen line are refreshed every few seconds.
     """
-    from agentd.cli.top import run_top
+    from agentd.cli.agentctl.top import run_top
 
     run_top()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from agentd.cli.ctl_client import call, fail
+from agentd.cli.agentctl.client import call, fail
 from agentd.paths import Paths
 
 

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import click
 
-from agentd.cli.statefast import decision, record_decision, record_text
+from agentd.cli.agentctl.statefast import decision, record_decision, record_text
 from agentd.errors import AgentdError
 from agentd.memory.layout import preset_names
 from agentd.memory.verbs import record as stateverbs

@@ -19,10 +19,12 @@ from typing import Any
 
 import click
 
-from agentd.cli.ctl_client import call, connected, fail, print_json
-from agentd.cli.ctl_format import clean, format_event, span, table
-from agentd.cli.ctl_params import json_option, unit_name
+from agentd.cli.agentctl.client import call, connected, fail, print_json
+from agentd.cli.agentctl.output import format_event, table
+from agentd.cli.agentctl.params import json_option, unit_name
+from agentd.cli.common import clean
 from agentd.paths import Paths
+from agentd.times import span
 
 FOLLOW_POLL = 0.25
 UNIT_LINES, EVERY_UNIT_LINES = 50, 15  # the default tail: of one unit, of each unit

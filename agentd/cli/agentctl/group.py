@@ -20,29 +20,29 @@ from typing import Any
 import click
 
 from agentd import __version__
-from agentd.cli.oneline import OneLineErrors
+from agentd.cli.common import OneLineErrors
 
 # verb -> "module:command"; the module is imported when the verb runs.
 VERBS: Mapping[str, str] = {
-    "state": "agentd.cli.state:state",
-    "status": "agentd.cli.ctl_units:status",
-    "start": "agentd.cli.ctl_units:start",
-    "stop": "agentd.cli.ctl_units:stop",
-    "restart": "agentd.cli.ctl_units:restart",
-    "enable": "agentd.cli.ctl_units:enable",
-    "disable": "agentd.cli.ctl_units:disable",
-    "reload": "agentd.cli.ctl_units:reload",
-    "logs": "agentd.cli.ctl_logs:logs",
-    "events": "agentd.cli.ctl_logs:events",
-    "history": "agentd.cli.ctl_logs:history",
-    "bootstrap": "agentd.cli.ctl_logs:bootstrap",
-    "attach": "agentd.cli.ctl_attach:attach",
-    "screen": "agentd.cli.ctl_watch:screen",
-    "top": "agentd.cli.ctl_watch:top",
-    "dashboard": "agentd.cli.ctl_dashboard:dashboard",
-    "install-service": "agentd.cli.ctl_service:install_service",
-    "hooks": "agentd.cli.ctl_hooks:hooks_cmd",
-    "hook": "agentd.cli.ctl_hooks:hook",
+    "state": "agentd.cli.agentctl.state:state",
+    "status": "agentd.cli.agentctl.units:status",
+    "start": "agentd.cli.agentctl.units:start",
+    "stop": "agentd.cli.agentctl.units:stop",
+    "restart": "agentd.cli.agentctl.units:restart",
+    "enable": "agentd.cli.agentctl.units:enable",
+    "disable": "agentd.cli.agentctl.units:disable",
+    "reload": "agentd.cli.agentctl.units:reload",
+    "logs": "agentd.cli.agentctl.logs:logs",
+    "events": "agentd.cli.agentctl.logs:events",
+    "history": "agentd.cli.agentctl.logs:history",
+    "bootstrap": "agentd.cli.agentctl.logs:bootstrap",
+    "attach": "agentd.cli.agentctl.attach:attach",
+    "screen": "agentd.cli.agentctl.watch:screen",
+    "top": "agentd.cli.agentctl.watch:top",
+    "dashboard": "agentd.cli.agentctl.dashboard:dashboard",
+    "install-service": "agentd.cli.agentctl.service:install_service",
+    "hooks": "agentd.cli.agentctl.hooks:hooks_cmd",
+    "hook": "agentd.cli.agentctl.hooks:hook",
 }
 
 

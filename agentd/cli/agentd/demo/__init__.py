@@ -21,14 +21,14 @@ NEXT = {"sentinel:compaction": "restart, state injected", "exit:42": "restart, s
 
 
 def run_demo(*, keep: bool = False, quiet: bool = False) -> int:
-    from agentd.cli.run import run_unit
+    from agentd.cli.agentd.run import run_unit
 
     root = Path(tempfile.mkdtemp(prefix="agentd-demo-"))
     work, home = root / "work", root / "home"
     work.mkdir()
     paths = Paths.resolve(home)
     paths.units.mkdir(parents=True, mode=0o700)
-    pkg = resources.files("agentd.cli") / "demo"
+    pkg = resources.files("agentd.cli.agentd") / "demo"
     agent = root / "demo_agent.py"
     agent.write_text((pkg / "demo_agent.py").read_text(encoding="utf-8"), encoding="utf-8")
     unit_file = paths.units / "demo.yaml"

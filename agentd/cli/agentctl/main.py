@@ -23,7 +23,7 @@ def main() -> None:
     if code is not None:
         sys.stdout.flush()
         raise SystemExit(code)
-    from agentd.cli.agentctl import main as click_main
+    from agentd.cli.agentctl.group import main as click_main
 
     click_main()
 
@@ -31,9 +31,9 @@ def main() -> None:
 def _without_click(argv: Sequence[str]) -> int | None:
     """The exit code of ``argv`` done here, or None for the click group to do it."""
     if list(argv) in (["status"], ["status", "--json"]):
-        from agentd.cli.ctl_status import show
+        from agentd.cli.agentctl.status import show
 
         return show([], as_json=len(argv) == 2)
-    from agentd.cli.statefast import run
+    from agentd.cli.agentctl.statefast import run
 
     return run(argv)

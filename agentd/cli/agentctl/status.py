@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import time
 
-from agentd.cli.ctl_client import call_units, every_status, print_json
-from agentd.cli.ctl_format import status_rows
+from agentd.cli.agentctl.client import call_units, every_status, print_json
+from agentd.cli.agentctl.output import status_rows
 from agentd.paths import Paths
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import click
 
 from agentd import __version__
-from agentd.cli.oneline import OneLineErrors
-from agentd.cli.run import run_unit
+from agentd.cli.agentd.run import run_unit
+from agentd.cli.common import OneLineErrors
 from agentd.config.unitfile import load_unit, read_unit, resolve_unit_arg, unit_paths
 from agentd.console import Console
 from agentd.errors import AgentdError, UnitError
@@ -143,7 +143,7 @@ def check(paths: Paths, files: tuple[Path, ...]) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary table.")
 def demo(keep: bool, quiet: bool) -> None:
     """Run the whole loop on a bundled demo agent in a temporary workdir."""
-    from agentd.cli.demo import run_demo
+    from agentd.cli.agentd.demo import run_demo
 
     try:
         sys.exit(run_demo(keep=keep, quiet=quiet))

@@ -27,9 +27,9 @@ from typing import Any
 
 import click
 
-from agentd.cli.ctl_client import connected, fail
-from agentd.cli.ctl_params import unit_name
-from agentd.cli.termsize import terminal_size
+from agentd.cli.agentctl.client import connected, fail
+from agentd.cli.agentctl.params import unit_name
+from agentd.cli.common import terminal_size
 from agentd.paths import Paths
 
 DETACH = b"\x1d"  # Ctrl-]

@@ -16,9 +16,9 @@ from typing import Any
 
 import click
 
-from agentd.cli.ctl_client import call, call_units, fail, print_json
-from agentd.cli.ctl_params import json_option, unit_names
-from agentd.cli.ctl_status import show
+from agentd.cli.agentctl.client import call, call_units, fail, print_json
+from agentd.cli.agentctl.params import json_option, unit_names
+from agentd.cli.agentctl.status import show
 
 TROUBLE = ("backoff", "failed", "stalled")
 

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from agentd.cli.ctl_client import fail
+from agentd.cli.agentctl.client import fail
 from agentd.paths import Paths
 
 

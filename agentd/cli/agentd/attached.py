@@ -22,7 +22,7 @@ import tty
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from agentd.cli.termsize import terminal_size
+from agentd.cli.common import terminal_size
 from agentd.console import Console, describe
 
 if TYPE_CHECKING:

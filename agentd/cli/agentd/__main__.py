@@ -1,0 +1,5 @@
+"""``python -m agentd.cli.agentd``: the ``agentd`` command (as ``python -m agentd.cli``)."""
+
+from agentd.cli.agentd.main import main
+
+main()
