@@ -24,8 +24,10 @@ def describe(event: dict[str, Any]) -> str | None:
     if name == "daemon.error":
         return f"internal error: {event.get('error')}"
     if name == "daemon.degraded":
-        return (f"degraded: {event.get('what')} writes fail ({event.get('path')}: "
-                f"{event.get('error')}); going on without them")
+        return (
+            f"degraded: {event.get('what')} writes fail ({event.get('path')}: "
+            f"{event.get('error')}); going on without them"
+        )
     if name == "daemon.recovered":
         return f"recovered: {event.get('what')} writes work again ({event.get('failed')} lost)"
     if name == "unit.state":
@@ -35,8 +37,10 @@ def describe(event: dict[str, Any]) -> str | None:
         return None
     if name == "state.init":
         created = event.get("created") or []
-        return (f"state dir {event.get('dir')} created and initialised (layout "
-                f"{event.get('layout')}, {len(created)} files)")
+        return (
+            f"state dir {event.get('dir')} created and initialised (layout "
+            f"{event.get('layout')}, {len(created)} files)"
+        )
     if name == "state.error":
         return f"state dir: {event.get('error')}"
     if name == "session.start":
@@ -50,18 +54,23 @@ def describe(event: dict[str, Any]) -> str | None:
     if name == "session.sentinel":
         if event.get("error"):
             return f"sentinel {event.get('name')}: {event['error']}"
-        return f"session {s} sentinel {event.get('name')} -> {event.get('action')}: " \
-               f"{str(event.get('line', ''))[:80]!r}"
+        return (
+            f"session {s} sentinel {event.get('name')} -> {event.get('action')}: "
+            f"{str(event.get('line', ''))[:80]!r}"
+        )
     if name in ("session.kill", "session.orphan_killed"):
         what = "left-over processes" if name == "session.orphan_killed" else "processes"
         return f"session {s} {what}: SIG{event.get('signal')} to {event.get('pids')}"
     if name == "session.exit":
         how = event.get("error") or (
-            f"exit {event['code']}" if event.get("code") is not None
+            f"exit {event['code']}"
+            if event.get("code") is not None
             else f"signal {event.get('signal')}"
         )
-        return f"session {s} ended after {event.get('duration_s')}s: {how} " \
-               f"(reason {event.get('reason')})"
+        return (
+            f"session {s} ended after {event.get('duration_s')}s: {how} "
+            f"(reason {event.get('reason')})"
+        )
     return None
 
 

@@ -61,8 +61,14 @@ class SpawnError(AgentdError):
     otherwise (out of processes or memory) a later try may work.
     """
 
-    def __init__(self, message: str, *, unit: str | None = None, argv: list[str] | None = None,
-                 permanent: bool = True):
+    def __init__(
+        self,
+        message: str,
+        *,
+        unit: str | None = None,
+        argv: list[str] | None = None,
+        permanent: bool = True,
+    ):
         self.unit = unit
         self.argv = argv
         self.permanent = permanent
@@ -77,10 +83,14 @@ class PathError(AgentdError):
         """``cannot create /proc/nope/run: No such file or directory (check AGENTD_HOME)``;
         the OS names the path that failed when it knows a closer one than ``path``."""
         failed = exc.filename if exc.filename is not None else path
-        why = "it exists and is not a directory" if isinstance(exc, FileExistsError) \
+        why = (
+            "it exists and is not a directory"
+            if isinstance(exc, FileExistsError)
             else exc.strerror or str(exc)
-        return cls(f"cannot {doing} {failed}: {why} "
-                   "(check AGENTD_HOME, --home and the XDG_* variables)")
+        )
+        return cls(
+            f"cannot {doing} {failed}: {why} (check AGENTD_HOME, --home and the XDG_* variables)"
+        )
 
 
 def describe(exc: BaseException) -> str:
@@ -90,5 +100,6 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, OSError):
         where = ", ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
         return f"{exc.strerror or exc}" + (f": {where}" if where else "")
-    return (f"internal error: {type(exc).__name__}: {exc} (run again with AGENTD_DEBUG=1 "
-            "to see where)")
+    return (
+        f"internal error: {type(exc).__name__}: {exc} (run again with AGENTD_DEBUG=1 to see where)"
+    )

@@ -68,8 +68,14 @@ BACKUPS = 5
 class EventLog:
     """Emits events to a JSON-lines file (optional) and to listeners."""
 
-    def __init__(self, path: Path | None = None, *, redact: Redact | None = None,
-                 max_bytes: int = MAX_BYTES, backups: int = BACKUPS) -> None:
+    def __init__(
+        self,
+        path: Path | None = None,
+        *,
+        redact: Redact | None = None,
+        max_bytes: int = MAX_BYTES,
+        backups: int = BACKUPS,
+    ) -> None:
         self.path = path
         self._redact = redact
         self._listeners: list[Listener] = []
@@ -123,8 +129,7 @@ class EventLog:
 
     def _open(self) -> None:
         assert self.path is not None
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
-                           0o600)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
 
     def _report(self, event: str, fields: dict[str, Any]) -> None:
         self.emit(event, **fields)
@@ -146,7 +151,7 @@ class EventLog:
             start = os.fstat(self._fd).st_size
             view = memoryview(data.encode("utf-8"))
             while view:
-                view = view[os.write(self._fd, view):]
+                view = view[os.write(self._fd, view) :]
             self._torn = False
         except OSError as exc:
             self._torn = self._torn or not _cut_back(self._fd, start)

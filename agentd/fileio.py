@@ -140,8 +140,9 @@ def hold(path: Path, note: str = "") -> int:
     except BlockingIOError:
         holder = os.read(fd, 4096).decode("utf-8", "replace").split(maxsplit=1)
         os.close(fd)
-        raise Held(path, holder[0] if holder else "?",
-                   holder[1].strip() if len(holder) > 1 else "") from None
+        raise Held(
+            path, holder[0] if holder else "?", holder[1].strip() if len(holder) > 1 else ""
+        ) from None
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()} {note}\n".encode())
     return fd

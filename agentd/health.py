@@ -39,8 +39,9 @@ class Spell:
 
 
 class WriteHealth:
-    def __init__(self, report: Report | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, report: Report | None = None, clock: Callable[[], float] = time.time
+    ) -> None:
         self.report = report
         self._clock = clock
         self._failing: dict[str, Spell] = {}
@@ -56,8 +57,9 @@ class WriteHealth:
         error = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         self._failing[what] = Spell(str(path), error, self._clock())
         if self.report is not None:
-            self.report(DEGRADED, {"what": what, "path": str(path), "error": error,
-                                   "level": "warning"})
+            self.report(
+                DEGRADED, {"what": what, "path": str(path), "error": error, "level": "warning"}
+            )
 
     def ok(self, what: str) -> None:
         """A write of kind ``what`` worked: a spell of failures of it is over."""
@@ -73,5 +75,7 @@ class WriteHealth:
 
     def status(self) -> list[dict[str, Any]]:
         """The writes failing now: what, path, error, since (epoch s), failed (count)."""
-        return [{"what": what, "path": s.path, "error": s.error, "since": s.since,
-                 "failed": s.count} for what, s in sorted(self._failing.items())]
+        return [
+            {"what": what, "path": s.path, "error": s.error, "since": s.since, "failed": s.count}
+            for what, s in sorted(self._failing.items())
+        ]

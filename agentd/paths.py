@@ -37,16 +37,26 @@ class Paths:
         home = home or env.get("AGENTD_HOME")
         if home:
             root = Path(home).expanduser().absolute()
-            paths = cls(root / "units", root / "logs", root / "run", root / "run" / "agentd.sock",
-                        root / "lifecycle")
+            paths = cls(
+                root / "units",
+                root / "logs",
+                root / "run",
+                root / "run" / "agentd.sock",
+                root / "lifecycle",
+            )
         else:
             user = Path.home()
             config = Path(env.get("XDG_CONFIG_HOME") or user / ".config") / "agentd"
             state = Path(env.get("XDG_STATE_HOME") or user / ".local" / "state") / "agentd"
             runtime = env.get("XDG_RUNTIME_DIR")
             run = Path(runtime) / "agentd" if runtime else state / "run"
-            paths = cls(config / "units", state / "logs", state / "run", run / "agentd.sock",
-                        state / "lifecycle")
+            paths = cls(
+                config / "units",
+                state / "logs",
+                state / "run",
+                run / "agentd.sock",
+                state / "lifecycle",
+            )
         if env.get("AGENTD_SOCKET"):
             paths = dataclasses.replace(paths, socket=Path(env["AGENTD_SOCKET"]).absolute())
         return paths

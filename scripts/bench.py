@@ -52,9 +52,16 @@ from bench_util import REPO, BenchError, child_env, machine, sweep
 
 def crowd(n: int) -> list[subprocess.Popen[bytes]]:
     """``n`` sleeping processes of ours, as on a desktop (agentd's scans read them all)."""
-    return [subprocess.Popen(["sleep", "86400"], env=child_env(), start_new_session=True,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-            for _ in range(n)]
+    return [
+        subprocess.Popen(
+            ["sleep", "86400"],
+            env=child_env(),
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+        )
+        for _ in range(n)
+    ]
 
 
 # --- main ----------------------------------------------------------------------------------
@@ -64,16 +71,22 @@ def find_baseline(arg: str | None) -> Path | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--quick", action="store_true", help="about one minute, smaller samples")
     ap.add_argument("--json", type=Path, help="also write the results as JSON to FILE")
     ap.add_argument("--baseline", help="seed_loop.sh (default ../shared/baselines/seed_loop.sh)")
     ap.add_argument("--only", help=f"comma-separated phases of: {', '.join(PHASES)}")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
-    ap.add_argument("--crowd", type=int, default=0, metavar="N",
-                    help="start N idle processes first, as on a busy desktop (agentd scans /proc)")
+    ap.add_argument(
+        "--crowd",
+        type=int,
+        default=0,
+        metavar="N",
+        help="start N idle processes first, as on a busy desktop (agentd scans /proc)",
+    )
     args = ap.parse_args(argv)
     only = args.only.split(",") if args.only else list(PHASES)
     if unknown := set(only) - set(PHASES):
@@ -81,8 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     cfg = Config.make(args.quick)
     baseline = find_baseline(args.baseline)
     if baseline is None:
-        print(f"baseline {args.baseline or '../shared/baselines/seed_loop.sh'} not found: "
-              "baseline figures are skipped", file=sys.stderr)
+        print(
+            f"baseline {args.baseline or '../shared/baselines/seed_loop.sh'} not found: "
+            "baseline figures are skipped",
+            file=sys.stderr,
+        )
     results: dict[str, Any] = {}
     root = Path(tempfile.mkdtemp(prefix="agentd-bench-"))
     started = time.monotonic()

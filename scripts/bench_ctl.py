@@ -64,8 +64,11 @@ def commands(state: Path) -> dict[str, list[str]]:
     out = {FLOOR: [sys.executable, "-c", "pass"]}
     for entry, prefix in entries.items():
         for verb, args in VERBS.items():
-            out[f"{verb} ({entry})"] = ([*prefix, "status"] if verb == "status" else
-                                        [*prefix, "state", "--dir", str(state), *args])
+            out[f"{verb} ({entry})"] = (
+                [*prefix, "status"]
+                if verb == "status"
+                else [*prefix, "state", "--dir", str(state), *args]
+            )
     return out
 
 
@@ -73,21 +76,35 @@ def time_run(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, fl
     """(wall s, CPU s) of one run of ``argv``; BenchError if it fails."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
+    done = subprocess.run(
+        argv,
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=60,
+    )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
-        raise BenchError(f"{' '.join(argv)} exited {done.returncode}: "
-                         f"{done.stderr.decode(errors='replace')[-400:]}")
+        raise BenchError(
+            f"{' '.join(argv)} exited {done.returncode}: "
+            f"{done.stderr.decode(errors='replace')[-400:]}"
+        )
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu
 
 
 def figures(walls: list[float], cpus: list[float]) -> dict[str, Any]:
     ms = [w * 1000 for w in walls]
-    return {"n": len(ms), "median": statistics.median(ms), "p90": quantile(ms, 0.9),
-            "min": min(ms), "cpu_median": statistics.median(c * 1000 for c in cpus)}
+    return {
+        "n": len(ms),
+        "median": statistics.median(ms),
+        "p90": quantile(ms, 0.9),
+        "min": min(ms),
+        "cpu_median": statistics.median(c * 1000 for c in cpus),
+    }
 
 
 def phase_agentctl(cfg: Config, root: Path, baseline: Path | None) -> dict[str, Any]:
@@ -102,11 +119,15 @@ def phase_agentctl(cfg: Config, root: Path, baseline: Path | None) -> dict[str, 
     # CI images set this): without them every run compiles every module again.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     work.mkdir()
-    time_run([sys.executable, "-m", "agentd.cli.agentctl", "state", "--dir", str(state), "init"],
-             env, work)
+    time_run(
+        [sys.executable, "-m", "agentd.cli.agentctl", "state", "--dir", str(state), "init"],
+        env,
+        work,
+    )
     log = root / "ctl-serve.log"
-    serve = Supervised("agentd", popen([sys.executable, "-m", "agentd.cli", "serve"], log, env),
-                       rec, log, home)
+    serve = Supervised(
+        "agentd", popen([sys.executable, "-m", "agentd.cli", "serve"], log, env), rec, log, home
+    )
     try:
         wait_for(serve.records, timeout=60, what="the idle unit under agentd serve")
         argvs = commands(state)
@@ -120,8 +141,11 @@ def phase_agentctl(cfg: Config, root: Path, baseline: Path | None) -> dict[str, 
     finally:
         serve.stop()
     script = console_script()
-    out: dict[str, Any] = {"runs": cfg.ctl_runs, "floor": figures(*times.pop(FLOOR)),
-                           "console_script": str(script) if script else None}
+    out: dict[str, Any] = {
+        "runs": cfg.ctl_runs,
+        "floor": figures(*times.pop(FLOOR)),
+        "console_script": str(script) if script else None,
+    }
     for label, (walls, cpus) in times.items():
         verb, entry = label[:-1].split(" (")
         out.setdefault(entry, {})[verb] = figures(walls, cpus)

@@ -35,14 +35,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_util import child_env, idle_cost, machine, popen, sample, sweep, wait_for, write_unit
 
 CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--no-first-run", "--disable-sync"]
-WORKING = [sys.executable, "-I", "-S", "-c",
-           "import time, itertools\n"
-           "for i in itertools.count():\n"
-           "    print('\\x1b[32mstep %d\\x1b[0m: editing src/module_%d.py' % (i, i % 7),\n"
-           "          flush=True)\n"
-           "    time.sleep(0.1)\n"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+WORKING = [
+    sys.executable,
+    "-I",
+    "-S",
+    "-c",
+    "import time, itertools\n"
+    "for i in itertools.count():\n"
+    "    print('\\x1b[32mstep %d\\x1b[0m: editing src/module_%d.py' % (i, i % 7),\n"
+    "          flush=True)\n"
+    "    time.sleep(0.1)\n",
+]
 IDLE = [sys.executable, "-I", "-S", "-c", "import time; time.sleep(86400)"]
 SETTLE = 3.0
 
@@ -54,18 +66,31 @@ def daemon(root: Path, command: list[str]) -> Iterator[tuple[psutil.Process, str
     home = root / f"home-{time.monotonic_ns()}"
     write_unit(home, "work", command)
     env = child_env(AGENTD_HOME=str(home))
-    proc = popen([sys.executable, "-m", "agentd.cli", "serve", "-q", "--http", "127.0.0.1:0"],
-                 root / "serve.log", env)
+    proc = popen(
+        [sys.executable, "-m", "agentd.cli", "serve", "-q", "--http", "127.0.0.1:0"],
+        root / "serve.log",
+        env,
+    )
     try:
+
         def link() -> str | None:
-            done = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "dashboard"],
-                                  env=env, capture_output=True, text=True, timeout=30)
+            done = subprocess.run(
+                [sys.executable, "-m", "agentd.cli.agentctl", "dashboard"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
             return done.stdout.strip() if done.returncode == 0 else None
 
         def running() -> bool:
-            done = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "status",
-                                   "--json", "work"], env=env, capture_output=True, text=True,
-                                  timeout=30)
+            done = subprocess.run(
+                [sys.executable, "-m", "agentd.cli.agentctl", "status", "--json", "work"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
             return done.returncode == 0 and json.loads(done.stdout)[0]["state"] == "running"
 
         url = wait_for(link, timeout=30, what="the dashboard to answer")
@@ -95,7 +120,8 @@ def measure(seconds: float) -> dict[str, dict[str, float]]:
             out["working, no browser"] = window(proc, seconds)
             with sync_playwright() as driver:
                 browser = driver.chromium.launch_persistent_context(
-                    str(root / "profile"), executable_path=CHROMIUM, headless=True, args=FLAGS)
+                    str(root / "profile"), executable_path=CHROMIUM, headless=True, args=FLAGS
+                )
                 try:
                     page = browser.new_page()
                     page.goto(link)
@@ -115,18 +141,23 @@ def main() -> int:
         results = measure(args.seconds)
     finally:
         sweep()
-    cost = (results["working, one dashboard"]["cpu_pct"]
-            - results["working, no browser"]["cpu_pct"])
+    cost = results["working, one dashboard"]["cpu_pct"] - results["working, no browser"]["cpu_pct"]
     print(f"agentd serve --http, {args.seconds:.0f} s windows, on {machine()['cpu']}\n")
     print(f"{'window':<28} {'CPU % of a core':>16} {'wake-ups/s':>11} {'RSS MB':>8}")
     for name, figures in results.items():
-        print(f"{name:<28} {figures['cpu_pct']:>16.3f} {figures['wakeups_per_s']:>11.2f} "
-              f"{figures['rss_mb']:>8.1f}")
+        print(
+            f"{name:<28} {figures['cpu_pct']:>16.3f} {figures['wakeups_per_s']:>11.2f} "
+            f"{figures['rss_mb']:>8.1f}"
+        )
     verdict = "PASS" if cost < 1.0 else "MISS"
     print(f"\n{verdict}  one connected dashboard costs {cost:.3f}% of a core (target < 1%)")
     if args.json:
-        report: dict[str, Any] = {"seconds": args.seconds, "windows": results,
-                                  "dashboard_cpu_pct": cost, "machine": machine()}
+        report: dict[str, Any] = {
+            "seconds": args.seconds,
+            "windows": results,
+            "dashboard_cpu_pct": cost,
+            "machine": machine(),
+        }
         args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return 0 if cost < 1.0 else 1
 

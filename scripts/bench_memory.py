@@ -49,25 +49,39 @@ def measure(grown: Any, budget: int) -> dict[str, Any]:
     """Render the next session's bootstrap from ``grown`` and count what it shows."""
     from agentd.memory.layout import load_layout
 
-    ctx = BootstrapContext("bench", grown.sessions + 1, "exit:42", grown.path, grown.path.parent,
-                           load_layout(grown.layout).files, budget, time.time())
+    ctx = BootstrapContext(
+        "bench",
+        grown.sessions + 1,
+        "exit:42",
+        grown.path,
+        grown.path.parent,
+        load_layout(grown.layout).files,
+        budget,
+        time.time(),
+    )
     start = time.perf_counter()
     boot = render(ctx)
     ms = (time.perf_counter() - start) * 1000
     text = boot.text
     must = {fact: grown.must[fact] in text for fact in MUST}
-    recall = {kind: sum(m in text for m in markers[-10:])
-              for kind, markers in grown.records.items()}  # fmt: skip
+    recall = {
+        kind: sum(m in text for m in markers[-10:]) for kind, markers in grown.records.items()
+    }
     biggest = sorted((r for r in boot.account if r.keep != "fixed"), key=lambda r: -r.tokens)
-    return {"must": sum(must.values()), "must_of": len(must),
-            "missing": [f for f, ok in must.items() if not ok], "recall": recall,
-            "tokens": boot.tokens, "budget": budget, "render_ms": round(ms, 1),
-            "warnings": boot.warnings,
-            "top": [f"{r.name} {r.tokens}" for r in biggest[:2]]}  # fmt: skip
+    return {
+        "must": sum(must.values()),
+        "must_of": len(must),
+        "missing": [f for f, ok in must.items() if not ok],
+        "recall": recall,
+        "tokens": boot.tokens,
+        "budget": budget,
+        "render_ms": round(ms, 1),
+        "warnings": boot.warnings,
+        "top": [f"{r.name} {r.tokens}" for r in biggest[:2]],
+    }
 
 
-def one(layout: str, lang: str, sizes: list[int], budget: int, root: Path
-        ) -> list[dict[str, Any]]:  # fmt: skip
+def one(layout: str, lang: str, sizes: list[int], budget: int, root: Path) -> list[dict[str, Any]]:
     """Grow one layout's state dir in one language through ``sizes``, measuring at each."""
     t0 = time.monotonic()
     grower = Grower(root / f"{layout}-{lang}" / ".agent", layout, lang)
@@ -75,8 +89,9 @@ def one(layout: str, lang: str, sizes: list[int], budget: int, root: Path
     for size in sizes:
         result = measure(grower.grow(size), budget)
         rows.append({"layout": layout, "lang": lang, "sessions": size, **result})
-    print(f"bench_memory: {layout} {lang}: {time.monotonic() - t0:.1f}s", file=sys.stderr,
-          flush=True)
+    print(
+        f"bench_memory: {layout} {lang}: {time.monotonic() - t0:.1f}s", file=sys.stderr, flush=True
+    )
     return rows
 
 
@@ -91,15 +106,27 @@ def run(sizes: list[int], budget: int, root: Path, jobs: int) -> list[dict[str, 
 
 def ok(row: dict[str, Any]) -> bool:
     recall = row["recall"]
-    return (row["must"] == row["must_of"] and recall["decisions"] >= RECALL_TARGET
-            and recall["done items"] >= RECALL_TARGET
-            and row["tokens"] <= row["budget"] * SLACK)  # fmt: skip
+    return (
+        row["must"] == row["must_of"]
+        and recall["decisions"] >= RECALL_TARGET
+        and recall["done items"] >= RECALL_TARGET
+        and row["tokens"] <= row["budget"] * SLACK
+    )
 
 
 def table(rows: list[dict[str, Any]], *, markdown: bool) -> str:
     """One line per layout and size, English / Chinese side by side."""
-    head = ["layout", "sessions", "must-have facts", "10 newest decisions", "10 newest done",
-            "10 newest gotchas", "tokens (budget)", "render ms", "target"]
+    head = [
+        "layout",
+        "sessions",
+        "must-have facts",
+        "10 newest decisions",
+        "10 newest done",
+        "10 newest gotchas",
+        "tokens (budget)",
+        "render ms",
+        "target",
+    ]
     lines = [head]
     pairs: dict[tuple[str, int], dict[str, dict[str, Any]]] = {}
     for r in rows:
@@ -109,20 +136,26 @@ def table(rows: list[dict[str, Any]], *, markdown: bool) -> str:
         return " / ".join(str(key(lang_row)) for lang_row in pair.values())
 
     for (layout, size), pair in pairs.items():
-        lines.append([
-            layout, f"{size:,}", both(lambda r: f"{r['must']}/{r['must_of']}"),
-            both(lambda r: r["recall"]["decisions"]), both(lambda r: r["recall"]["done items"]),
-            both(lambda r: r["recall"].get("gotchas", "-")),
-            both(lambda r: r["tokens"]) + f" ({next(iter(pair.values()))['budget']})",
-            both(lambda r: r["render_ms"]),
-            "pass" if all(ok(r) for r in pair.values()) else "**miss**",
-        ])  # fmt: skip
+        lines.append(
+            [
+                layout,
+                f"{size:,}",
+                both(lambda r: f"{r['must']}/{r['must_of']}"),
+                both(lambda r: r["recall"]["decisions"]),
+                both(lambda r: r["recall"]["done items"]),
+                both(lambda r: r["recall"].get("gotchas", "-")),
+                both(lambda r: r["tokens"]) + f" ({next(iter(pair.values()))['budget']})",
+                both(lambda r: r["render_ms"]),
+                "pass" if all(ok(r) for r in pair.values()) else "**miss**",
+            ]
+        )
     if markdown:
         out = ["| " + " | ".join(lines[0]) + " |", "|" + "---|" * len(lines[0])]
         return "\n".join(out + ["| " + " | ".join(row) + " |" for row in lines[1:]])
     widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
-                     for row in lines)  # fmt: skip
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in lines
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,8 +182,11 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
     missed = [r for r in rows if not ok(r)]
     for r in missed:
-        print(f"miss: {r['layout']} {r['lang']} {r['sessions']}: missing {r['missing']}, "
-              f"recall {r['recall']}, {r['tokens']} tokens; top: {r['top']}", file=sys.stderr)
+        print(
+            f"miss: {r['layout']} {r['lang']} {r['sessions']}: missing {r['missing']}, "
+            f"recall {r['recall']}, {r['tokens']} tokens; top: {r['top']}",
+            file=sys.stderr,
+        )
     return 1 if missed else 0
 
 

@@ -36,8 +36,12 @@ START = 1_764_500_000.0  # 2025-11-30, the first session's start
 SESSION_S = 20 * 60  # one session: twenty minutes
 SCRATCH = {"agentd": "scratch.md", "contract": "SCRATCH.md", "four-file": "scratchpad.md"}
 GOTCHAS = "state/gotchas.md"
-CONSTRAINTS = {"agentd": "constraints.md", "decision-log": "constraints.md",
-               "four-file": "constraints.md", "checkpoint": "state/constraints.md"}
+CONSTRAINTS = {
+    "agentd": "constraints.md",
+    "decision-log": "constraints.md",
+    "four-file": "constraints.md",
+    "checkpoint": "state/constraints.md",
+}
 
 
 @dataclass
@@ -61,9 +65,11 @@ class Texts:
 
 EN = Texts(
     mission="{m} Move the shop's cart and order services onto one cache layer without changing "
-            "any public API, with the test suite green at every step",
-    constraints=("{m} Never change a controller's method signature",
-                 "{m} Every Redis key starts with 'v2:'; never write a key without the prefix"),
+    "any public API, with the test suite green at every step",
+    constraints=(
+        "{m} Never change a controller's method signature",
+        "{m} Every Redis key starts with 'v2:'; never write a key without the prefix",
+    ),
     task="{m} Phase {n}: replace the direct Redis calls in the order module",
     next="{m} Replace the Redis call number {n} in src/order/service.py and run the order tests",
     done="{m} Replaced Redis call {n} in src/order/service.py with cache_manager.get_or_load",
@@ -74,14 +80,16 @@ EN = Texts(
     gotcha="- {m} Restart the dev server after changing tsconfig paths (seen in session {n})",
     blocker="{m} The staging Redis refuses connections from CI since session {n}",
     handoff="{m} Call {n} is half done: the read path uses cache_manager, the write path not "
-            "yet; the order tests were not run after the last edit",
+    "yet; the order tests were not run after the last edit",
     project="An online shop: Python 3.11 services (cart, order, payment) behind a REST API, "
-            "Redis as the cache, PostgreSQL as the store; tests with pytest.",
+    "Redis as the cache, PostgreSQL as the store; tests with pytest.",
 )
 ZH = Texts(
     mission="{m} 把购物车和订单服务迁移到统一的缓存层，不改任何对外接口，每一步测试都保持通过",
-    constraints=("{m} 不得修改 controller 层的方法签名",
-                 "{m} 所有 Redis key 前缀统一为 'v2:'，不允许写没有前缀的 key"),
+    constraints=(
+        "{m} 不得修改 controller 层的方法签名",
+        "{m} 所有 Redis key 前缀统一为 'v2:'，不允许写没有前缀的 key",
+    ),
     task="{m} 第 {n} 阶段：替换订单模块里直接调用 Redis 的地方",
     next="{m} 替换 src/order/service.py 里第 {n} 处 Redis 调用，然后跑订单模块的测试",
     done="{m} 已把 src/order/service.py 里第 {n} 处 Redis 调用换成 cache_manager.get_or_load",
@@ -92,9 +100,9 @@ ZH = Texts(
     gotcha="- {m} 改了 tsconfig 路径别名之后要重启 dev server（第 {n} 轮遇到）",
     blocker="{m} 从第 {n} 轮起，预发环境的 Redis 拒绝 CI 的连接",
     handoff="{m} 第 {n} 处改了一半：读路径已用 cache_manager，写路径还没有；最后一次修改后"
-            "还没跑订单测试",
+    "还没跑订单测试",
     project="一个网上商店：Python 3.11 的购物车、订单、支付服务，对外是 REST 接口，Redis "
-            "做缓存，PostgreSQL 存数据，测试用 pytest。",
+    "做缓存，PostgreSQL 存数据，测试用 pytest。",
 )
 LANGS = {"en": EN, "zh": ZH}
 
@@ -140,8 +148,9 @@ class Grower:
         elif name == "contract":
             lines = self.docs.lines("PROJECT_CONTRACT.md")
             at = lines.index("## SUMMARY") + 1
-            self.docs.set_lines("PROJECT_CONTRACT.md", [*lines[:at], "", f"- {c1}", f"- {c2}",
-                                                        *lines[at + 3 :]])
+            self.docs.set_lines(
+                "PROJECT_CONTRACT.md", [*lines[:at], "", f"- {c1}", f"- {c2}", *lines[at + 3 :]]
+            )
         else:
             self.docs.set_lines(CONSTRAINTS[name], ["# Constraints", "", f"- {c1}", f"- {c2}"])
         if name == "checkpoint":
@@ -182,14 +191,24 @@ class Grower:
             self.grown.must["blocker"] = f"[b{s:04d}]"
         assert verbs.handoff is not None
         text = t.handoff.format(m=f"[h{s:04d}]", n=s)
-        apply(docs, verbs.handoff, text if verbs.handoff.form == "checkpoint" else
-              handoffs.dated(text, now), now)  # fmt: skip
+        apply(
+            docs,
+            verbs.handoff,
+            text if verbs.handoff.form == "checkpoint" else handoffs.dated(text, now),
+            now,
+        )
         self.grown.must["handoff"] = f"[h{s:04d}]"
         self.grown.sessions = s
 
     def _decide(self, s: int, now: float, text: str) -> None:
-        d = Decision(at=stamp(now), decision=text, why=self.t.why, files="src/order/service.py",
-                     snapshot=f"snapshot-{len(self.log) + 1:03d}", tag="arch")
+        d = Decision(
+            at=stamp(now),
+            decision=text,
+            why=self.t.why,
+            files="src/order/service.py",
+            snapshot=f"snapshot-{len(self.log) + 1:03d}",
+            tag="arch",
+        )
         self.log.append(format_line(d))
         own_record(self.docs, d, now)
         self.grown.records["decisions"].append(text.split("]")[0] + "]")
@@ -209,6 +228,18 @@ class Grower:
         (path / handoffs.HISTORY).write_text("\n\n".join(self.history) + "\n", encoding="utf-8")
         snap = path / "snapshots" / f"snapshot-{len(self.log):03d}.json"
         snap.parent.mkdir(exist_ok=True)
-        snap.write_text(json.dumps({"time": stamp(START), "decision": self.log[-1][:200],
-                                    "task": None, "head": None, "files": {}},
-                                   ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        snap.write_text(
+            json.dumps(
+                {
+                    "time": stamp(START),
+                    "decision": self.log[-1][:200],
+                    "task": None,
+                    "head": None,
+                    "files": {},
+                },
+                ensure_ascii=False,
+                indent=2,
+            )
+            + "\n",
+            encoding="utf-8",
+        )

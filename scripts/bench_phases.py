@@ -61,10 +61,34 @@ class Config:
     @classmethod
     def make(cls, quick: bool) -> Config:
         if quick:
-            return cls(True, {0: 10, 20_000: 4, 200_000: 4}, {0: 5, 20_000: 1, 200_000: 1}, 4.0,
-                       40, 50, 3, 10.0, (1_000, 100_000, 1_000_000), 7, 200, 15)
-        return cls(False, {0: 40, 20_000: 15, 200_000: 15}, {0: 20, 20_000: 2, 200_000: 1}, 30.0,
-                   200, 200, 3, 30.0, (1_000, 100_000, 1_000_000), 21, 1000, 30)
+            return cls(
+                True,
+                {0: 10, 20_000: 4, 200_000: 4},
+                {0: 5, 20_000: 1, 200_000: 1},
+                4.0,
+                40,
+                50,
+                3,
+                10.0,
+                (1_000, 100_000, 1_000_000),
+                7,
+                200,
+                15,
+            )
+        return cls(
+            False,
+            {0: 40, 20_000: 15, 200_000: 15},
+            {0: 20, 20_000: 2, 200_000: 1},
+            30.0,
+            200,
+            200,
+            3,
+            30.0,
+            (1_000, 100_000, 1_000_000),
+            21,
+            1000,
+            30,
+        )
 
 
 # --- 1. sentinel reaction ------------------------------------------------------------
@@ -77,8 +101,9 @@ def sentinel_latencies(sup: Supervised, plan: list[int]) -> dict[str, Any]:
         for session, rec in sent.items():
             if plan[session - 1] != burst:
                 continue
-            end = next((r for r in recs if r.session == session and r.event in ("term", "miss")),
-                       None)
+            end = next(
+                (r for r in recs if r.session == session and r.event in ("term", "miss")), None
+            )
             if end is not None:
                 values.append(end.at - rec.at)
                 missed += end.event == "miss"
@@ -94,8 +119,11 @@ def phase_sentinel(cfg: Config, root: Path, baseline: Path | None) -> dict[str, 
     for kind, reps, cap in runs:
         plan = [b for b in BURSTS for _ in range(reps[b])]
         opts = {"plan": ",".join(map(str, plan)), "settle": 0.3, "timeout": cap}
-        sup = (start_agentd(root, "sentinel", "sentinel", **opts) if kind == "agentd"
-               else start_seed(root, baseline, "sentinel", "sentinel", **opts))  # type: ignore[arg-type]
+        sup = (
+            start_agentd(root, "sentinel", "sentinel", **opts)
+            if kind == "agentd"
+            else start_seed(root, baseline, "sentinel", "sentinel", **opts)
+        )  # type: ignore[arg-type]
         budget = 60 + len(plan) * (cap + 2)
         try:
             code = sup.wait(budget)
@@ -124,9 +152,13 @@ def phase_respawn(cfg: Config, root: Path, baseline: Path | None) -> dict[str, A
     for i in range(RESPAWN_ROUNDS):
         for kind in kinds:
             name = f"respawn{i}"
-            sup = (start_shell(root, name, "respawn", n=per_round) if kind == "shell"
-                   else start_agentd(root, name, "respawn", n=per_round) if kind == "agentd"
-                   else start_seed(root, baseline, name, "respawn", n=per_round))  # type: ignore[arg-type]
+            sup = (
+                start_shell(root, name, "respawn", n=per_round)
+                if kind == "shell"
+                else start_agentd(root, name, "respawn", n=per_round)
+                if kind == "agentd"
+                else start_seed(root, baseline, name, "respawn", n=per_round)
+            )  # type: ignore[arg-type]
             try:
                 code = sup.wait(60 + per_round * 2)
             finally:
@@ -158,8 +190,9 @@ def bare_reader(root: Path, nbytes: int) -> dict[str, Any]:
     for name in ("go", "quit"):
         (root / "bare" / name).touch()
     rec = root / "flood.bare.rec"
-    argv = agent_argv("flood", rec=rec, count=root / "flood.bare.count", bytes=nbytes,
-                      dir=root / "bare")
+    argv = agent_argv(
+        "flood", rec=rec, count=root / "flood.bare.count", bytes=nbytes, dir=root / "bare"
+    )
     env = child_env()
     before = resource.getrusage(resource.RUSAGE_SELF)
     pid, fd = pty.fork()
@@ -180,8 +213,11 @@ def bare_reader(root: Path, nbytes: int) -> dict[str, Any]:
         os.waitpid(pid, 0)
     after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"mb_per_s": _flood_rate(rec, nbytes), "cpu_s_per_100mb": cpu * 100e6 / nbytes,
-            "bytes_read": got}
+    return {
+        "mb_per_s": _flood_rate(rec, nbytes),
+        "cpu_s_per_100mb": cpu * 100e6 / nbytes,
+        "bytes_read": got,
+    }
 
 
 def agentd_reader(root: Path, nbytes: int) -> dict[str, Any]:
@@ -190,12 +226,19 @@ def agentd_reader(root: Path, nbytes: int) -> dict[str, Any]:
     sup = start_agentd(root, "flood", "flood", bytes=nbytes, dir=flood)
     try:
         proc = psutil.Process(sup.pid)
-        wait_for(lambda: any(r.event == "ready" for r in sup.records()), timeout=30,
-                 what="the flood agent to start under agentd")
+        wait_for(
+            lambda: any(r.event == "ready" for r in sup.records()),
+            timeout=30,
+            what="the flood agent to start under agentd",
+        )
         before = sample([proc])
         (flood / "go").touch()
-        wait_for(lambda: any(r.event == "end" for r in sup.records()), timeout=600,
-                 what="the flood agent to finish writing", poll=0.01)
+        wait_for(
+            lambda: any(r.event == "end" for r in sup.records()),
+            timeout=600,
+            what="the flood agent to finish writing",
+            poll=0.01,
+        )
         after = sample([proc])
         (flood / "quit").touch()
         code = sup.wait(60)
@@ -203,9 +246,11 @@ def agentd_reader(root: Path, nbytes: int) -> dict[str, Any]:
         sup.kill()
     if code != 0:
         raise BenchError(f"agentd flood run ended with {code}: {sup.log}")
-    return {"mb_per_s": _flood_rate(sup.rec, nbytes),
-            "cpu_s_per_100mb": (after.cpu - before.cpu) * 100e6 / nbytes,
-            "rss_mb": after.rss / 1e6}
+    return {
+        "mb_per_s": _flood_rate(sup.rec, nbytes),
+        "cpu_s_per_100mb": (after.cpu - before.cpu) * 100e6 / nbytes,
+        "rss_mb": after.rss / 1e6,
+    }
 
 
 def phase_throughput(cfg: Config, root: Path, baseline: Path | None) -> dict[str, Any]:
@@ -220,14 +265,18 @@ def phase_throughput(cfg: Config, root: Path, baseline: Path | None) -> dict[str
     out: dict[str, Any] = {"bytes": nbytes, "rounds": cfg.flood_rounds}
     for kind, got in rounds.items():
         ordered = sorted(got, key=lambda r: r["mb_per_s"])
-        out[kind] = {**ordered[len(ordered) // 2],
-                     "all_mb_per_s": [round(r["mb_per_s"], 1) for r in got]}
+        out[kind] = {
+            **ordered[len(ordered) // 2],
+            "all_mb_per_s": [round(r["mb_per_s"], 1) for r in got],
+        }
     return out
 
 
 # --- 4. idle cost ------------------------------------------------------------------------
-def measure_idle(pick: dict[str, Callable[[], list[psutil.Process]]], window: float,
-                 ) -> dict[str, dict[str, float]]:
+def measure_idle(
+    pick: dict[str, Callable[[], list[psutil.Process]]],
+    window: float,
+) -> dict[str, dict[str, float]]:
     """Sample each set of processes, sleep ``window``, sample again (all in one window)."""
     procs = {k: f() for k, f in pick.items()}
     before = {k: sample(p) for k, p in procs.items()}
@@ -251,7 +300,8 @@ def phase_idle(cfg: Config, root: Path, baseline: Path | None) -> dict[str, Any]
             wait_for(lambda s=sup: s.records(), timeout=30, what=f"the idle agent under {sup.kind}")
         time.sleep(1.0)  # let start-up work finish
         pick: dict[str, Callable[[], list[psutil.Process]]] = {
-            "agentd": lambda: [psutil.Process(sups[0].pid)]}
+            "agentd": lambda: [psutil.Process(sups[0].pid)]
+        }
         if len(sups) > 1:
             pick["seed"] = lambda: _seed_tree(sups[1])
         result: dict[str, Any] = measure_idle(pick, cfg.idle_s)
@@ -264,8 +314,13 @@ def phase_idle(cfg: Config, root: Path, baseline: Path | None) -> dict[str, Any]
 
 def idle_many(cfg: Config, root: Path, count: int) -> dict[str, Any]:
     """The daemon with ``count`` idle sessions: needs ``agentd serve`` (SPEC 8)."""
-    probe = subprocess.run([sys.executable, "-m", "agentd.cli", "serve", "--help"], cwd=REPO,
-                           env=child_env(), capture_output=True, timeout=30)
+    probe = subprocess.run(
+        [sys.executable, "-m", "agentd.cli", "serve", "--help"],
+        cwd=REPO,
+        env=child_env(),
+        capture_output=True,
+        timeout=30,
+    )
     if probe.returncode != 0:
         return {"skipped": "agentd serve does not exist yet"}
     home = root / "agentd-serve"
@@ -275,11 +330,15 @@ def idle_many(cfg: Config, root: Path, count: int) -> dict[str, Any]:
         write_unit(home, f"idle{i}", argv)
     log = root / "serve.log"
     env = child_env(AGENTD_HOME=str(home), AGENTD_MARKER_PREFIX=f"bench{os.getpid()}-")
-    sup = Supervised("agentd", popen([sys.executable, "-m", "agentd.cli", "serve"], log, env),
-                     rec, log, home)
+    sup = Supervised(
+        "agentd", popen([sys.executable, "-m", "agentd.cli", "serve"], log, env), rec, log, home
+    )
     try:
-        wait_for(lambda: len(sup.records()) >= count, timeout=60,
-                 what=f"{count} idle sessions under agentd serve")
+        wait_for(
+            lambda: len(sup.records()) >= count,
+            timeout=60,
+            what=f"{count} idle sessions under agentd serve",
+        )
         time.sleep(1.0)
         return measure_idle({"agentd": lambda: [psutil.Process(sup.pid)]}, cfg.idle_s)["agentd"]
     finally:
@@ -288,9 +347,11 @@ def idle_many(cfg: Config, root: Path, count: int) -> dict[str, Any]:
 
 # --- 5. bootstrap render -----------------------------------------------------------------
 def _decision_lines(n: int) -> bytes:
-    line = ("[2026-11-30 14:32] [arch] decision: use one cache_manager for step {i} | why: because "
-            "raw redis calls spread so invalidation broke | files: src/cache.py, src/order.py | "
-            "snapshot: snapshot-014 | alternatives: keep raw redis calls\n")
+    line = (
+        "[2026-11-30 14:32] [arch] decision: use one cache_manager for step {i} | why: because "
+        "raw redis calls spread so invalidation broke | files: src/cache.py, src/order.py | "
+        "snapshot: snapshot-014 | alternatives: keep raw redis calls\n"
+    )
     block = "".join(line.format(i=i) for i in range(min(n, 1000))).encode()
     out = bytearray()
     while len(out) < len(block) * (n // 1000):
@@ -307,15 +368,29 @@ def phase_render(cfg: Config, root: Path, baseline: Path | None) -> dict[str, An
     state = work / ".agent"
     state.mkdir(parents=True, exist_ok=True)
     (state / "identity.md").write_text("You are the cart-refactor agent.\n")
-    (state / "state.json").write_text(json.dumps({
-        "schema_version": 1, "mission": "Refactor the cart module", "next_action": "step 2",
-        "completed_steps": [{"text": f"step {i}", "verified": True} for i in range(30)]}))
+    (state / "state.json").write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "mission": "Refactor the cart module",
+                "next_action": "step 2",
+                "completed_steps": [{"text": f"step {i}", "verified": True} for i in range(30)],
+            }
+        )
+    )
     result: dict[str, Any] = {}
     for size in cfg.render_sizes:
         (state / "decisions.log").write_bytes(_decision_lines(size))
-        ctx = BootstrapContext(unit="bench", session=2, last_reason="exit:42", state_dir=state,
-                               workdir=work, layout=resolve("agentd"), budget_tokens=3000,
-                               now=time.time())
+        ctx = BootstrapContext(
+            unit="bench",
+            session=2,
+            last_reason="exit:42",
+            state_dir=state,
+            workdir=work,
+            layout=resolve("agentd"),
+            budget_tokens=3000,
+            now=time.time(),
+        )
         times = []
         for _ in range(cfg.render_reps):
             t0 = time.perf_counter()
@@ -337,9 +412,12 @@ def phase_soak(cfg: Config, root: Path, baseline: Path | None) -> dict[str, Any]
     try:
         proc = psutil.Process(sup.pid)
         for point in (first, mid, last):
-            wait_for(lambda p=point: any(r.event == "hold" and r.session == p
-                                         for r in sup.records()),
-                     timeout=60 + cfg.soak * 0.5, what=f"soak session {point}", poll=0.01)
+            wait_for(
+                lambda p=point: any(r.event == "hold" and r.session == p for r in sup.records()),
+                timeout=60 + cfg.soak * 0.5,
+                what=f"soak session {point}",
+                poll=0.01,
+            )
             s = sample([proc])
             samples[point] = {"rss_mb": s.rss / 1e6, "fds": s.fds, "at": s.at}
             (holds / f"go-{point}").touch()
@@ -352,7 +430,8 @@ def phase_soak(cfg: Config, root: Path, baseline: Path | None) -> dict[str, Any]
     starts, exits = by_session(recs, "start"), by_session(recs, "exit")
     rate = (last - first) / (starts[last].at - exits[first].at)
     return {
-        "sessions": last, "sessions_per_s": rate,
+        "sessions": last,
+        "sessions_per_s": rate,
         "rss_mb": {str(k): v["rss_mb"] for k, v in samples.items()},
         "fds": {str(k): v["fds"] for k, v in samples.items()},
         "rss_growth_mb": samples[last]["rss_mb"] - samples[first]["rss_mb"],
@@ -362,6 +441,11 @@ def phase_soak(cfg: Config, root: Path, baseline: Path | None) -> dict[str, Any]
 
 
 RUNNERS: dict[str, Callable[[Config, Path, Path | None], dict[str, Any]]] = {
-    "sentinel": phase_sentinel, "respawn": phase_respawn, "throughput": phase_throughput,
-    "idle": phase_idle, "render": phase_render, "soak": phase_soak, "agentctl": phase_agentctl,
+    "sentinel": phase_sentinel,
+    "respawn": phase_respawn,
+    "throughput": phase_throughput,
+    "idle": phase_idle,
+    "render": phase_render,
+    "soak": phase_soak,
+    "agentctl": phase_agentctl,
 }

@@ -48,9 +48,21 @@ def claude() -> Path:
     prefix = CACHE / f"claude-code-{CLAUDE_CODE}"
     exe = prefix / "node_modules" / ".bin" / "claude"
     if not exe.exists():
-        subprocess.run(["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-                        f"@anthropic-ai/claude-code@{CLAUDE_CODE}"], check=True,
-                       stdin=subprocess.DEVNULL, capture_output=True, timeout=300)
+        subprocess.run(
+            [
+                "npm",
+                "install",
+                "--prefix",
+                str(prefix),
+                "--no-audit",
+                "--no-fund",
+                f"@anthropic-ai/claude-code@{CLAUDE_CODE}",
+            ],
+            check=True,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=300,
+        )
     return exe
 
 
@@ -64,22 +76,40 @@ def one(path: str, exe: Path, root: Path) -> dict[str, Any]:
     project = ClaudeProject(root, exe)
     env = dict(os.environ, AGENTD_HOME=str(home))
     if path == "hooks":
-        subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "hooks", "claude-code",
-                        "--dir", str(project.project)], check=True, env=env,
-                       capture_output=True, stdin=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "agentd.cli.agentctl",
+                "hooks",
+                "claude-code",
+                "--dir",
+                str(project.project),
+            ],
+            check=True,
+            env=env,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+        )
     with FakeModel(root / "requests.jsonl", brain=compacting_brain) as model:
         unit = project.unit(model.url)
         unit_file = home / "units" / "cc.yaml"
         unit_file.write_text(json.dumps(unit))
         unit_file.chmod(0o600)
-        proc = subprocess.Popen([sys.executable, "-m", "agentd.cli", "run", "-q", "cc"], env=env,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agentd.cli", "run", "-q", "cc"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
-                if any(e["event"] == "session.start" and e.get("session") == 2
-                       for e in logged_events(home)):
+                if any(
+                    e["event"] == "session.start" and e.get("session") == 2
+                    for e in logged_events(home)
+                ):
                     break
                 time.sleep(0.2)
             else:
@@ -94,12 +124,19 @@ def one(path: str, exe: Path, root: Path) -> dict[str, Any]:
     summaries = [r for r in requests if r.get("note") == "summary"]
     t_kill = _ts(kill)
     main = [r for r in requests if isinstance(r.get("body"), dict) and r["body"].get("tools")]
-    after = [r for r in main if summaries and summaries[0]["t"] < r["t"] < t_kill
-             and r.get("note") != "summary"]
+    after = [
+        r
+        for r in main
+        if summaries and summaries[0]["t"] < r["t"] < t_kill and r.get("note") != "summary"
+    ]
     start = summaries[0]["t"] if summaries else _ts(hit)
-    out: dict[str, Any] = {"path": path, "sentinel": hit["name"], "summaries": len(summaries),
-                           "turns_after_summary": len(after),
-                           "ms_to_sigterm": round((t_kill - start) * 1000, 1)}
+    out: dict[str, Any] = {
+        "path": path,
+        "sentinel": hit["name"],
+        "summaries": len(summaries),
+        "turns_after_summary": len(after),
+        "ms_to_sigterm": round((t_kill - start) * 1000, 1),
+    }
     if path == "screen" and "at_byte" in hit:
         transcript = (home / "logs" / "cc" / "transcript.log").read_bytes()
         begin = transcript.find(b"session 1 starting")
@@ -125,14 +162,18 @@ def main() -> int:
                 shutil.rmtree(root, ignore_errors=True)
             print(json.dumps(rows[-1]), flush=True)
     print(f"\nClaude Code {CLAUDE_CODE}, {args.runs} compaction(s) per path")
-    print(f"{'path':<8}{'summaries/compaction':>22}{'turns on compacted':>20}"
-          f"{'ms to SIGTERM (median)':>24}  sentinels")
+    print(
+        f"{'path':<8}{'summaries/compaction':>22}{'turns on compacted':>20}"
+        f"{'ms to SIGTERM (median)':>24}  sentinels"
+    )
     for path in ("screen", "hooks"):
         got = [r for r in rows if r["path"] == path]
-        print(f"{path:<8}{sum(r['summaries'] for r in got) / len(got):>22.2f}"
-              f"{sum(r['turns_after_summary'] for r in got):>20}"
-              f"{statistics.median(r['ms_to_sigterm'] for r in got):>24.1f}"
-              f"  {sorted({r['sentinel'] for r in got})}")
+        print(
+            f"{path:<8}{sum(r['summaries'] for r in got) / len(got):>22.2f}"
+            f"{sum(r['turns_after_summary'] for r in got):>20}"
+            f"{statistics.median(r['ms_to_sigterm'] for r in got):>24.1f}"
+            f"  {sorted({r['sentinel'] for r in got})}"
+        )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     return 0

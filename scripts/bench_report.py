@@ -55,17 +55,36 @@ def rows(res: dict[str, Any]) -> list[Row]:
         rsp = res["respawn"]
         a, s, f = rsp.get("agentd"), rsp.get("seed"), rsp.get("shell")
         over = (a["median"] - f["median"]) if a and f and "median" in a and "median" in f else None
-        out.append(("respawn: exit 42 -> next start (ms, median / p99)", _mp(a), _mp(s), _mp(f),
-                    f"+{_num(over)} ms over the shell loop" if over is not None else "-"))
+        out.append(
+            (
+                "respawn: exit 42 -> next start (ms, median / p99)",
+                _mp(a),
+                _mp(s),
+                _mp(f),
+                f"+{_num(over)} ms over the shell loop" if over is not None else "-",
+            )
+        )
     if "throughput" in res:
         thr = res["throughput"]
         a, b = thr.get("agentd", {}), thr.get("bare", {})
-        out.append(("throughput, pty drained (MB/s)", _num(a.get("mb_per_s")), "n/a",
-                    _num(b.get("mb_per_s")), _ratio(a.get("mb_per_s"), b.get("mb_per_s"),
-                                                     "{:.0%} of the bare reader")))
-        out.append(("CPU s per 100 MB of output", _num(a.get("cpu_s_per_100mb"), 2), "n/a",
-                    _num(b.get("cpu_s_per_100mb"), 2),
-                    _ratio(a.get("cpu_s_per_100mb"), b.get("cpu_s_per_100mb"))))
+        out.append(
+            (
+                "throughput, pty drained (MB/s)",
+                _num(a.get("mb_per_s")),
+                "n/a",
+                _num(b.get("mb_per_s")),
+                _ratio(a.get("mb_per_s"), b.get("mb_per_s"), "{:.0%} of the bare reader"),
+            )
+        )
+        out.append(
+            (
+                "CPU s per 100 MB of output",
+                _num(a.get("cpu_s_per_100mb"), 2),
+                "n/a",
+                _num(b.get("cpu_s_per_100mb"), 2),
+                _ratio(a.get("cpu_s_per_100mb"), b.get("cpu_s_per_100mb")),
+            )
+        )
     if "idle" in res:
         out += _idle_rows(res["idle"])
     if "render" in res:
@@ -79,14 +98,18 @@ def rows(res: dict[str, Any]) -> list[Row]:
 
 def _sentinel_rows(sen: dict[str, Any]) -> list[Row]:
     out: list[Row] = []
-    for burst, label in (("0", "idle"), ("20000", "after 20k lines"),
-                         ("200000", "after 200k lines")):
+    for burst, label in (
+        ("0", "idle"),
+        ("20000", "after 20k lines"),
+        ("200000", "after 200k lines"),
+    ):
         a, s = _get(sen, "agentd", burst), _get(sen, "seed", burst)
         if s is not None:
             s = {**s, "cap_ms": _get(sen, "seed", "cap_ms")}
         sm, am = _get(s, "median"), _get(a, "median")
-        ratio = _ratio(sm, am, "seed/agentd {:.1f}x" if sm and am and sm < 10 * am
-                       else "seed/agentd {:,.0f}x")
+        ratio = _ratio(
+            sm, am, "seed/agentd {:.1f}x" if sm and am and sm < 10 * am else "seed/agentd {:,.0f}x"
+        )
         if s and s.get("censored") and ratio != "-":
             ratio += " or more"
         out.append((f"sentinel -> SIGTERM, {label} (ms, median / p99)", _mp(a), _mp(s), "", ratio))
@@ -96,20 +119,42 @@ def _sentinel_rows(sen: dict[str, Any]) -> list[Row]:
 def _idle_rows(idle: dict[str, Any]) -> list[Row]:
     a, s = idle.get("agentd", {}), idle.get("seed", {})
     out: list[Row] = [
-        (f"idle, 1 session: CPU (% of a core, {_num(a.get('window_s'), 0)} s)",
-         _num(a.get("cpu_pct"), 4), _num(s.get("cpu_pct"), 4), "", ""),
-        ("idle, 1 session: wake-ups/s", _num(a.get("wakeups_per_s"), 2),
-         _num(s.get("wakeups_per_s"), 2), "", ""),
-        ("idle, 1 session: RSS (MB; seed: sum of its processes)", _num(a.get("rss_mb")),
-         _num(s.get("rss_mb")), "", ""),
+        (
+            f"idle, 1 session: CPU (% of a core, {_num(a.get('window_s'), 0)} s)",
+            _num(a.get("cpu_pct"), 4),
+            _num(s.get("cpu_pct"), 4),
+            "",
+            "",
+        ),
+        (
+            "idle, 1 session: wake-ups/s",
+            _num(a.get("wakeups_per_s"), 2),
+            _num(s.get("wakeups_per_s"), 2),
+            "",
+            "",
+        ),
+        (
+            "idle, 1 session: RSS (MB; seed: sum of its processes)",
+            _num(a.get("rss_mb")),
+            _num(s.get("rss_mb")),
+            "",
+            "",
+        ),
     ]
     many = idle.get("agentd_20", {})
     if many.get("skipped"):
         out.append(("idle, 20 sessions", f"skipped: {many['skipped']}", "", "", ""))
     elif many:
-        out.append(("idle, 20 sessions (agentd serve): CPU % / wake-ups/s / RSS MB",
-                    f"{_num(many.get('cpu_pct'), 4)} / {_num(many.get('wakeups_per_s'), 2)} / "
-                    f"{_num(many.get('rss_mb'))}", "", "", ""))
+        out.append(
+            (
+                "idle, 20 sessions (agentd serve): CPU % / wake-ups/s / RSS MB",
+                f"{_num(many.get('cpu_pct'), 4)} / {_num(many.get('wakeups_per_s'), 2)} / "
+                f"{_num(many.get('rss_mb'))}",
+                "",
+                "",
+                "",
+            )
+        )
     return out
 
 
@@ -118,9 +163,16 @@ def _render_rows(ren: dict[str, Any]) -> list[Row]:
     if not sizes:
         return []
     lo, hi = ren[sizes[0]], ren[sizes[-1]]
-    return [(f"bootstrap render, decisions.log {' / '.join(_lines(k) for k in sizes)} "
-             "lines (ms, median)", " / ".join(_num(ren[k].get("median"), 2) for k in sizes),
-             "", "", _ratio(hi.get("median"), lo.get("median"), "{:.2f}x (largest/smallest)"))]
+    return [
+        (
+            f"bootstrap render, decisions.log {' / '.join(_lines(k) for k in sizes)} "
+            "lines (ms, median)",
+            " / ".join(_num(ren[k].get("median"), 2) for k in sizes),
+            "",
+            "",
+            _ratio(hi.get("median"), lo.get("median"), "{:.2f}x (largest/smallest)"),
+        )
+    ]
 
 
 def _soak_rows(soak: dict[str, Any]) -> list[Row]:
@@ -129,12 +181,27 @@ def _soak_rows(soak: dict[str, Any]) -> list[Row]:
     rss, fds = soak["rss_mb"], soak["fds"]
     keys = list(rss)
     return [
-        (f"soak, {soak['sessions']} sessions: sessions/s", _num(soak["sessions_per_s"]), "", "",
-         ""),
-        (f"soak: RSS MB at sessions {' / '.join(keys)}", " / ".join(_num(rss[k]) for k in keys),
-         "", "", f"{soak['rss_growth_mb']:+.2f} MB"),
-        (f"soak: open fds at sessions {' / '.join(keys)}", " / ".join(str(fds[k]) for k in keys),
-         "", "", f"{soak['fd_growth']:+d}"),
+        (
+            f"soak, {soak['sessions']} sessions: sessions/s",
+            _num(soak["sessions_per_s"]),
+            "",
+            "",
+            "",
+        ),
+        (
+            f"soak: RSS MB at sessions {' / '.join(keys)}",
+            " / ".join(_num(rss[k]) for k in keys),
+            "",
+            "",
+            f"{soak['rss_growth_mb']:+.2f} MB",
+        ),
+        (
+            f"soak: open fds at sessions {' / '.join(keys)}",
+            " / ".join(str(fds[k]) for k in keys),
+            "",
+            "",
+            f"{soak['fd_growth']:+d}",
+        ),
     ]
 
 
@@ -145,22 +212,34 @@ def _ctl_rows(ctl: dict[str, Any]) -> list[Row]:
     out: list[Row] = []
     for entry, label in CTL_ENTRIES.items():
         for verb, f in ctl.get(entry, {}).items():
-            out.append((f"agentctl {verb}, {label} (ms, median / p90)",
-                        f"{_num(f['median'])} / {_num(f['p90'])}", "",
-                        f"{_num(floor['median'])} / {_num(floor['p90'])} (python -c pass)",
-                        f"{_ratio(f['median'], floor['median'])} python -c pass; "
-                        f"CPU {_num(f['cpu_median'])} ms"))
+            out.append(
+                (
+                    f"agentctl {verb}, {label} (ms, median / p90)",
+                    f"{_num(f['median'])} / {_num(f['p90'])}",
+                    "",
+                    f"{_num(floor['median'])} / {_num(floor['p90'])} (python -c pass)",
+                    f"{_ratio(f['median'], floor['median'])} python -c pass; "
+                    f"CPU {_num(f['cpu_median'])} ms",
+                )
+            )
     if not ctl.get("script"):
-        out.append(("agentctl, console script", "skipped: no agentctl beside this python",
-                    "", "", ""))
+        out.append(
+            ("agentctl, console script", "skipped: no agentctl beside this python", "", "", "")
+        )
     return out
 
 
 def _ctl_targets(ctl: dict[str, Any]) -> list[tuple[str, Any, float, str]]:
-    return [(f"agentctl {verb} ({label}) < {limit} ms, median", _get(ctl, entry, verb, "median"),
-             limit, "<")
-            for entry, label in list(CTL_ENTRIES.items())[:1]
-            for verb, limit in CTL_TARGETS_MS.items()]
+    return [
+        (
+            f"agentctl {verb} ({label}) < {limit} ms, median",
+            _get(ctl, entry, verb, "median"),
+            limit,
+            "<",
+        )
+        for entry, label in list(CTL_ENTRIES.items())[:1]
+        for verb, limit in CTL_TARGETS_MS.items()
+    ]
 
 
 def _lines(k: str) -> str:
@@ -179,37 +258,60 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
     checks = [
         ("sentinel after 200k lines p99 < 100 ms", _get(sen, "agentd", "200000", "p99"), 100, "<"),
         ("sentinel idle p99 < 20 ms", _get(sen, "agentd", "0", "p99"), 20, "<"),
-        ("respawn overhead over the shell loop < 20 ms (median)",
-         a_med - f_med if a_med is not None and f_med is not None else None, 20, "<"),
-        ("throughput >= 60% of the bare pty reader",
-         a_thr / b_thr if a_thr and b_thr else None, 0.6, ">="),
+        (
+            "respawn overhead over the shell loop < 20 ms (median)",
+            a_med - f_med if a_med is not None and f_med is not None else None,
+            20,
+            "<",
+        ),
+        (
+            "throughput >= 60% of the bare pty reader",
+            a_thr / b_thr if a_thr and b_thr else None,
+            0.6,
+            ">=",
+        ),
         ("idle CPU < 0.05% of a core", _get(idle, "agentd", "cpu_pct"), 0.05, "<"),
         ("idle wake-ups ~0/s (< 0.2/s)", _get(idle, "agentd", "wakeups_per_s"), 0.2, "<"),
         ("idle RSS < 60 MB", _get(idle, "agentd", "rss_mb"), 60, "<"),
-        ("render: 1M lines within 2x of 1k lines",
-         r_hi / r_lo if r_hi is not None and r_lo else None, 2.0, "<="),
+        (
+            "render: 1M lines within 2x of 1k lines",
+            r_hi / r_lo if r_hi is not None and r_lo else None,
+            2.0,
+            "<=",
+        ),
         ("soak RSS growth < 5 MB", soak.get("rss_growth_mb"), 5, "<"),
         ("soak: no fd growth", soak.get("fd_growth"), 0, "<="),
         *_ctl_targets(res.get("agentctl", {})),
     ]
     out = []
     for name, value, limit, op in checks:
-        ok = None if value is None else {"<": value < limit, "<=": value <= limit,
-                                         ">=": value >= limit}[op]
+        ok = (
+            None
+            if value is None
+            else {"<": value < limit, "<=": value <= limit, ">=": value >= limit}[op]
+        )
         out.append({"target": name, "value": value, "limit": limit, "ok": ok})
     return out
 
 
 def render_table(report: dict[str, Any], *, markdown: bool = False) -> str:
     m = report["machine"]
-    head = (f"agentd bench ({'quick' if report['quick'] else 'full'}, {report['took_s']} s) on "
-            f"{m['nproc']} x {m['cpu']}, Python {m['python']}, Linux {m['kernel']}, "
-            f"{m['processes']} processes, load {m.get('loadavg', ['?'])[0]} at the start")
+    head = (
+        f"agentd bench ({'quick' if report['quick'] else 'full'}, {report['took_s']} s) on "
+        f"{m['nproc']} x {m['cpu']}, Python {m['python']}, Linux {m['kernel']}, "
+        f"{m['processes']} processes, load {m.get('loadavg', ['?'])[0]} at the start"
+    )
     cols = ("metric", "agentd", "seed loop", "floor (shell loop / bare reader)", "ratio")
     body = rows(report["results"])
     errors = [f"{k}: {v['error']}" for k, v in report["results"].items() if "error" in v]
-    tgt = [(t["target"], _num(t["value"], 4), "-" if t["ok"] is None else
-            ("PASS" if t["ok"] else "MISS")) for t in report["targets"]]
+    tgt = [
+        (
+            t["target"],
+            _num(t["value"], 4),
+            "-" if t["ok"] is None else ("PASS" if t["ok"] else "MISS"),
+        )
+        for t in report["targets"]
+    ]
     if markdown:
         lines = [head, "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         lines += ["| " + " | ".join(r) + " |" for r in body]

@@ -34,8 +34,9 @@ REPO = Path(__file__).resolve().parents[1]
 class Poller:
     """Status requests back to back on a thread; the latencies of each window."""
 
-    def __init__(self, sock: Path, argv: list[str] | None = None,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, sock: Path, argv: list[str] | None = None, env: dict[str, str] | None = None
+    ) -> None:
         self.sock, self.argv, self.env = sock, argv, env
         self.samples: list[float] = []
         self.running = True
@@ -68,8 +69,10 @@ class Poller:
 
 
 def unit_text(home: Path, n: int, note: str = "") -> str:
-    return (f"command: [{sys.executable}, -c, 'pass']\nworkdir: {home}\nautostart: false\n"
-            f"description: unit {n} {note}\n")
+    return (
+        f"command: [{sys.executable}, -c, 'pass']\nworkdir: {home}\nautostart: false\n"
+        f"description: unit {n} {note}\n"
+    )
 
 
 def write(path: Path, text: str | bytes) -> None:
@@ -100,6 +103,7 @@ def row(step: str, took: float, socket_s: list[float], ctl_s: list[float]) -> st
             return "-"
         p99 = statistics.quantiles(xs, n=100)[98] if len(xs) >= 2 else xs[0]
         return f"{max(xs) * 1000:8.1f} / {p99 * 1000:7.1f} ms ({len(xs)})"
+
     return f"| {step} | {took:6.2f} s | {worst(socket_s)} | {worst(ctl_s)} |"
 
 
@@ -110,16 +114,22 @@ def main() -> int:
     home = Path(tempfile.mkdtemp(prefix="abu", dir="/tmp"))
     (home / "units").mkdir()
     env = {**os.environ, "AGENTD_HOME": str(home), "PYTHONPATH": str(args.src.resolve())}
-    daemon = subprocess.Popen([sys.executable, "-m", "agentd.cli", "serve", "-q"], env=env,
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "agentd.cli", "serve", "-q"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     sock = home / "run" / "agentd.sock"
     try:
         wait(lambda: sock.exists(), 30)
         fast = Poller(sock)
         ctl = Poller(sock, [sys.executable, "-m", "agentd.cli.agentctl", "status"], env)
-        print("| step | taken in | socket status: worst / p99 (n) | agentctl status: worst / "
-              "p99 (n) |\n|---|---|---|---|")
+        print(
+            "| step | taken in | socket status: worst / p99 (n) | agentctl status: worst / "
+            "p99 (n) |\n|---|---|---|---|"
+        )
         time.sleep(3)
         print(row("idle, 3 s", 3.0, fast.window(), ctl.window()))
 
@@ -127,12 +137,16 @@ def main() -> int:
         took = wait(lambda: any(e.get("unit") == "big" for e in events(home, "unit.invalid")))
         print(row("an 8 MB unit file dropped in", took, fast.window(), ctl.window()))
 
-        heavy = unit_text(home, 0) + "env:\n" + "".join(f"  V{i}: value{i}\n"
-                                                        for i in range(50_000))
+        heavy = (
+            unit_text(home, 0) + "env:\n" + "".join(f"  V{i}: value{i}\n" for i in range(50_000))
+        )
         write(home / "units" / "heavy.yaml", heavy[: 1024 * 1024 - 1])
-        took = wait(lambda: any(e.get("unit") == "heavy" for e in events(home, "unit.loaded")
-                                ) or any(e.get("unit") == "heavy"
-                                         for e in events(home, "unit.invalid")))
+        took = wait(
+            lambda: (
+                any(e.get("unit") == "heavy" for e in events(home, "unit.loaded"))
+                or any(e.get("unit") == "heavy" for e in events(home, "unit.invalid"))
+            )
+        )
         print(row("a 1 MiB unit file (50k env entries)", took, fast.window(), ctl.window()))
 
         for n in range(200):
@@ -142,8 +156,11 @@ def main() -> int:
 
         for n in range(200):
             write(home / "units" / f"u{n:03d}.yaml", unit_text(home, n, "changed"))
-        took = wait(lambda: len([e for e in events(home, "unit.loaded")
-                                 if e.get("change") == "changed"]) >= 200)
+        took = wait(
+            lambda: (
+                len([e for e in events(home, "unit.loaded") if e.get("change") == "changed"]) >= 200
+            )
+        )
         print(row("200 unit files changed at once", took, fast.window(), ctl.window()))
 
         daemon.send_signal(signal.SIGHUP)

@@ -107,8 +107,9 @@ def summary(values: Sequence[float], *, scale: float = 1.0, censored: int = 0) -
     vals = [v * scale for v in values]
     out: dict[str, Any] = {"n": len(vals)}
     if vals:
-        out.update(median=statistics.median(vals), p99=quantile(vals, 0.99), min=min(vals),
-                   max=max(vals))
+        out.update(
+            median=statistics.median(vals), p99=quantile(vals, 0.99), min=min(vals), max=max(vals)
+        )
     if censored:
         out["censored"] = censored  # timed out: the true value is larger
     return out
@@ -138,8 +139,10 @@ class Supervised:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise BenchError(f"{self.kind} did not finish within {timeout:.0f}s; "
-                             f"log {self.log}: {tail_text(self.log)}") from None
+            raise BenchError(
+                f"{self.kind} did not finish within {timeout:.0f}s; "
+                f"log {self.log}: {tail_text(self.log)}"
+            ) from None
 
     def stop(self, timeout: float = 15.0) -> None:
         """SIGTERM (agentd stops its session), then the whole process group."""
@@ -165,9 +168,15 @@ def tail_text(path: Path, n: int = 600) -> str:
 
 def popen(argv: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
-        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, env=env, cwd=str(REPO),
-                                start_new_session=True)
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=str(REPO),
+            start_new_session=True,
+        )
 
 
 def write_unit(home: Path, name: str, argv: list[str], **extra: Any) -> Path:
@@ -209,8 +218,9 @@ def start_seed(root: Path, baseline: Path, name: str, mode: str, **opts: object)
     argv = agent_argv(mode, rec=rec, count=root / f"{name}.seed.count", **opts)
     log = root / f"{name}.seed.log"
     out = root / f"{name}.seed.out"
-    proc = popen(["bash", str(baseline), str(out), "Compacting conversation", "--", *argv], log,
-                  child_env())
+    proc = popen(
+        ["bash", str(baseline), str(out), "Compacting conversation", "--", *argv], log, child_env()
+    )
     return Supervised("seed", proc, rec, log)
 
 

@@ -94,8 +94,11 @@ def units_md() -> str:
     for key in keys:
         head = key.path.rsplit(".", 1)[0] if "." in key.path else ""
         groups.setdefault(head, []).append(key)
-    out = [UNITS_INTRO.replace("{presets}", ", ".join(f"`{p}`" for p in cli_preset_names())),
-           GENERATED, ""]
+    out = [
+        UNITS_INTRO.replace("{presets}", ", ".join(f"`{p}`" for p in cli_preset_names())),
+        GENERATED,
+        "",
+    ]
     for head, members in groups.items():
         title = "Top-level keys" if not head else f"`{head}`"
         out.append(f"## {title}\n")
@@ -156,8 +159,7 @@ def _command_md(path: list[str], cmd: click.Command) -> list[str]:
     out = [f"### `{' '.join(path)}`\n", f"```\n{usage}\n```\n"]
     if cmd.help:
         out.append(click.unstyle(_dedent(cmd.help)).strip() + "\n")
-    options = [p.get_help_record(ctx) for p in cmd.get_params(ctx)
-               if isinstance(p, click.Option)]
+    options = [p.get_help_record(ctx) for p in cmd.get_params(ctx) if isinstance(p, click.Option)]
     rows = [r for r in options if r is not None and "--help" not in r[0]]
     if rows:
         out += [f"- `{opts}`: {_cell(text)}" for opts, text in rows]
@@ -173,8 +175,10 @@ def _dedent(text: str) -> str:
 
 def commands_md() -> str:
     out = [COMMANDS_INTRO, GENERATED, ""]
-    for title, group, name in (("agentd", agentd_main, "agentd"),
-                               ("agentctl", agentctl_main, "agentctl")):
+    for title, group, name in (
+        ("agentd", agentd_main, "agentd"),
+        ("agentctl", agentctl_main, "agentctl"),
+    ):
         out.append(f"## {title}\n")
         out += _command_md([name], group)
         for path, cmd in _commands(group, [name]):
@@ -220,9 +224,14 @@ def layouts_md() -> str:
                 how.append("only " + ", ".join(f"`## {s}`" for s in f.sections))
             if f.tail:
                 how.append(f"last {f.tail}")
-            how += [word for word, on in (("optional", f.optional),
-                                          ("readonly: a change is warned about", f.readonly))
-                    if on]
+            how += [
+                word
+                for word, on in (
+                    ("optional", f.optional),
+                    ("readonly: a change is warned about", f.readonly),
+                )
+                if on
+            ]
             out.append(f"| `{f.path}` | {_cell(f.heading)} | {', '.join(how) or 'as is'} |")
         out.append("")
     return "\n".join(out).rstrip() + "\n"

@@ -56,13 +56,23 @@ class Outcome:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--list", action="store_true", help="list the mutations and exit")
-    parser.add_argument("--only", action="append", metavar="NAME", default=[],
-                        help="run only NAME (repeatable; runs an equivalent one too)")
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        default=[],
+        help="run only NAME (repeatable; runs an equivalent one too)",
+    )
     parser.add_argument("--jobs", type=int, default=1, help="mutations run at once (default 1)")
-    parser.add_argument("--timeout", type=float, default=300.0,
-                        help="seconds a mutation's test run may take; then it counts as killed")
-    parser.add_argument("--logs", type=Path, metavar="DIR",
-                        help="keep each run's output in DIR/NAME.log")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds a mutation's test run may take; then it counts as killed",
+    )
+    parser.add_argument(
+        "--logs", type=Path, metavar="DIR", help="keep each run's output in DIR/NAME.log"
+    )
     args = parser.parse_args(argv)
     names = {mut.name for mut in MUTATIONS}
     if len(names) != len(MUTATIONS):
@@ -87,14 +97,22 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="mut-") as tmp:
         imported = where_imported(Path(tmp))
         if not imported.startswith(tmp):
-            print(f"mutate: a subprocess imports agentd from {imported}, not the copy",
-                  file=sys.stderr)
+            print(
+                f"mutate: a subprocess imports agentd from {imported}, not the copy",
+                file=sys.stderr,
+            )
             return 2
         todo = [mut for mut in chosen if not (mut.equivalent and not args.only)]
-        outcomes = {mut.name: Outcome(mut, "equivalent", mut.equivalent)
-                    for mut in chosen if mut not in todo}
-        print(f"running {len(todo)} mutation(s), {args.jobs} at a time; each runs only the "
-              "tests named for it, with -x", flush=True)
+        outcomes = {
+            mut.name: Outcome(mut, "equivalent", mut.equivalent)
+            for mut in chosen
+            if mut not in todo
+        }
+        print(
+            f"running {len(todo)} mutation(s), {args.jobs} at a time; each runs only the "
+            "tests named for it, with -x",
+            flush=True,
+        )
 
         def one(mut: Mutation) -> Outcome:
             outcome = run(Path(tmp) / mut.name, mut, args.timeout, args.logs)
@@ -148,7 +166,11 @@ def where_imported(tmp: Path) -> str:
     copy_repo(copy)
     probe = subprocess.run(
         [sys.executable, "-c", "import agentd.cli.agentd.main as a; print(a.__file__)"],
-        cwd=tmp, env=test_env(copy), capture_output=True, text=True, check=False,
+        cwd=tmp,
+        env=test_env(copy),
+        capture_output=True,
+        text=True,
+        check=False,
     )
     return probe.stdout.strip() or probe.stderr.strip()
 
@@ -161,14 +183,33 @@ def run(copy: Path, mut: Mutation, timeout: float, logs: Path | None) -> Outcome
     """Copy the repository to ``copy``, apply ``mut`` there, run its tests with -x."""
     copy_repo(copy)
     path = copy / mut.path
-    path.write_text(path.read_text(encoding="utf-8").replace(mut.original, mut.mutated),
-                    encoding="utf-8")
+    path.write_text(
+        path.read_text(encoding="utf-8").replace(mut.original, mut.mutated), encoding="utf-8"
+    )
     started = time.monotonic()
-    argv = [sys.executable, "-m", "pytest", "-x", "-v", "-p", "no:cacheprovider",
-            "-p", "no:randomly", f"--basetemp={copy / '.t'}", *mut.tests]
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-x",
+        "-v",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        f"--basetemp={copy / '.t'}",
+        *mut.tests,
+    ]
     try:
-        proc = subprocess.run(argv, cwd=copy, env=test_env(copy), capture_output=True,
-                              text=True, check=False, timeout=timeout)
+        proc = subprocess.run(
+            argv,
+            cwd=copy,
+            env=test_env(copy),
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=timeout,
+        )
         output, code = proc.stdout + proc.stderr, proc.returncode
     except subprocess.TimeoutExpired as e:
         output, code = (e.stdout or b"").decode(errors="replace"), None
@@ -195,8 +236,10 @@ def row(o: Outcome) -> str:
 def table(outcomes: list[Outcome]) -> str:
     lines = ["| mutation | result | killed by / why |", "|---|---|---|"]
     lines += [f"| {o.mutation.name} | {o.verdict} | {o.by} |" for o in outcomes]
-    counts = {v: sum(1 for o in outcomes if o.verdict == v)
-              for v in ("killed", "survived", "equivalent", "error")}
+    counts = {
+        v: sum(1 for o in outcomes if o.verdict == v)
+        for v in ("killed", "survived", "equivalent", "error")
+    }
     return "\n".join([*lines, "", ", ".join(f"{n} {v}" for v, n in counts.items() if n)])
 
 

@@ -130,8 +130,14 @@ def _compact(record: str) -> None:
 
     with open(os.path.join(".claude", "settings.json")) as f:
         command = json.load(f)["hooks"]["PreCompact"][-1]["hooks"][0]["command"]
-    hook = subprocess.Popen(command, shell=True, start_new_session=True, stdin=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    hook = subprocess.Popen(
+        command,
+        shell=True,
+        start_new_session=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     _note_pid(hook.pid)
     assert hook.stdin is not None
     hook.stdin.write(json.dumps({"hook_event_name": "PreCompact", "trigger": "auto"}).encode())
@@ -264,8 +270,12 @@ def run(step: str, extra: list[str]) -> None:
     elif verb == "hook":
         import subprocess
 
-        out = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "hook", arg],
-                             input=b'{"trigger": "auto"}', capture_output=True, check=False)
+        out = subprocess.run(
+            [sys.executable, "-m", "agentd.cli.agentctl", "hook", arg],
+            input=b'{"trigger": "auto"}',
+            capture_output=True,
+            check=False,
+        )
         _write(b"HOOK:" + out.stdout.replace(b"\n", b"\r\n") + b"\r\n")
     elif verb == "compact":
         _compact(arg)
@@ -273,8 +283,13 @@ def run(step: str, extra: list[str]) -> None:
         import subprocess
 
         args = [a.replace("$AGENTD_UNIT", os.environ.get("AGENTD_UNIT", "")) for a in arg.split()]
-        out = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", *args],
-                             stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
+        out = subprocess.run(
+            [sys.executable, "-m", "agentd.cli.agentctl", *args],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         said = " ".join((out.stdout + out.stderr).split())
         _write(f"CTL:{out.returncode}:{said}\r\n")
     elif verb == "size":

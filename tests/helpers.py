@@ -26,13 +26,21 @@ def write_unit(home: Path, name: str, unit: dict[str, Any]) -> Path:
     return path
 
 
-def agentd(home: Path, *args: str, timeout: float = 30.0, env: dict[str, str] | None = None,
-           ) -> subprocess.CompletedProcess[str]:
+def agentd(
+    home: Path,
+    *args: str,
+    timeout: float = 30.0,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     """Run the real CLI (``python -m agentd.cli``) with AGENTD_HOME=home."""
     full_env = dict(os.environ, AGENTD_HOME=str(home), **(env or {}))
     return subprocess.run(
         [sys.executable, "-m", "agentd.cli", *args],
-        capture_output=True, text=True, timeout=timeout, env=full_env, stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
     )
 
 
@@ -50,12 +58,19 @@ def records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
-def agentd_popen(home: Path, *args: str, stderr: int = subprocess.PIPE,
-                 ) -> subprocess.Popen[str]:
+def agentd_popen(
+    home: Path,
+    *args: str,
+    stderr: int = subprocess.PIPE,
+) -> subprocess.Popen[str]:
     """The real CLI in the background (AGENTD_HOME=home); the caller ends and reaps it."""
     return subprocess.Popen(
-        [sys.executable, "-m", "agentd.cli", *args], env=dict(os.environ, AGENTD_HOME=str(home)),
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, text=True,
+        [sys.executable, "-m", "agentd.cli", *args],
+        env=dict(os.environ, AGENTD_HOME=str(home)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        text=True,
     )
 
 

@@ -14,10 +14,14 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 SHARED = TESTS.parent.parent / "shared"
 COPIES = [
-    *[(TESTS / "fixtures" / "tui" / p.name, p)
-      for p in sorted((SHARED / "fixtures" / "tui").glob("*"))],
-    *[(TESTS / "realcli" / name, SHARED / "realcli" / name)
-      for name in ("fake_anthropic.py", "fake_openai.py", "seed_cli_homes.py")],
+    *[
+        (TESTS / "fixtures" / "tui" / p.name, p)
+        for p in sorted((SHARED / "fixtures" / "tui").glob("*"))
+    ],
+    *[
+        (TESTS / "realcli" / name, SHARED / "realcli" / name)
+        for name in ("fake_anthropic.py", "fake_openai.py", "seed_cli_homes.py")
+    ],
 ]
 
 

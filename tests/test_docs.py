@@ -21,8 +21,12 @@ DOCS = REPO / "docs"
 
 
 def test_the_generated_docs_are_up_to_date() -> None:
-    res = subprocess.run([sys.executable, str(REPO / "scripts" / "gen_docs.py"), "--check"],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "gen_docs.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0, res.stderr
 
 
@@ -41,8 +45,18 @@ def test_every_command_is_documented() -> None:
         assert f"### `agentctl {verb}`" in text, verb
     for verb in ("serve", "run", "check", "demo"):
         assert f"### `agentd {verb}`" in text, verb
-    for verb in ("init", "show", "check", "decide", "done", "next", "task", "block", "handoff",
-                 "archive"):
+    for verb in (
+        "init",
+        "show",
+        "check",
+        "decide",
+        "done",
+        "next",
+        "task",
+        "block",
+        "handoff",
+        "archive",
+    ):
         assert f"### `agentctl state {verb}`" in text, verb
     for code in range(5):
         assert re.search(rf"^\| {code} \| ", text, re.M), code
@@ -67,8 +81,13 @@ def test_user_text_speaks_of_nothing_users_do_not_have(name: str) -> None:
 
 def test_readme_links_the_reference_and_the_license_is_mit() -> None:
     readme = (REPO / "README.md").read_text()
-    for doc in ("docs/units.md", "docs/commands.md", "docs/layouts.md", "docs/events.md",
-                "docs/files.md"):
+    for doc in (
+        "docs/units.md",
+        "docs/commands.md",
+        "docs/layouts.md",
+        "docs/events.md",
+        "docs/files.md",
+    ):
         assert f"({doc})" in readme, doc
     assert (REPO / "LICENSE").read_text().startswith("MIT License")
     assert 'license = { text = "MIT" }' in (REPO / "pyproject.toml").read_text()

@@ -44,7 +44,8 @@ def test_a_spell_of_failures_is_reported_once_and_ends_with_a_write_that_works()
 
 
 def test_the_event_log_loses_lines_on_a_full_disk_but_never_raises(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     disk = Full(monkeypatch)
     log = EventLog(tmp_path / "agentd.jsonl")
     heard: list[str] = []
@@ -57,18 +58,25 @@ def test_the_event_log_loses_lines_on_a_full_disk_but_never_raises(
     log.emit("session.start", unit="u")
     log.close()
     assert heard.count(DEGRADED) == 1 and heard.count(RECOVERED) == 1
-    written = [json.loads(line)["event"] for line in
-               (tmp_path / "agentd.jsonl").read_text().splitlines()]
+    written = [
+        json.loads(line)["event"] for line in (tmp_path / "agentd.jsonl").read_text().splitlines()
+    ]
     assert written == ["unit.state", "session.start", RECOVERED]
 
 
 def test_history_and_transcript_writes_fail_quietly_and_resume(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     disk = Full(monkeypatch)
     health = WriteHealth()
     history = History(tmp_path / "u" / "history.jsonl", health=health)
-    transcript = Transcript(tmp_path / "u" / "transcript.log", max_bytes=0, backups=0,
-                            health=health, what="transcript:u")
+    transcript = Transcript(
+        tmp_path / "u" / "transcript.log",
+        max_bytes=0,
+        backups=0,
+        health=health,
+        what="transcript:u",
+    )
     disk.full = True
     history.append({"kind": "start", "session": 1})
     transcript.write(b"lost\n")

@@ -23,7 +23,10 @@ def test_the_event_log_rotates_by_size_and_reopens_a_deleted_file(tmp_path: Path
     for n in range(20):
         log.emit("unit.state", n=n)
     assert sorted(p.name for p in path.parent.iterdir()) == [
-        "agentd.jsonl", "agentd.jsonl.1", "agentd.jsonl.2"]
+        "agentd.jsonl",
+        "agentd.jsonl.1",
+        "agentd.jsonl.2",
+    ]
     assert all(p.stat().st_size <= 400 for p in path.parent.iterdir())
     assert _lines(path)[-1]["n"] == 19
     path.unlink()
@@ -42,16 +45,24 @@ def test_history_keeps_its_newer_half_past_max_bytes(tmp_path: Path) -> None:
         history.append({"kind": "start", "session": n, "pad": "x" * 40})
     assert history.path.stat().st_size <= 2000
     kept = [r["session"] for r in history.recent()]
-    older = [json.loads(line)["session"]
-             for line in (tmp_path / "history.jsonl.1").read_text().splitlines()]
+    older = [
+        json.loads(line)["session"]
+        for line in (tmp_path / "history.jsonl.1").read_text().splitlines()
+    ]
     assert kept[-1] == 60 and history.last_session() == 60  # numbers go on
     assert older[-1] + 1 == kept[0]  # split on a line, nothing lost or doubled between them
 
 
 def test_only_the_last_keep_bootstraps_are_kept(home: Path) -> None:
-    write_unit(home, "b", {"command": fake("if-session:4:exit:0", "exit:42"),
-                           "restart": {"min_uptime": 0, "delay": "10ms"},
-                           "logs": {"keep_bootstraps": 2}})
+    write_unit(
+        home,
+        "b",
+        {
+            "command": fake("if-session:4:exit:0", "exit:42"),
+            "restart": {"min_uptime": 0, "delay": "10ms"},
+            "logs": {"keep_bootstraps": 2},
+        },
+    )
     res = agentd(home, "run", "b")
     assert res.returncode == 0, res.stderr
     kept = sorted(p.name for p in (home / "logs" / "b").glob("bootstrap-*.md"))

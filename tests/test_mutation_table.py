@@ -16,8 +16,10 @@ def test_every_mutation_applies_to_exactly_one_place() -> None:
         import mutations
     finally:
         sys.path.remove(str(ROOT / "scripts"))
-    wrong = {m.name: (ROOT / m.path).read_text(encoding="utf-8").count(m.original)
-             for m in mutations.MUTATIONS}
+    wrong = {
+        m.name: (ROOT / m.path).read_text(encoding="utf-8").count(m.original)
+        for m in mutations.MUTATIONS
+    }
     assert {name: n for name, n in wrong.items() if n != 1} == {}
     for m in mutations.MUTATIONS:
         assert all((ROOT / t.split("::")[0]).exists() for t in m.tests), m.name

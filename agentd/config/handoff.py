@@ -14,9 +14,9 @@ from agentd.errors import KeyProblem
 
 HANDOFF_MESSAGE = (
     "agentd: your context is nearly full and this session will end soon. Record your state "
-    "now: `agentctl state handoff \"what you were doing and what comes next\"` (and "
+    'now: `agentctl state handoff "what you were doing and what comes next"` (and '
     "`agentctl state done` / `agentctl state next` for steps), then exit with code 42 or run "
-    "`agentctl restart \"$AGENTD_UNIT\"`. A fresh session continues from the state files."
+    '`agentctl restart "$AGENTD_UNIT"`. A fresh session continues from the state files.'
 )
 LEFT_GROUP = "left"  # the handoff pattern's group(s) holding the percent of context left
 USED_GROUP = "used"  # ... or the percent used (Gemini CLI shows `N% used`): left = 100 - used
@@ -50,9 +50,12 @@ class HandoffSpec(StrictModel):
             groups = self._pattern.groupindex
             has_percent = any(g.startswith((LEFT_GROUP, USED_GROUP)) for g in groups)
             if self.below is not None and not has_percent:
-                raise KeyProblem(("below",), f"needs a group named {LEFT_GROUP} (or "
-                                 f"{LEFT_GROUP}_...) in `when` holding the percent left, or "
-                                 f"{USED_GROUP} (or {USED_GROUP}_...) holding the percent used")
+                raise KeyProblem(
+                    ("below",),
+                    f"needs a group named {LEFT_GROUP} (or "
+                    f"{LEFT_GROUP}_...) in `when` holding the percent left, or "
+                    f"{USED_GROUP} (or {USED_GROUP}_...) holding the percent used",
+                )
         return self
 
     @property

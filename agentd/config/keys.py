@@ -36,18 +36,18 @@ LAYOUT_FILE_DOCS = {
     "path": "The file, relative to the state dir.",
     "title": "The heading the bootstrap shows above it (default: the path).",
     "kind": "How it is read: `text` as is; `task-state` a state.json shown as Markdown; "
-            "`decision-log` six-field decision lines, newest last; `handoff` only the "
-            "handoff of a state.json; `entries` the newest `## ` entries of a Markdown "
-            "file; `latest` the newest file of a directory.",
+    "`decision-log` six-field decision lines, newest last; `handoff` only the "
+    "handoff of a state.json; `entries` the newest `## ` entries of a Markdown "
+    "file; `latest` the newest file of a directory.",
     "tail": "Only the last N lines (or entries), read from the end of the file.",
     "section": "Only this `## ` section (or these sections) of a Markdown file.",
     "max_tokens": "At most this many tokens of the file; the rest is cut with a marker.",
     "optional": "A missing file is not worth a warning.",
     "readonly": "agentd records its hash and the bootstrap warns when it changed.",
     "keep": "What the budget keeps first: `must` (facts, never cut while anything of lower "
-            "priority is shown), `record` (append-only records: the newest items, a guaranteed "
-            "`tail` first), `free` (free text: only what is left). Default: decision logs, "
-            "entries and `tail:` files are records, everything else is must-keep.",
+    "priority is shown), `record` (append-only records: the newest items, a guaranteed "
+    "`tail` first), `free` (free text: only what is left). Default: decision logs, "
+    "entries and `tail:` files are records, everything else is must-keep.",
 }
 
 
@@ -65,7 +65,8 @@ class Key:
 def _schema_of(annotation: Any) -> Any:
     """The model or checked record a field holds (itself or in a list), if any."""
     if isinstance(annotation, type) and (
-            issubclass(annotation, BaseModel) or is_record(annotation)):
+        issubclass(annotation, BaseModel) or is_record(annotation)
+    ):
         return annotation
     for arg in get_args(annotation):
         found = _schema_of(arg)
@@ -87,9 +88,15 @@ def _fields(schema: Any) -> dict[str, tuple[Any, Any, str, Any]]:
         return out
     hints = get_type_hints(schema)
     docs = LAYOUT_FILE_DOCS if schema is LayoutFile else {}
-    return {f.name: (hints[f.name], [], docs.get(f.name, ""),
-                     None if f.default is MISSING else f.default)
-            for f in schema.__fields__.values()}
+    return {
+        f.name: (
+            hints[f.name],
+            [],
+            docs.get(f.name, ""),
+            None if f.default is MISSING else f.default,
+        )
+        for f in schema.__fields__.values()
+    }
 
 
 def _default(info: FieldInfo) -> Any:
@@ -138,9 +145,15 @@ def _walk(schema: Any, prefix: str) -> Iterator[Key]:
         path = f"{prefix}{name}"
         inner = _schema_of(annotation)
         listed = inner is not None and _is_list(annotation)
-        yield Key(path=path, kind=_kind(annotation, metadata), doc=doc,
-                  default=_shown(default, metadata) if default is not None or
-                  _optional(annotation) else None, section=inner is not None)
+        yield Key(
+            path=path,
+            kind=_kind(annotation, metadata),
+            doc=doc,
+            default=_shown(default, metadata)
+            if default is not None or _optional(annotation)
+            else None,
+            section=inner is not None,
+        )
         if inner is not None:
             yield from _walk(inner, f"{path}[]." if listed else f"{path}.")
 
@@ -191,7 +204,8 @@ def _kind(annotation: Any, metadata: Any) -> str:
         if issubclass(annotation, BaseModel) or is_record(annotation):
             return "mapping"
         return {str: "text", int: "integer", float: "number", bool: "true or false"}.get(
-            annotation, "path" if annotation.__name__ == "Path" else annotation.__name__)
+            annotation, "path" if annotation.__name__ == "Path" else annotation.__name__
+        )
     return str(annotation)
 
 

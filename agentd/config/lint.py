@@ -74,8 +74,14 @@ def _command(unit: Unit, env: Mapping[str, str]) -> list[Finding]:
         blocked = next((p for p in there if os.path.isfile(p)), None)
         if blocked is not None:
             return [Finding("error", key, f"{blocked} is not executable; run: chmod +x {blocked}")]
-        return [Finding("error", key, f"{program!r} is not found in PATH ({search}); install it "
-                        "or give its full path (the daemon's PATH may differ from this shell's)")]
+        return [
+            Finding(
+                "error",
+                key,
+                f"{program!r} is not found in PATH ({search}); install it "
+                "or give its full path (the daemon's PATH may differ from this shell's)",
+            )
+        ]
     path = program if os.path.isabs(program) else str(unit.workdir / program)
     if not os.path.exists(path):
         return [Finding("error", key, f"{path} does not exist")]
@@ -86,9 +92,11 @@ def _command(unit: Unit, env: Mapping[str, str]) -> list[Finding]:
     return []
 
 
-STATE_IN_PS = ("the bootstrap (the agent's state) is passed on the command line, where every "
-               "user of this machine can read it with `ps`; pass its path instead: "
-               "{bootstrap_file} (e.g. \"Read {bootstrap_file} and follow it\")")
+STATE_IN_PS = (
+    "the bootstrap (the agent's state) is passed on the command line, where every "
+    "user of this machine can read it with `ps`; pass its path instead: "
+    '{bootstrap_file} (e.g. "Read {bootstrap_file} and follow it")'
+)
 
 
 def state_in_argv(unit: Unit) -> list[int]:
@@ -98,22 +106,36 @@ def state_in_argv(unit: Unit) -> list[int]:
 
 def _bootstrap_in_argv(unit: Unit, env: Mapping[str, str], limits: ArgLimits) -> list[Finding]:
     in_command = [(("command", Index(i)), unit.command[i]) for i in state_in_argv(unit)]
-    in_env = [(("env", name), value) for name, value in unit.env.items()
-              if "bootstrap" in placeholders_in(value)]
+    in_env = [
+        (("env", name), value)
+        for name, value in unit.env.items()
+        if "bootstrap" in placeholders_in(value)
+    ]
     found = [Finding("warning", key, STATE_IN_PS) for key, _ in in_command[:1]]
     largest = unit.state.budget_tokens * BYTES_PER_TOKEN + BOOTSTRAP_OVERHEAD
     for key, text in in_command + in_env:
         if limits.one is not None and largest + len(text) > limits.one:
-            found.append(Finding("warning", key, f"the bootstrap may reach {largest} bytes "
-                                 f"(state.budget_tokens {unit.state.budget_tokens}), more than "
-                                 f"the {limits.one} bytes one argument may hold here: the "
-                                 "session would fail to start (argument list too long); use "
-                                 "{bootstrap_file} or lower state.budget_tokens"))
+            found.append(
+                Finding(
+                    "warning",
+                    key,
+                    f"the bootstrap may reach {largest} bytes "
+                    f"(state.budget_tokens {unit.state.budget_tokens}), more than "
+                    f"the {limits.one} bytes one argument may hold here: the "
+                    "session would fail to start (argument list too long); use "
+                    "{bootstrap_file} or lower state.budget_tokens",
+                )
+            )
     copies = len(in_command) + len(in_env)
     environ = sum(len(k) + len(v) + 2 for k, v in {**env, **unit.env}.items())
     if copies and copies * largest + environ > limits.total:
-        found.append(Finding("warning", in_command[0][0] if in_command else in_env[0][0],
-                             f"{copies} copies of a bootstrap of up to {largest} bytes and "
-                             f"the environment ({environ} bytes) may pass the {limits.total} "
-                             "bytes exec takes in all; use {bootstrap_file}"))
+        found.append(
+            Finding(
+                "warning",
+                in_command[0][0] if in_command else in_env[0][0],
+                f"{copies} copies of a bootstrap of up to {largest} bytes and "
+                f"the environment ({environ} bytes) may pass the {limits.total} "
+                "bytes exec takes in all; use {bootstrap_file}",
+            )
+        )
     return found

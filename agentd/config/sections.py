@@ -44,8 +44,11 @@ def refuse_empty_match(pattern: re.Pattern[str], key: str) -> None:
     """A pattern that matches an empty line matches every line (``re.search``):
     its session would end at the first line of output, again and again."""
     if pattern.search("") is not None:
-        raise KeyProblem((key,), f"{pattern.pattern!r} matches an empty line, so it would match "
-                         "every line of output; make it match only the text you mean")
+        raise KeyProblem(
+            (key,),
+            f"{pattern.pattern!r} matches an empty line, so it would match "
+            "every line of output; make it match only the text you mean",
+        )
 
 
 class Sentinel(StrictModel):

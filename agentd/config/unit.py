@@ -198,8 +198,11 @@ class Unit(StrictModel):
             except ValueError as exc:
                 raise KeyProblem((index,), str(exc)) from None
             if compiled.search("") is not None:
-                raise KeyProblem((index,), f"{pattern!r} matches empty text, so it would hide "
-                                 "nothing and garble everything; make it match only the secret")
+                raise KeyProblem(
+                    (index,),
+                    f"{pattern!r} matches empty text, so it would hide "
+                    "nothing and garble everything; make it match only the secret",
+                )
         return value
 
     @property
@@ -223,8 +226,9 @@ class Unit(StrictModel):
 
     def with_pty(self, cols: int, rows: int) -> Unit:
         """This unit with a ``cols`` x ``rows`` terminal (the size of an attached one)."""
-        return self.model_copy(update={"pty": self.pty.model_copy(update={"cols": cols,
-                                                                          "rows": rows})})
+        return self.model_copy(
+            update={"pty": self.pty.model_copy(update={"cols": cols, "rows": rows})}
+        )
 
     @property
     def state_dir(self) -> Path:

@@ -116,12 +116,18 @@ def _refuse_unsafe_dir(path: Path) -> None:
     st = os.stat(directory)
     mode = stat.S_IMODE(st.st_mode)
     if mode & (stat.S_IWGRP | stat.S_IWOTH) and not mode & stat.S_ISVTX:
-        raise UnitError(f"its directory {directory} is mode {mode:04o}, writable by others, "
-                        f"who could replace it; run: chmod go-w {directory}", file=path)
+        raise UnitError(
+            f"its directory {directory} is mode {mode:04o}, writable by others, "
+            f"who could replace it; run: chmod go-w {directory}",
+            file=path,
+        )
     me = os.geteuid()
     if st.st_uid not in (me, 0):
-        raise UnitError(f"its directory {directory} is owned by uid {st.st_uid}, not by this "
-                        f"user (uid {me}) or root; run: chown {me} {directory}", file=path)
+        raise UnitError(
+            f"its directory {directory} is owned by uid {st.st_uid}, not by this "
+            f"user (uid {me}) or root; run: chown {me} {directory}",
+            file=path,
+        )
 
 
 # --- loading -----------------------------------------------------------------
@@ -158,8 +164,11 @@ def read_unit(path: Path, *, check_permissions: bool = True) -> tuple[Unit, Line
 
 def _refuse_large(size: int, path: Path) -> None:
     if size > MAX_UNIT_BYTES:
-        raise UnitError(f"{size} bytes: over the {MAX_UNIT_BYTES // 1024} KiB a unit file may "
-                        "hold (refused unread); is this the right file?", file=path)
+        raise UnitError(
+            f"{size} bytes: over the {MAX_UNIT_BYTES // 1024} KiB a unit file may "
+            "hold (refused unread); is this the right file?",
+            file=path,
+        )
 
 
 def parse_unit(text: str, *, file: str, name: str) -> Unit:

@@ -37,12 +37,16 @@ class _Loader(yaml.SafeLoader):
     }
 
 
-_BOOL = ("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-         list("tTfF"))
+_BOOL = (
+    "tag:yaml.org,2002:bool",
+    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+    list("tTfF"),
+)
 _Loader.add_implicit_resolver(*_BOOL)
 
 _CLoader: type[Any] | None = None
 if yaml.__with_libyaml__:
+
     class _LibyamlLoader(yaml.CSafeLoader):  # type: ignore[misc,name-defined]
         """``_Loader`` on libyaml: the same document, 15 times faster (a 1 MiB file in
         under a second, not 11 s). libyaml bounds the nesting depth itself."""

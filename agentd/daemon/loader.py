@@ -54,9 +54,14 @@ class UnitLoader:
         """Read every unit file again and apply the result (SIGHUP, agentctl reload)."""
         async with self.lock:
             result = await self._apply(await self._scan(force=True))
-        self.events.emit(ev.DAEMON_RELOAD, why=why, loaded=len(result["loaded"]),
-                         changed=len(result["changed"]), removed=len(result["removed"]),
-                         invalid=len(result["invalid"]))
+        self.events.emit(
+            ev.DAEMON_RELOAD,
+            why=why,
+            loaded=len(result["loaded"]),
+            changed=len(result["changed"]),
+            removed=len(result["removed"]),
+            invalid=len(result["invalid"]),
+        )
         return result
 
     async def _rescan(self) -> None:
@@ -86,8 +91,9 @@ class UnitLoader:
             if name not in scan.units:  # not a second file of a unit that loads
                 invalid[name] = problem(exc)
             self._report_invalid(path, exc, kept=kept)
-        self._reported = {f: said for f, said in self._reported.items()
-                          if Path(f) in scan.errors}  # fixed ones may be reported again
+        self._reported = {
+            f: said for f, said in self._reported.items() if Path(f) in scan.errors
+        }  # fixed ones may be reported again
         changes = await self.sup.reconcile(units)
         for name, why in changes.failed.items():  # loaded, but cannot be supervised
             error = UnitError(f"cannot be supervised: {why}", file=units[name].source)
@@ -100,9 +106,15 @@ class UnitLoader:
             if self.sup.starts_with_daemon(name):  # a usage-limit pause survives a restart
                 with contextlib.suppress(AgentdError):  # a refusal is a unit.error event
                     self.sup.start(name, resume_pause=True)
-        return {"loaded": changes.added, "changed": changes.changed, "removed": changes.removed,
-                "invalid": [{"file": str(p), "line": e.line, "error": describe_error(e)}
-                            for p, e in scan.errors.items()]}
+        return {
+            "loaded": changes.added,
+            "changed": changes.changed,
+            "removed": changes.removed,
+            "invalid": [
+                {"file": str(p), "line": e.line, "error": describe_error(e)}
+                for p, e in scan.errors.items()
+            ],
+        }
 
     def _report_invalid(self, path: Path, exc: UnitError, *, kept: bool) -> None:
         """One ``unit.invalid`` per change of what is wrong with a file."""
@@ -110,16 +122,27 @@ class UnitLoader:
         if self._reported.get(str(path)) == said:
             return
         self._reported[str(path)] = said
-        self.events.emit(ev.UNIT_INVALID, level="error", unit=path.stem, file=str(path),
-                         line=exc.line, key=exc.key, error=describe_error(exc),
-                         kept="the previous definition" if kept else None)
+        self.events.emit(
+            ev.UNIT_INVALID,
+            level="error",
+            unit=path.stem,
+            file=str(path),
+            line=exc.line,
+            key=exc.key,
+            error=describe_error(exc),
+            kept="the previous definition" if kept else None,
+        )
 
     def _report(self, changes: Changes, units: dict[str, Unit]) -> None:
         for name in changes.added + changes.changed:
             unit = units[name]
-            self.events.emit(ev.UNIT_LOADED, unit=name, file=str(unit.source),
-                             change="new" if name in changes.added else "changed",
-                             autostart=unit.autostart)
+            self.events.emit(
+                ev.UNIT_LOADED,
+                unit=name,
+                file=str(unit.source),
+                change="new" if name in changes.added else "changed",
+                autostart=unit.autostart,
+            )
         for name in changes.removed:
             self.events.emit(UNIT_REMOVED, unit=name)
 
@@ -130,9 +153,12 @@ class UnitLoader:
             self.watcher.start()
         except OSError as exc:  # e.g. the inotify watch limit: SIGHUP still works
             self.watcher = None
-            self.events.emit(DAEMON_WARNING, level="warning",
-                             error=f"cannot watch {self.paths.units}: {exc}; "
-                                   "use agentctl reload (or SIGHUP) after changes")
+            self.events.emit(
+                DAEMON_WARNING,
+                level="warning",
+                error=f"cannot watch {self.paths.units}: {exc}; "
+                "use agentctl reload (or SIGHUP) after changes",
+            )
 
     def _units_changed(self) -> None:
         task = asyncio.get_running_loop().create_task(self._rescan())

@@ -106,8 +106,11 @@ WatchdogSec=60
 WantedBy=default.target
 """
 LAUNCHD_TEMPLATE: dict[str, Any] = {
-    "Label": "com.agentd", "ProgramArguments": ["/usr/local/bin/agentd", "serve"],
-    "KeepAlive": True, "RunAtLoad": True, "ProcessType": "Background",
+    "Label": "com.agentd",
+    "ProgramArguments": ["/usr/local/bin/agentd", "serve"],
+    "KeepAlive": True,
+    "RunAtLoad": True,
+    "ProcessType": "Background",
     "StandardErrorPath": "/tmp/agentd.err.log",
 }
 # Carried into the service: agent CLIs live on the user's PATH (nvm, ~/.local/bin),
@@ -143,8 +146,9 @@ def systemd_unit(argv: list[str], env: Mapping[str, str], template: str | None =
     return "\n".join(out) + "\n"
 
 
-def launchd_plist(argv: list[str], env: Mapping[str, str], log: Path,
-                  template: bytes | None = None) -> bytes:
+def launchd_plist(
+    argv: list[str], env: Mapping[str, str], log: Path, template: bytes | None = None
+) -> bytes:
     """The launchd agent: ProgramArguments with real paths, the environment carried over."""
     if template is None and (INIT_DIR / LAUNCHD_FILE).is_file():
         template = (INIT_DIR / LAUNCHD_FILE).read_bytes()

@@ -76,12 +76,14 @@ def acquire_lock(paths: Paths) -> int:
         raise AlreadyRunning(
             f"agentd is already running (pid {held.pid}, socket {held.note or paths.socket}, "
             f"lock {path}); stop it first (systemctl --user stop agentd, or kill -TERM "
-            f"{held.pid}), or give this one another AGENTD_HOME") from None
+            f"{held.pid}), or give this one another AGENTD_HOME"
+        ) from None
 
 
 class Daemon:
-    def __init__(self, paths: Paths, *, console: Console | None = None,
-                 http: Bind | None = None) -> None:
+    def __init__(
+        self, paths: Paths, *, console: Console | None = None, http: Bind | None = None
+    ) -> None:
         self.paths = paths
         self.http = http
         self.console = console or Console()
@@ -109,17 +111,26 @@ class Daemon:
             self.control = ControlServer(self.sup, reload=self.reload, dashboard=url)
             await self.control.listen(open_now=False)  # requests wait for the units
             ensure_private_dir(self.paths.units)
-            self.events.emit(ev.DAEMON_START, pid=os.getpid(), version=__version__,
-                             socket=str(self.paths.socket), units_dir=str(self.paths.units),
-                             subreaper=self.sup.subreaper, dashboard=url)
+            self.events.emit(
+                ev.DAEMON_START,
+                pid=os.getpid(),
+                version=__version__,
+                socket=str(self.paths.socket),
+                units_dir=str(self.paths.units),
+                subreaper=self.sup.subreaper,
+                dashboard=url,
+            )
             await self.loader.load_all()
             self.sup.reclaim_orphans()  # the sessions of units that did not load again
             self.control.open()
             self.loader.watch()
             self.systemd.send("READY=1", f"STATUS={self.summary()}")
             self._ping_watchdog()
-            self.console.say(f"agentd {__version__}: pid {os.getpid()}, socket "
-                             f"{self.paths.socket}; {self.summary()}", always=True)
+            self.console.say(
+                f"agentd {__version__}: pid {os.getpid()}, socket "
+                f"{self.paths.socket}; {self.summary()}",
+                always=True,
+            )
             if self.dashboard is not None:
                 self.console.say(f"agentd: dashboard at {self.dashboard.link}", always=True)
             while await self._dispatch(await self._signals.get()):
@@ -147,13 +158,13 @@ class Daemon:
         return True
 
     async def handle_term(self) -> bool:
-        self.console.say("agentd: SIGTERM, stopping every unit (again to kill at once)",
-                         always=True)
+        self.console.say(
+            "agentd: SIGTERM, stopping every unit (again to kill at once)", always=True
+        )
         return False
 
     async def handle_int(self) -> bool:
-        self.console.say("agentd: SIGINT, stopping every unit (again to kill at once)",
-                         always=True)
+        self.console.say("agentd: SIGINT, stopping every unit (again to kill at once)", always=True)
         return False
 
     async def _kill_on_second_signal(self) -> None:

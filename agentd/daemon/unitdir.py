@@ -45,8 +45,12 @@ class UnitDir:
             cache[path] = (sig, result)
             if isinstance(result, Unit) and result.name in out.units:
                 first = out.units[result.name].source
-                result = UnitError(f"unit {result.name} is already defined by {first}; "
-                                   "keep only one of the two files", file=path, line=1)
+                result = UnitError(
+                    f"unit {result.name} is already defined by {first}; "
+                    "keep only one of the two files",
+                    file=path,
+                    line=1,
+                )
             if isinstance(result, UnitError):
                 out.errors[path] = result
                 if fresh:
@@ -78,10 +82,13 @@ def describe_error(exc: UnitError) -> str:
 def problem(exc: UnitError) -> dict[str, Any]:
     """What ``agentctl status --json`` shows of an invalid file: the first problem's
     file, line, key and message, and every problem when there are several."""
-    out: dict[str, Any] = {"file": exc.file, "line": exc.line, "key": exc.key,
-                           "message": exc.message}
+    out: dict[str, Any] = {
+        "file": exc.file,
+        "line": exc.line,
+        "key": exc.key,
+        "message": exc.message,
+    }
     problems: list[UnitError] = getattr(exc, "problems", None) or []
     if len(problems) > 1:
-        out["problems"] = [{"line": p.line, "key": p.key, "message": p.message}
-                           for p in problems]
+        out["problems"] = [{"line": p.line, "key": p.key, "message": p.message} for p in problems]
     return out

@@ -24,8 +24,9 @@ _IGNORED = frozenset({"opened", "closed_no_write"})
 
 
 class UnitsWatcher:
-    def __init__(self, directory: Path, on_change: Callable[[], None], *,
-                 debounce: float = DEBOUNCE) -> None:
+    def __init__(
+        self, directory: Path, on_change: Callable[[], None], *, debounce: float = DEBOUNCE
+    ) -> None:
         self.directory = directory
         self._on_change = on_change
         self._debounce = debounce
@@ -55,12 +56,14 @@ class UnitsWatcher:
             return False
         paths = [event.src_path, getattr(event, "dest_path", "") or ""]
         return any(self._is_unit_file(str(p)) for p in paths if p) or (
-            event.is_directory and Path(str(event.src_path)) == self.directory)
+            event.is_directory and Path(str(event.src_path)) == self.directory
+        )
 
     def _is_unit_file(self, path: str) -> bool:
         p = Path(path)
-        return p.parent == self.directory and p.suffix in UNIT_SUFFIXES \
-            and not p.name.startswith(".")
+        return (
+            p.parent == self.directory and p.suffix in UNIT_SUFFIXES and not p.name.startswith(".")
+        )
 
     def poke(self) -> None:
         """From any thread: something changed."""

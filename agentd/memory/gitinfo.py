@@ -46,9 +46,16 @@ def _head_touches(workdir: Path, state_dir: Path, head: str) -> bool:
     except ValueError:
         return False
     out = run_git(
-        workdir, "diff-tree", "--no-commit-id", "--name-only", "-r", "--root", head,
-        "--", str(rel) or ".",
-    )  # fmt: skip
+        workdir,
+        "diff-tree",
+        "--no-commit-id",
+        "--name-only",
+        "-r",
+        "--root",
+        head,
+        "--",
+        str(rel) or ".",
+    )
     return bool(out and out.strip())
 
 

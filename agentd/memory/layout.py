@@ -191,8 +191,10 @@ def compile_presets() -> str:
     """``presets.json``: every ``layouts/NAME.yaml`` parsed, as JSON (for gen_docs)."""
     import yaml  # only here: the run-time path reads the JSON
 
-    data = {p.stem: yaml.safe_load(p.read_text(encoding="utf-8"))
-            for p in sorted(PRESETS.glob("*.yaml"))}
+    data = {
+        p.stem: yaml.safe_load(p.read_text(encoding="utf-8"))
+        for p in sorted(PRESETS.glob("*.yaml"))
+    }
     return json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
 
 

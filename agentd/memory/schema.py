@@ -101,8 +101,9 @@ class Record:
                 raise TypeError(f"{type(self).__name__}() missing keyword argument {name!r}")
             object.__setattr__(self, name, value)
         if values:
-            raise TypeError(f"{type(self).__name__}() got unexpected keyword argument "
-                            f"{next(iter(values))!r}")
+            raise TypeError(
+                f"{type(self).__name__}() got unexpected keyword argument {next(iter(values))!r}"
+            )
         self.__post_init__()
 
     def __post_init__(self) -> None:
@@ -140,6 +141,7 @@ def is_record(obj: Any) -> bool:
     """Whether ``obj`` is a Record class or instance."""
     cls = obj if isinstance(obj, type) else type(obj)
     return issubclass(cls, Record)
+
 
 _NOUNS: dict[Any, tuple[str, str]] = {  # type -> (one, many)
     str: ("a valid string", "strings"),
@@ -257,8 +259,9 @@ def _check_limits(f: Field, value: Any) -> None:
         chars = "character" if shortest == 1 else "characters"
         raise KeyProblem((f.name,), f"should have at least {shortest} {chars}")
     if f.metadata.get("inside") and isinstance(value, str) and (why := _leaves(value)):
-        raise KeyProblem((f.name,), f"should be a path inside the state dir (got "
-                                    f"{_shown(value)}): {why}")
+        raise KeyProblem(
+            (f.name,), f"should be a path inside the state dir (got {_shown(value)}): {why}"
+        )
 
 
 def _leaves(path: str) -> str | None:

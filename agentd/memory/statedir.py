@@ -41,8 +41,13 @@ class NotReadable(OSError):
     """A state file agentd will not read: not a regular file, or outside the state dir."""
 
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR,
-          "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def _kind(mode: int) -> str:
@@ -62,8 +67,7 @@ def open_regular(path: Path) -> BinaryIO:
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (before.st_dev,
-                                                                      before.st_ino):
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
             raise NotReadable(f"{path} changed while it was opened; not read")
     except BaseException:
         os.close(fd)
@@ -76,8 +80,10 @@ def check_inside(state_dir: Path, path: Path) -> None:
     root = os.path.realpath(state_dir)
     real = os.path.realpath(path)
     if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
-        raise NotReadable(f"{path} leads outside the state dir (to {real}); not read: "
-                          "state files must be inside it")
+        raise NotReadable(
+            f"{path} leads outside the state dir (to {real}); not read: "
+            "state files must be inside it"
+        )
 
 
 def read_text(path: Path, max_bytes: int = TEXT_MAX_BYTES) -> str:

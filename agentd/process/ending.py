@@ -45,11 +45,13 @@ class EndResult:
     duration_s: float
 
 
-def kill_now(*, leader: int | None, marker: str, sid: int | None,
-             cgroup: Path | None = None) -> list[int]:
+def kill_now(
+    *, leader: int | None, marker: str, sid: int | None, cgroup: Path | None = None
+) -> list[int]:
     """SIGKILL the session's processes bottom-up at once, no grace; the pids killed."""
-    procs = order_bottom_up(find_session_processes(leader=leader, marker=marker, sid=sid,
-                                                   cgroup=cgroup))
+    procs = order_bottom_up(
+        find_session_processes(leader=leader, marker=marker, sid=sid, cgroup=cgroup)
+    )
     return [proc.pid for proc in procs if _send(proc, signal.SIGKILL)]
 
 
@@ -75,8 +77,9 @@ async def end_session_tree(
     """
     refuse_own_session(sid)
     started = time.monotonic()
-    ending = _Ending(leader=leader, marker=marker, sid=sid, exclude=exclude, on_signal=on_signal,
-                     cgroup=cgroup)
+    ending = _Ending(
+        leader=leader, marker=marker, sid=sid, exclude=exclude, on_signal=on_signal, cgroup=cgroup
+    )
     try:
         # The group at once, before the scan: the agent hears the decision now.
         ending.signal_group_first(sig)
@@ -122,7 +125,10 @@ class _Ending:
         """Re-scan; track and return the processes not seen before."""
         fresh = []
         found = find_session_processes(
-            leader=self._leader, marker=self._marker, sid=self._sid, exclude=self._exclude,
+            leader=self._leader,
+            marker=self._marker,
+            sid=self._sid,
+            exclude=self._exclude,
             cgroup=self._cgroup,
         )
         for proc in found:
@@ -153,8 +159,11 @@ class _Ending:
         """
         ordered = order_bottom_up(procs)
         grouped = self._group_sig == sig and self._sid is not None
-        sent = [proc.pid for proc in ordered
-                if (grouped and _pgid(proc) == self._sid) or _send(proc, sig)]
+        sent = [
+            proc.pid
+            for proc in ordered
+            if (grouped and _pgid(proc) == self._sid) or _send(proc, sig)
+        ]
         if grouped and self._leader == self._sid and self._leader not in sent:
             sent.append(self._leader)  # it leads the group: it got sig, maybe died of it since
         self._group_sig = None  # later batches are new processes: signal each

@@ -73,8 +73,9 @@ def _scan_proc() -> dict[int, Row]:
             if len(fields) < 20:
                 continue
             state = _STATES.get(fields[0], psutil.STATUS_RUNNING)
-            table[int(name)] = Row(int(fields[1]), int(fields[2]), int(fields[3]), None, state,
-                                   int(fields[19]))
+            table[int(name)] = Row(
+                int(fields[1]), int(fields[2]), int(fields[3]), None, state, int(fields[19])
+            )
     finally:
         os.close(proc_fd)
     return table
@@ -85,9 +86,13 @@ def _scan_psutil() -> dict[int, Row]:
     for proc in psutil.process_iter(_SCAN_ATTRS):
         uids = proc.info.get("uids")
         pid = proc.pid
-        table[pid] = Row(proc.info.get("ppid"), os_id(os.getpgid, pid), os_id(os.getsid, pid),
-                         uids.real if uids is not None else None,
-                         proc.info.get("status") or psutil.STATUS_RUNNING)
+        table[pid] = Row(
+            proc.info.get("ppid"),
+            os_id(os.getpgid, pid),
+            os_id(os.getsid, pid),
+            uids.real if uids is not None else None,
+            proc.info.get("status") or psutil.STATUS_RUNNING,
+        )
     return table
 
 

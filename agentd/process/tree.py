@@ -105,9 +105,12 @@ def _roots(table: dict[int, Row], *, leader: int | None, marker: str, sid: int |
     for pid, row in table.items():
         in_session = sid is not None and row.sid == sid
         # The environ read is the expensive part, so it comes last.
-        if in_session or (marker and proctable.may_carry(row, since)
-                          and proctable.uid_of(pid, row) == uid
-                          and proctable.has_marker(pid, MARKER_VAR, marker)):
+        if in_session or (
+            marker
+            and proctable.may_carry(row, since)
+            and proctable.uid_of(pid, row) == uid
+            and proctable.has_marker(pid, MARKER_VAR, marker)
+        ):
             roots.add(pid)
     return roots
 

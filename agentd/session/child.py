@@ -31,8 +31,19 @@ from agentd.errors import SpawnError
 READ_SIZE = 65536
 # exec errors that the next try would meet again: the unit fails at once
 _CHILD_FAILED = 127  # the child's exit code when something escaped before exec (as a shell's)
-_PERMANENT = frozenset({errno.ENOENT, errno.EACCES, errno.EPERM, errno.ENOEXEC, errno.E2BIG,
-                        errno.ENOTDIR, errno.EISDIR, errno.ELOOP, errno.ENAMETOOLONG})
+_PERMANENT = frozenset(
+    {
+        errno.ENOENT,
+        errno.EACCES,
+        errno.EPERM,
+        errno.ENOEXEC,
+        errno.E2BIG,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.ELOOP,
+        errno.ENAMETOOLONG,
+    }
+)
 
 
 class _ChildSetupFailed(Exception):
@@ -68,8 +79,9 @@ def _prepare_child(cwd: str, cgroup_procs: str | None) -> Callable[[], None]:
 
 def _os_error_text(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.errno is not None:
-        return f"[Errno {exc.errno}] {exc.strerror}" + (f": {exc.filename!r}"
-                                                        if exc.filename else "")
+        return f"[Errno {exc.errno}] {exc.strerror}" + (
+            f": {exc.filename!r}" if exc.filename else ""
+        )
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -81,22 +93,26 @@ def check_spawnable(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> N
         _check_text(arg, f"argument {i}", argv)
     for name, value in env.items():
         if not name or "=" in name:
-            raise SpawnError(f"environment variable name {name!r} cannot be passed to exec",
-                             argv=list(argv))
+            raise SpawnError(
+                f"environment variable name {name!r} cannot be passed to exec", argv=list(argv)
+            )
         _check_text(name, "an environment variable name", argv)
         _check_text(value, f"environment variable {name}", argv)
     if not cwd.is_dir():
         why = "is not a directory" if cwd.exists() else "does not exist"
-        raise SpawnError(f"the workdir {cwd} {why}; create it (or fix workdir:) and start "
-                         "the unit again", argv=list(argv))
+        raise SpawnError(
+            f"the workdir {cwd} {why}; create it (or fix workdir:) and start the unit again",
+            argv=list(argv),
+        )
 
 
 def _check_text(text: str, what: str, argv: Sequence[str]) -> None:
     try:
         raw = os.fsencode(text)
     except UnicodeError:
-        raise SpawnError(f"{what} holds text the OS cannot take (an unpaired surrogate)",
-                         argv=list(argv)) from None
+        raise SpawnError(
+            f"{what} holds text the OS cannot take (an unpaired surrogate)", argv=list(argv)
+        ) from None
     if b"\0" in raw:
         raise SpawnError(f"{what} holds a NUL byte, which exec cannot pass", argv=list(argv))
 
@@ -155,12 +171,15 @@ class Child:
                 encoding=None,
             )
         except pexpect.ExceptionPexpect:  # its own lookup found nothing it may run
-            raise SpawnError(f"cannot start {argv[0]!r}: {_not_runnable(argv[0], env)}",
-                             argv=argv) from None
+            raise SpawnError(
+                f"cannot start {argv[0]!r}: {_not_runnable(argv[0], env)}", argv=argv
+            ) from None
         except OSError as exc:  # exec (or fork) failed: the OS error
-            raise SpawnError(f"cannot start {argv[0]!r}: [Errno {exc.errno}] "
-                             f"{exc.strerror or exc}", argv=argv,
-                             permanent=exc.errno in _PERMANENT) from None
+            raise SpawnError(
+                f"cannot start {argv[0]!r}: [Errno {exc.errno}] {exc.strerror or exc}",
+                argv=argv,
+                permanent=exc.errno in _PERMANENT,
+            ) from None
         except BaseException as exc:
             if os.getpid() != parent:  # the forked child: never return into the daemon
                 with contextlib.suppress(BaseException):

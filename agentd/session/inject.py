@@ -65,21 +65,32 @@ def plan(unit: Unit, session: int, text: str, bootstrap_file: Path) -> InjectPla
     return InjectPlan(mode, argv, env)
 
 
-def session_env(base: Mapping[str, str], unit: Unit, plan: InjectPlan, *, number: int,
-                reason: str, bootstrap_file: Path, marker: str, socket: Path) -> dict[str, str]:
+def session_env(
+    base: Mapping[str, str],
+    unit: Unit,
+    plan: InjectPlan,
+    *,
+    number: int,
+    reason: str,
+    bootstrap_file: Path,
+    marker: str,
+    socket: Path,
+) -> dict[str, str]:
     """The session's environment (SPEC 5): agentd's own, the unit's ``env`` on top, then
     the AGENTD_* contract and the marker that finds the session's processes later."""
     env = dict(base)
     env.update(plan.env)
-    env.update({
-        "AGENTD_UNIT": unit.name,
-        "AGENTD_SESSION": str(number),
-        "AGENTD_SOCKET": str(socket),
-        "AGENTD_STATE_DIR": str(unit.state_dir),
-        "AGENTD_BOOTSTRAP_FILE": str(bootstrap_file),
-        "AGENTD_RESTART_REASON": reason,
-        MARKER_VAR: marker,
-    })
+    env.update(
+        {
+            "AGENTD_UNIT": unit.name,
+            "AGENTD_SESSION": str(number),
+            "AGENTD_SOCKET": str(socket),
+            "AGENTD_STATE_DIR": str(unit.state_dir),
+            "AGENTD_BOOTSTRAP_FILE": str(bootstrap_file),
+            "AGENTD_RESTART_REASON": reason,
+            MARKER_VAR: marker,
+        }
+    )
     if isinstance(unit.state.layout, str):  # `agentctl state` in the session follows it
         env["AGENTD_LAYOUT"] = unit.state.layout
     return env
@@ -112,8 +123,9 @@ def hand_over(session: Session, text: str, submit: str) -> int:
 class Injector:
     """Hands the bootstrap to a live session as ``plan`` says, once."""
 
-    def __init__(self, plan: InjectPlan, text: str, tokens: int, *,
-                 emit: Callable[..., None]) -> None:
+    def __init__(
+        self, plan: InjectPlan, text: str, tokens: int, *, emit: Callable[..., None]
+    ) -> None:
         self.plan = plan
         self.text = text
         self.tokens = tokens
@@ -126,15 +138,20 @@ class Injector:
             # Whatever the agent shows of its instructions is echo, not a sentinel.
             session.matcher.expect_echo(self.text)
         if mode != "stdin":
-            self._emit(ev.SESSION_INJECT, mode=mode, bytes=len(self.text.encode("utf-8")),
-                       tokens=self.tokens)
+            self._emit(
+                ev.SESSION_INJECT,
+                mode=mode,
+                bytes=len(self.text.encode("utf-8")),
+                tokens=self.tokens,
+            )
             return
         self._session = session
         if self.plan.after is None:
             self.on_prompt()
         else:
             session.matcher.add_rule(
-                Rule(PROMPT_RULE, self.plan.after, "inject", echo_check=False, partial=True))
+                Rule(PROMPT_RULE, self.plan.after, "inject", echo_check=False, partial=True)
+            )
 
     def on_prompt(self) -> None:
         """The prompt appeared (or none was awaited): type the bootstrap and submit."""
@@ -143,5 +160,10 @@ class Injector:
             return
         session.matcher.remove_rule(PROMPT_RULE)
         written = hand_over(session, self.text, self.plan.submit)
-        self._emit(ev.SESSION_INJECT, mode="stdin", bytes=written, tokens=self.tokens,
-                   bracketed_paste=session.bracketed_paste)
+        self._emit(
+            ev.SESSION_INJECT,
+            mode="stdin",
+            bytes=written,
+            tokens=self.tokens,
+            bracketed_paste=session.bracketed_paste,
+        )

@@ -39,8 +39,10 @@ MAX_LEARNED = 1000
 
 # A value assigned to a name like a secret's, in state text: `GITHUB_TOKEN=ghp_...`,
 # `password: "..."`. At least 8 characters, so `password: yes` is left alone.
-_ASSIGNED = re.compile(r"(?i)\b[\w.-]*(?:key|token|secret|password|passwd)\b['\"]?\s*[:=]\s*"
-                       r"['\"]?([^\s'\"`,;]{8,})")
+_ASSIGNED = re.compile(
+    r"(?i)\b[\w.-]*(?:key|token|secret|password|passwd)\b['\"]?\s*[:=]\s*"
+    r"['\"]?([^\s'\"`,;]{8,})"
+)
 TOKEN_SHAPES = (
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
     r"\b(?:sk|rk)-[A-Za-z0-9_-]{20,}",  # OpenAI, Anthropic (sk-ant-...), Stripe
@@ -110,8 +112,9 @@ def _pieces(secret: bytes) -> set[bytes]:
     for run in _GAP.split(secret):
         count = max(1, min(MAX_CUTS + 1, len(run) // MIN_PIECE))
         size = len(run) // count
-        out.update(run[i * size : (i + 1) * size if i < count - 1 else len(run)]
-                   for i in range(count))
+        out.update(
+            run[i * size : (i + 1) * size if i < count - 1 else len(run)] for i in range(count)
+        )
     out.discard(b"")
     return out
 
@@ -181,8 +184,11 @@ class Redactor:
         settled = len(shown) - self._longest + 1
         out, done, done_shown = self._mask(region, shown, where, settled)
         keep_shown = self._hold_from(shown, max(done_shown, settled))
-        if len(shown) - keep_shown < MIN_PIECE and b"\n" in region[where[-1] + 1 :] \
-                if shown else False:
+        if (
+            len(shown) - keep_shown < MIN_PIECE and b"\n" in region[where[-1] + 1 :]
+            if shown
+            else False
+        ):
             # A line ended: a short held end (a "t" a secret starts with) would keep the
             # line from the transcript until more output comes, maybe for hours.
             keep_shown = len(shown)
@@ -206,8 +212,9 @@ class Redactor:
             text = pattern.sub(MASK.decode(), text)
         return text
 
-    def _mask(self, raw: bytes, shown: bytes, where: Sequence[int],
-              settled: int) -> tuple[list[bytes], int, int]:
+    def _mask(
+        self, raw: bytes, shown: bytes, where: Sequence[int], settled: int
+    ) -> tuple[list[bytes], int, int]:
         """``raw`` up to the end of the last secret that starts before ``settled``
         (in ``shown``), each secret masked with what splits it; where that end is in
         ``raw`` and in ``shown``."""

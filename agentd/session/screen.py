@@ -43,8 +43,12 @@ class Drawn:
     redraw: bytes = b""
 
     def as_json(self) -> dict[str, object]:
-        return {"rows": self.rows, "cursor": list(self.cursor), "cols": self.cols,
-                "session": self.session}
+        return {
+            "rows": self.rows,
+            "cursor": list(self.cursor),
+            "cols": self.cols,
+            "session": self.session,
+        }
 
 
 class ScreenRing:
@@ -90,8 +94,9 @@ class ScreenRing:
 
     def capture(self) -> ScreenCapture:
         """What to draw the screen from, now (cheap: a copy of the ring)."""
-        return ScreenCapture(self.session, self._painter, self._start, bytes(self._buf),
-                             tuple(self._sizes))
+        return ScreenCapture(
+            self.session, self._painter, self._start, bytes(self._buf), tuple(self._sizes)
+        )
 
 
 @dataclass(frozen=True)
@@ -132,15 +137,16 @@ class _Painter:
             # was drawn at the size before (one already made is made again: no-op).
             for at, cols, rows in capture.sizes:
                 if self._fed <= at <= end:
-                    stream.feed(data[self._fed - start:at - start])
+                    stream.feed(data[self._fed - start : at - start])
                     self._fed = at
                     _resize(screen, cols, rows)
-            stream.feed(data[self._fed - start:])
+            stream.feed(data[self._fed - start :])
             self._fed = end
             rows = [row.rstrip() for row in screen.display]
             cursor = (screen.cursor.y, screen.cursor.x)
-            return Drawn(capture.session, screen.columns, rows, cursor,
-                         repaint(screen) if redraw else b"")
+            return Drawn(
+                capture.session, screen.columns, rows, cursor, repaint(screen) if redraw else b""
+            )
 
 
 def _resize(screen: pyte.Screen, cols: int, rows: int) -> None:
@@ -182,9 +188,18 @@ def repaint(screen: pyte.Screen) -> bytes:
 
 def _sgr(ch: pyte.screens.Char) -> str:
     """The SGR parameters that give ``ch``'s looks ("" for the default)."""
-    parts = [code for flag, code in ((ch.bold, "1"), (ch.italics, "3"), (ch.underscore, "4"),
-                                     (ch.blink, "5"), (ch.reverse, "7"),
-                                     (ch.strikethrough, "9")) if flag]
+    parts = [
+        code
+        for flag, code in (
+            (ch.bold, "1"),
+            (ch.italics, "3"),
+            (ch.underscore, "4"),
+            (ch.blink, "5"),
+            (ch.reverse, "7"),
+            (ch.strikethrough, "9"),
+        )
+        if flag
+    ]
     for colour, base in ((ch.fg, 38), (ch.bg, 48)):
         code = _colour(colour, base) if colour != "default" else ""
         if code:
@@ -196,13 +211,16 @@ def _sgr(ch: pyte.screens.Char) -> str:
 def _colour(name: str, base: int) -> str:
     from pyte import graphics
 
-    named = graphics.FG_ANSI | graphics.FG_AIXTERM if base == 38 else \
-        graphics.BG_ANSI | graphics.BG_AIXTERM
+    named = (
+        graphics.FG_ANSI | graphics.FG_AIXTERM
+        if base == 38
+        else graphics.BG_ANSI | graphics.BG_AIXTERM
+    )
     for code, known in named.items():
         if known == name:
             return str(code)
     try:  # 256 colours and true colour are kept as "rrggbb"
-        r, g, b = (int(name[i:i + 2], 16) for i in (0, 2, 4))
+        r, g, b = (int(name[i : i + 2], 16) for i in (0, 2, 4))
     except ValueError:
         return ""
     return f"{base};2;{r};{g};{b}"

@@ -111,8 +111,13 @@ class Session:
     ) -> EndResult:
         """Stop every process of the session (``sig``, then SIGKILL after ``grace``)."""
         result = await end_session_tree(
-            leader=self._leader, marker=self.marker, sid=self.pid, sig=sig, grace=grace,
-            on_signal=on_signal, cgroup=self.cgroup,
+            leader=self._leader,
+            marker=self.marker,
+            sid=self.pid,
+            sig=sig,
+            grace=grace,
+            on_signal=on_signal,
+            cgroup=self.cgroup,
         )
         # The leader is dead now; its pidfd callback may not have run yet.
         deadline = self.clock() + 2.0
@@ -127,8 +132,7 @@ class Session:
 
     def kill_now(self) -> list[int]:
         """SIGKILL every process of the session at once (a second Ctrl-C); their pids."""
-        return kill_now(leader=self._leader, marker=self.marker, sid=self.pid,
-                        cgroup=self.cgroup)
+        return kill_now(leader=self._leader, marker=self.marker, sid=self.pid, cgroup=self.cgroup)
 
     @property
     def _leader(self) -> int | None:
@@ -288,7 +292,9 @@ class Session:
         """The agent is stopped (SIGSTOP, SIGTSTP, a debugger): alive but doing nothing
         until SIGCONT. Its process state, read when asked."""
         try:
-            return psutil.Process(self.pid).status() in (psutil.STATUS_STOPPED,
-                                                         psutil.STATUS_TRACING_STOP)
+            return psutil.Process(self.pid).status() in (
+                psutil.STATUS_STOPPED,
+                psutil.STATUS_TRACING_STOP,
+            )
         except psutil.Error:
             return False

@@ -87,8 +87,10 @@ class Supervisor:
         """The unit files that do not load now, by unit name: ``{file, line, key, message}``
         each (``since`` is kept while a file stays invalid)."""
         before, now = self.invalid, time.time()
-        self.invalid = {name: {**problem, "since": before.get(name, {}).get("since", now)}
-                        for name, problem in problems.items()}
+        self.invalid = {
+            name: {**problem, "since": before.get(name, {}).get("since", now)}
+            for name, problem in problems.items()
+        }
 
     def definition(self, name: str) -> Unit:
         """The unit's newest definition as its file says it (what its next session will
@@ -105,9 +107,14 @@ class Supervisor:
         records = SessionRecords(self.paths.run_sessions, self.events.health)
 
         async def reclaim() -> None:
-            await reclaim_orphans(records, set(self.services), locks=self.paths.run / "units",
-                                  logs=self.paths.logs, emit=self.events.emit,
-                                  at=lambda: iso(time.time()))
+            await reclaim_orphans(
+                records,
+                set(self.services),
+                locks=self.paths.run / "units",
+                logs=self.paths.logs,
+                emit=self.events.emit,
+                at=lambda: iso(time.time()),
+            )
 
         task = asyncio.get_running_loop().create_task(reclaim())
         self._retirements.add(task)
@@ -178,8 +185,7 @@ class Supervisor:
     def starts_with_daemon(self, name: str) -> bool:
         return self.get(name).starts_with_daemon()
 
-    def watch_terminal(self, name: str,
-                       listener: Callable[[bytes], None]) -> Callable[[], None]:
+    def watch_terminal(self, name: str, listener: Callable[[bytes], None]) -> Callable[[], None]:
         """``listener`` gets the unit's raw terminal output (all its sessions); the undo."""
         return self.get(name).watch(listener)
 
@@ -201,8 +207,9 @@ class Supervisor:
     def restart(self, name: str, reason: str = "manual") -> None:
         self.get(name).restart(reason)
 
-    async def wait(self, name: str, done: Callable[[dict[str, Any]], bool],
-                   timeout: float) -> dict[str, Any]:
+    async def wait(
+        self, name: str, done: Callable[[dict[str, Any]], bool], timeout: float
+    ) -> dict[str, Any]:
         """Wait (at most ``timeout`` s) until ``done(status)``; the status then."""
         service = self.get(name)
         with contextlib.suppress(TimeoutError):

@@ -75,8 +75,14 @@ def kept_bootstrap(logs_dir: Path, number: int) -> Path:
 
 
 class Briefing:
-    def __init__(self, logs_dir: Path, emit: Callable[..., None],
-                 health: WriteHealth | None = None, *, given: Path) -> None:
+    def __init__(
+        self,
+        logs_dir: Path,
+        emit: Callable[..., None],
+        health: WriteHealth | None = None,
+        *,
+        given: Path,
+    ) -> None:
         self.logs_dir = logs_dir
         self._given = given
         self._emit = emit
@@ -84,24 +90,37 @@ class Briefing:
         self.readonly_hashes: dict[str, str] = {}
         self.head: str | None = None
 
-    def context(self, unit: Unit, number: int, reason: str, ends: Sequence[SessionEnd],
-                now: float) -> BootstrapContext:
+    def context(
+        self, unit: Unit, number: int, reason: str, ends: Sequence[SessionEnd], now: float
+    ) -> BootstrapContext:
         unchanged = 0
         for end in reversed(ends):
             if end.state_changed:
                 break
             unchanged += 1
         return BootstrapContext(
-            unit=unit.name, session=number,
+            unit=unit.name,
+            session=number,
             last_reason=None if reason == "start" and not ends else reason,
-            state_dir=unit.state_dir, workdir=unit.workdir,
-            layout=resolve(unit.state.layout), budget_tokens=unit.state.budget_tokens,
-            now=now, readonly_hashes=dict(self.readonly_hashes),
-            since_commit=self.head, unchanged_sessions=unchanged,
+            state_dir=unit.state_dir,
+            workdir=unit.workdir,
+            layout=resolve(unit.state.layout),
+            budget_tokens=unit.state.budget_tokens,
+            now=now,
+            readonly_hashes=dict(self.readonly_hashes),
+            since_commit=self.head,
+            unchanged_sessions=unchanged,
         )
 
-    async def prepare(self, unit: Unit, number: int, reason: str, ends: Sequence[SessionEnd],
-                      now: float, redactor: Redactor) -> Prepared:
+    async def prepare(
+        self,
+        unit: Unit,
+        number: int,
+        reason: str,
+        ends: Sequence[SessionEnd],
+        now: float,
+        redactor: Redactor,
+    ) -> Prepared:
         """Session ``number``'s bootstrap rendered and written, off the loop, the kept copy
         with the secrets ``redactor`` knows or learns from it hidden. SpawnError (not
         permanent) when the file the agent must read cannot be written."""
@@ -109,18 +128,25 @@ class Briefing:
         try:
             done = await off_loop(lambda: self._prepare(unit, ctx, redactor), STATE_TIMEOUT)
         except TimeoutError:
-            self._emit(ev.STATE_ERROR, level="warning", unit=unit.name, session=number,
-                       error=f"the state dir {unit.state_dir} did not answer within "
-                             f"{STATE_TIMEOUT:g}s; the session starts without its state")
+            self._emit(
+                ev.STATE_ERROR,
+                level="warning",
+                unit=unit.name,
+                session=number,
+                error=f"the state dir {unit.state_dir} did not answer within "
+                f"{STATE_TIMEOUT:g}s; the session starts without its state",
+            )
             boot = unavailable(ctx, f"the state dir did not answer within {STATE_TIMEOUT:g}s")
             try:
                 done = await off_loop(
-                    lambda: self._written(unit, ctx.session, boot, None, redactor),
-                    STATE_TIMEOUT)
+                    lambda: self._written(unit, ctx.session, boot, None, redactor), STATE_TIMEOUT
+                )
             except TimeoutError:
-                raise SpawnError(f"cannot write the bootstrap of session {number}: the disk "
-                                 f"did not answer within {STATE_TIMEOUT:g}s",
-                                 permanent=False) from None
+                raise SpawnError(
+                    f"cannot write the bootstrap of session {number}: the disk "
+                    f"did not answer within {STATE_TIMEOUT:g}s",
+                    permanent=False,
+                ) from None
         for event, fields in done.said:
             self._emit(event, **fields)
         for what, path, exc in done.failed:
@@ -134,16 +160,19 @@ class Briefing:
                 self.readonly_hashes = dict(done.boot.readonly_hashes)
             self.head = done.boot.head
         if any(path == done.file for _, path, _ in done.failed) and _needs_file(unit):
-            raise SpawnError(f"cannot write the bootstrap the agent reads ({done.file}): "
-                             f"{_why(done.failed)}", permanent=False)
+            raise SpawnError(
+                f"cannot write the bootstrap the agent reads ({done.file}): {_why(done.failed)}",
+                permanent=False,
+            )
         return done
 
     async def state_after(self, unit: Unit) -> tuple[str | None, complete.Completion | None]:
         """The state dir's fingerprint and completion mark after a session (None, None
         when it does not answer in time)."""
         try:
-            return await off_loop(lambda: (fingerprint(unit.state_dir),
-                                           complete.read(unit.state_dir)), STATE_TIMEOUT)
+            return await off_loop(
+                lambda: (fingerprint(unit.state_dir), complete.read(unit.state_dir)), STATE_TIMEOUT
+            )
         except TimeoutError:
             return None, None
 
@@ -156,9 +185,17 @@ class Briefing:
         try:
             handoffs.retire(unit.state_dir, unit.state.layout, ctx.session, ctx.now)
         except (OSError, AgentdError) as exc:  # the session starts anyway, with a warning
-            said.append((ev.STATE_ERROR, {
-                "level": "warning", "unit": unit.name, "session": ctx.session,
-                "error": f"the handoff could not be moved to history: {exc}"}))
+            said.append(
+                (
+                    ev.STATE_ERROR,
+                    {
+                        "level": "warning",
+                        "unit": unit.name,
+                        "session": ctx.session,
+                        "error": f"the handoff could not be moved to history: {exc}",
+                    },
+                )
+            )
             if isinstance(exc, OSError):
                 failed.append((f"state:{unit.name}", unit.state_dir, exc))
         done = self._written(unit, ctx.session, boot, fingerprint(unit.state_dir), redactor)
@@ -166,8 +203,9 @@ class Briefing:
         done.failed[:0] = failed
         return done
 
-    def _written(self, unit: Unit, number: int, boot: Bootstrap, state: str | None,
-                 redactor: Redactor) -> Prepared:
+    def _written(
+        self, unit: Unit, number: int, boot: Bootstrap, state: str | None, redactor: Redactor
+    ) -> Prepared:
         """Keep ``boot`` in the logs, its secrets hidden; give the agent the whole text
         (``given`` when the kept copy hides something; ``inject.path`` in file mode); a
         write that fails is noted, not raised."""
@@ -198,14 +236,30 @@ class Briefing:
                 done.failed.append((f"state:{unit.name}", done.file, exc))
                 with contextlib.suppress(OSError):  # never give the agent a stale bootstrap
                     done.file.unlink()
-        done.said.append((ev.SESSION_BOOTSTRAP, {
-            "unit": unit.name, "session": number, "file": str(log_copy), "tokens": boot.tokens,
-            "budget": boot.budget, "warnings": boot.warnings or None, "cut": boot.cut or None,
-            "explain": boot.explain()}))
+        done.said.append(
+            (
+                ev.SESSION_BOOTSTRAP,
+                {
+                    "unit": unit.name,
+                    "session": number,
+                    "file": str(log_copy),
+                    "tokens": boot.tokens,
+                    "budget": boot.budget,
+                    "warnings": boot.warnings or None,
+                    "cut": boot.cut or None,
+                    "explain": boot.explain(),
+                },
+            )
+        )
         return done
 
-    def _ensure_state_dir(self, unit: Unit, number: int, said: list[tuple[str, dict[str, Any]]],
-                          failed: list[tuple[str, Path, OSError]]) -> None:
+    def _ensure_state_dir(
+        self,
+        unit: Unit,
+        number: int,
+        said: list[tuple[str, dict[str, Any]]],
+        failed: list[tuple[str, Path, OSError]],
+    ) -> None:
         """Create and initialise a unit's state dir that does not exist yet."""
         path = unit.state_dir
         if path.exists():
@@ -213,22 +267,41 @@ class Briefing:
         layout = unit.state.layout
         try:
             if isinstance(layout, str):
-                created = [line.split(None, 1)[1] for line in init(path, layout)
-                           if line.startswith("created ")]  # fmt: skip
+                created = [
+                    line.split(None, 1)[1]
+                    for line in init(path, layout)
+                    if line.startswith("created ")
+                ]
             else:  # an inline layout has no templates: the dir is all agentd can make
                 path.mkdir(parents=True, exist_ok=True)
                 created = []
         except (OSError, AgentdError) as exc:
-            said.append((ev.STATE_ERROR, {"level": "warning", "unit": unit.name,
-                                          "session": number,
-                                          "error": f"the state dir {path} could not be "
-                                                   f"created: {exc}"}))
+            said.append(
+                (
+                    ev.STATE_ERROR,
+                    {
+                        "level": "warning",
+                        "unit": unit.name,
+                        "session": number,
+                        "error": f"the state dir {path} could not be created: {exc}",
+                    },
+                )
+            )
             if isinstance(exc, OSError):
                 failed.append((f"state:{unit.name}", path, exc))
             return
-        said.append((ev.STATE_INIT, {"unit": unit.name, "session": number, "dir": str(path),
-                                     "layout": layout if isinstance(layout, str) else "inline",
-                                     "created": created}))
+        said.append(
+            (
+                ev.STATE_INIT,
+                {
+                    "unit": unit.name,
+                    "session": number,
+                    "dir": str(path),
+                    "layout": layout if isinstance(layout, str) else "inline",
+                    "created": created,
+                },
+            )
+        )
 
     def forget_readonly(self) -> None:
         """Other state files (a changed unit): record their hashes afresh."""
@@ -254,8 +327,9 @@ def _needs_file(unit: Unit) -> bool:
     """Does the agent read the bootstrap from a file (file mode, or ``{bootstrap_file}``)?"""
     if unit.inject.mode == "file":
         return True
-    return any("bootstrap_file" in placeholders_in(arg)
-               for arg in [*unit.command, *unit.env.values()])
+    return any(
+        "bootstrap_file" in placeholders_in(arg) for arg in [*unit.command, *unit.env.values()]
+    )
 
 
 def _why(failed: list[tuple[str, Path, OSError]]) -> str:

@@ -64,5 +64,8 @@ def reached(budget: Budget, usage: Usage) -> str | None:
 
 
 def any_set(budget: Budget) -> bool:
-    return bool(budget.max_sessions_per_day or budget.max_runtime_per_day
-                or budget.max_output_tokens_per_day)
+    return bool(
+        budget.max_sessions_per_day
+        or budget.max_runtime_per_day
+        or budget.max_output_tokens_per_day
+    )

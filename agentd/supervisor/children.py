@@ -22,8 +22,14 @@ if TYPE_CHECKING:
 
 
 class Children:
-    def __init__(self, services: Callable[[], list[Service]], notifier: Notifier,
-                 emit: Callable[..., None], *, subreaper: bool) -> None:
+    def __init__(
+        self,
+        services: Callable[[], list[Service]],
+        notifier: Notifier,
+        emit: Callable[..., None],
+        *,
+        subreaper: bool,
+    ) -> None:
         self._services = services
         self.notifier = notifier
         self._emit = emit

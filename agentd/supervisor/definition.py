@@ -20,8 +20,15 @@ from agentd.supervisor.briefing import Briefing
 
 
 class Definition:
-    def __init__(self, unit: Unit, *, base_env: dict[str, str], logs_dir: Path,
-                 briefing: Briefing, health: WriteHealth | None = None) -> None:
+    def __init__(
+        self,
+        unit: Unit,
+        *,
+        base_env: dict[str, str],
+        logs_dir: Path,
+        briefing: Briefing,
+        health: WriteHealth | None = None,
+    ) -> None:
         self.unit = unit
         self._health = health
         self._next: Unit | None = None  # a changed definition, for the next session
@@ -78,6 +85,11 @@ class Definition:
         env = dict(self._base_env)
         env.update(self.unit.env)
         self.redactor = Redactor(secrets_from_env(env), self.unit.secret_patterns)
-        return Transcript(self._logs_dir / "transcript.log", max_bytes=self.unit.logs.max_bytes,
-                          backups=self.unit.logs.backups, redactor=self.redactor,
-                          health=self._health, what=f"transcript:{self.unit.name}")
+        return Transcript(
+            self._logs_dir / "transcript.log",
+            max_bytes=self.unit.logs.max_bytes,
+            backups=self.unit.logs.backups,
+            redactor=self.redactor,
+            health=self._health,
+            what=f"transcript:{self.unit.name}",
+        )

@@ -31,9 +31,16 @@ QUIET = 2.0  # seconds without a further change before the session is ended
 
 
 class Handoff:
-    def __init__(self, spec: HandoffSpec, *, state_dir: Path, submit: str,
-                 emit: Callable[..., None], fire: Callable[[Trigger], None],
-                 clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        spec: HandoffSpec,
+        *,
+        state_dir: Path,
+        submit: str,
+        emit: Callable[..., None],
+        fire: Callable[[Trigger], None],
+        clock: Callable[[], float],
+    ) -> None:
         self.spec = spec
         self._state_dir = state_dir
         self._submit = submit
@@ -57,8 +64,12 @@ class Handoff:
         self._asked_at = self._clock()
         session.matcher.expect_echo(self.spec.message)  # its echo is no sentinel
         hand_over(session, self.spec.message, self._submit)
-        self._emit(ev.SESSION_HANDOFF, phase="asked", line=hit.line[:200],
-                   left=self.spec.percent_left(hit.groups))
+        self._emit(
+            ev.SESSION_HANDOFF,
+            phase="asked",
+            line=hit.line[:200],
+            left=self.spec.percent_left(hit.groups),
+        )
         self._task = asyncio.get_running_loop().create_task(self._wait())
 
     async def _wait(self) -> None:
@@ -76,8 +87,13 @@ class Handoff:
         self._fire(Trigger("context"))
 
     def _done(self, *, changed: bool, exited: bool = False) -> None:
-        self._emit(ev.SESSION_HANDOFF, phase="done", changed=changed, exited=exited,
-                   waited_s=round(self._clock() - self._asked_at, 3))
+        self._emit(
+            ev.SESSION_HANDOFF,
+            phase="done",
+            changed=changed,
+            exited=exited,
+            waited_s=round(self._clock() - self._asked_at, 3),
+        )
 
     def close(self) -> None:
         """The session is ending: stop waiting (say how it went, if it was)."""

@@ -34,16 +34,32 @@ class Notifier:
         command = unit.notify.command
         if not command:
             return
-        values = {"unit": unit.name, "event": event, "session": str(session),
-                  "workdir": str(unit.workdir), "bootstrap": "", "bootstrap_file": ""}
+        values = {
+            "unit": unit.name,
+            "event": event,
+            "session": str(session),
+            "workdir": str(unit.workdir),
+            "bootstrap": "",
+            "bootstrap_file": "",
+        }
         argv = [fill_placeholders(arg, values) for arg in command]
         try:
-            proc = subprocess.Popen(argv, cwd=unit.workdir, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                argv,
+                cwd=unit.workdir,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         except OSError as exc:
-            self._emit(ev.UNIT_NOTIFY, level="warning", unit=unit.name, notify_event=event,
-                       error=f"cannot run notify command {argv[0]!r}: {exc.strerror or exc}")
+            self._emit(
+                ev.UNIT_NOTIFY,
+                level="warning",
+                unit=unit.name,
+                notify_event=event,
+                error=f"cannot run notify command {argv[0]!r}: {exc.strerror or exc}",
+            )
             return
         loop = asyncio.get_running_loop()
         try:

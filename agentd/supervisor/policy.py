@@ -134,8 +134,9 @@ class RestartPolicy:
         if end.action == "stop":
             return Decision("stopped", reason, outcome="stopped")
         if end.complete is not None:
-            return Decision("done", "complete", outcome="done",
-                            detail=f"mission complete: {end.complete}")
+            return Decision(
+                "done", "complete", outcome="done", detail=f"mission complete: {end.complete}"
+            )
         if end.action == "pause":
             return Decision("paused", reason, until=end.pause_until, outcome=outcome)
         if end.trigger is None and end.exit_code in self.restart.success_codes:
@@ -165,18 +166,22 @@ class RestartPolicy:
     ) -> Decision:
         detail = ""
         if self._is_handoff(end):
-            detail = (f"ran {end.uptime:.1f}s, less than min_uptime"
-                      if end.uptime < self.restart.min_uptime else
-                      f"{QUICK_IN_A_ROW} sessions in a row ended within {QUICK_END:g}s")
+            detail = (
+                f"ran {end.uptime:.1f}s, less than min_uptime"
+                if end.uptime < self.restart.min_uptime
+                else f"{QUICK_IN_A_ROW} sessions in a row ended within {QUICK_END:g}s"
+            )
         if not self.restart.on_failure:
             return Decision("failed", reason, failure=True, detail=detail or "on_failure is off")
         failed = [self.is_failure(e, history[:i]) for i, e in enumerate(history)]
-        failures = 1 + sum(1 for e, f in zip(history, failed, strict=True)
-                           if f and now - e.ended_at <= self.restart.window)
+        failures = 1 + sum(
+            1
+            for e, f in zip(history, failed, strict=True)
+            if f and now - e.ended_at <= self.restart.window
+        )
         if failures > self.restart.burst:
             detail = (
-                f"{failures} failures within {self.restart.window:g}s "
-                f"(burst {self.restart.burst})"
+                f"{failures} failures within {self.restart.window:g}s (burst {self.restart.burst})"
             )
             return Decision("failed", reason, failure=True, detail=detail)
         in_a_row = 1
@@ -203,7 +208,7 @@ class RestartPolicy:
 
 def _quick_run(end: SessionEnd, before: Sequence[SessionEnd]) -> bool:
     """``end`` is the last of ``QUICK_IN_A_ROW`` sessions in a row that each ended at once."""
-    run = [*before[-(QUICK_IN_A_ROW - 1):], end]
+    run = [*before[-(QUICK_IN_A_ROW - 1) :], end]
     return len(run) >= QUICK_IN_A_ROW and all(e.uptime < QUICK_END for e in run)
 
 

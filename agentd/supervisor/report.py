@@ -45,8 +45,15 @@ def status_on_disk(paths: Paths, name: str, problem: dict[str, Any]) -> dict[str
     records = History(paths.unit_logs(name) / "history.jsonl").recent()
     reason, at = last_end(records)
     kept = lifecycle.read(paths.unit_lifecycle(name))
-    return {"unit": name, "state": str(State.INVALID), "pid": None,
-            "session": max((int(r.get("session", 0)) for r in records), default=0),
-            "uptime_s": 0.0, "restarts": kept.restarts, "last_reason": reason,
-            "last_at": iso(at) if at is not None else None, "since": iso(problem["since"]),
-            "enabled": kept.enabled}
+    return {
+        "unit": name,
+        "state": str(State.INVALID),
+        "pid": None,
+        "session": max((int(r.get("session", 0)) for r in records), default=0),
+        "uptime_s": 0.0,
+        "restarts": kept.restarts,
+        "last_reason": reason,
+        "last_at": iso(at) if at is not None else None,
+        "since": iso(problem["since"]),
+        "enabled": kept.enabled,
+    }

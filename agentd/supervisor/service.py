@@ -94,8 +94,9 @@ class SessionRun:
     it started, its ``Session`` (from the spawn until its tree is gone), its screens and
     what may end it. Its arcs are the service's."""
 
-    def __init__(self, unit: Unit, transcript: Transcript, redactor: Redactor, number: int,
-                 reason: str) -> None:
+    def __init__(
+        self, unit: Unit, transcript: Transcript, redactor: Redactor, number: int, reason: str
+    ) -> None:
         self.unit = unit  # the definition it runs with, and what follows from it
         self.transcript = transcript
         self.redactor = redactor
@@ -146,8 +147,9 @@ class Service:
         base.pop("NOTIFY_SOCKET", None)  # systemd's notify socket is the daemon's, not the agent's
         self._base_env = base
         logs_dir = paths.unit_logs(unit.name)
-        self._history = History(logs_dir / "history.jsonl", max_bytes=unit.logs.max_bytes,
-                                health=events.health)
+        self._history = History(
+            logs_dir / "history.jsonl", max_bytes=unit.logs.max_bytes, health=events.health
+        )
         self._records = SessionRecords(paths.run_sessions, events.health)
         self.lifecycle = Lifecycle(paths.unit_lifecycle(unit.name), events.health)
         kept = self.lifecycle.value
@@ -158,10 +160,15 @@ class Service:
         self._changed = asyncio.Event()
         self._stop_requested = False
         self._remember_stop = True  # False while the daemon (not a person) stops the unit
-        self.briefing = Briefing(logs_dir, events.emit, events.health,
-                                 given=paths.run / "units" / f"{unit.name}.bootstrap.md")
-        self._definition = Definition(unit, base_env=base, logs_dir=logs_dir,
-                                      briefing=self.briefing, health=events.health)
+        self.briefing = Briefing(
+            logs_dir,
+            events.emit,
+            events.health,
+            given=paths.run / "units" / f"{unit.name}.bootstrap.md",
+        )
+        self._definition = Definition(
+            unit, base_env=base, logs_dir=logs_dir, briefing=self.briefing, health=events.health
+        )
         self._watchers: list[Callable[[bytes], None]] = []  # attached terminals
         self._lock = UnitLock(paths.run / "units" / f"{unit.name}.lock")
         self._state_lock = StateDirLock(paths.run / "statedirs")
@@ -236,8 +243,14 @@ class Service:
         CLI never sends its summary request. False if that session is not running."""
         if self.state != State.RUNNING or self.session is None or self.session_no != session:
             return False
-        self._emit(ev.SESSION_SENTINEL, unit=self.unit.name, session=session,
-                   name=PRECOMPACT, action="restart", line="(the CLI's PreCompact hook)")
+        self._emit(
+            ev.SESSION_SENTINEL,
+            unit=self.unit.name,
+            session=session,
+            name=PRECOMPACT,
+            action="restart",
+            line="(the CLI's PreCompact hook)",
+        )
         self._fire(Trigger(f"sentinel:{PRECOMPACT}"))
         return True
 
@@ -318,8 +331,7 @@ class Service:
     def screen(self) -> ScreenCapture:
         """What to draw the last session's screen from (running or not; blank before one)."""
         run = self.current
-        ring = run.screen if run is not None else ScreenRing(self.unit.pty.cols,
-                                                             self.unit.pty.rows)
+        ring = run.screen if run is not None else ScreenRing(self.unit.pty.cols, self.unit.pty.rows)
         return ring.capture()
 
     # -- what it is ------------------------------------------------------------------
@@ -385,19 +397,28 @@ class Service:
                     return
                 end = await self._one_session(reason)
                 decision = self._decide(end)
-                history.append({
-                    "kind": "outcome", "session": end.session, "outcome": decision.outcome,
-                    "next": decision.next, "detail": decision.detail or None,
-                    "reset_at": iso(decision.until) if decision.until is not None else None,
-                })
+                history.append(
+                    {
+                        "kind": "outcome",
+                        "session": end.session,
+                        "outcome": decision.outcome,
+                        "next": decision.next,
+                        "detail": decision.detail or None,
+                        "reset_at": iso(decision.until) if decision.until is not None else None,
+                    }
+                )
                 if decision.next != "start" or self._stop_requested:
                     self._settle(decision)
                     return
                 reason = decision.reason
                 self.restarts += 1
         except Exception as exc:  # a bug must not leave the unit silently half-way
-            self._emit(ev.UNIT_ERROR, level="error", unit=self._definition.unit.name,
-                       error=f"{type(exc).__name__}: {exc}")
+            self._emit(
+                ev.UNIT_ERROR,
+                level="error",
+                unit=self._definition.unit.name,
+                error=f"{type(exc).__name__}: {exc}",
+            )
             run = self.current
             if run is not None and run.session is not None:
                 await self._end_session(run, Trigger("internal-error", "stop"))
@@ -412,14 +433,21 @@ class Service:
             self._emit(ev.UNIT_ERROR, level="warning", unit=unit.name, error=STATE_IN_PS)
         self._set_state(State.STARTING, reason)
         self.session_no += 1
-        self.current = SessionRun(unit, self._definition.transcript, self._definition.redactor,
-                                  self.session_no, reason)
+        self.current = SessionRun(
+            unit, self._definition.transcript, self._definition.redactor, self.session_no, reason
+        )
         return await self._session(self.current, self.ends, self.usage)
 
     async def _reclaim_safely(self) -> None:
         wall = self._wall
-        if await reclaim_if_owner(self._lock, self._history, self._records,
-                                  self._definition.unit, emit=self._emit, at=iso(wall())):
+        if await reclaim_if_owner(
+            self._lock,
+            self._history,
+            self._records,
+            self._definition.unit,
+            emit=self._emit,
+            at=iso(wall()),
+        ):
             self.last_reason, self.last_at = LOST, wall()
 
     def _decide(self, end: SessionEnd) -> Decision:
@@ -447,35 +475,63 @@ class Service:
             self._set_state(State(decision.next), reason, detail)
 
     # -- one session -------------------------------------------------------------------
-    async def _session(self, run: SessionRun, ends: Sequence[SessionEnd],
-                       usage: Usage | None) -> SessionEnd:
+    async def _session(
+        self, run: SessionRun, ends: Sequence[SessionEnd], usage: Usage | None
+    ) -> SessionEnd:
         """Live session ``run`` through; ``ends`` (the earlier ones) feed the bootstrap."""
         unit, number, reason = run.unit, run.number, run.reason
         transcript, redactor = run.transcript, run.redactor
         started = self._clock()
         cgroup: Path | None = None
         try:
-            prepared = await self.briefing.prepare(unit, number, reason, ends, self._wall(),
-                                                   redactor)
+            prepared = await self.briefing.prepare(
+                unit, number, reason, ends, self._wall(), redactor
+            )
             boot, boot_file, state_before = prepared.boot, prepared.file, prepared.fingerprint
             plan = inject.plan(unit, number, boot.text, boot_file)
             marker = session_env_marker(unit.name, number)
-            env = inject.session_env(self._base_env, unit, plan, number=number, reason=reason,
-                                     bootstrap_file=boot_file, marker=marker,
-                                     socket=self.paths.socket)
+            env = inject.session_env(
+                self._base_env,
+                unit,
+                plan,
+                number=number,
+                reason=reason,
+                bootstrap_file=boot_file,
+                marker=marker,
+                socket=self.paths.socket,
+            )
             transcript.note(f"{iso(self._wall())} session {number} starting ({reason})")
             cgroup = cgroups.session_cgroup(marker)
-            self._records.begin(Recorded(unit.name, number, marker,
-                                         str(cgroup) if cgroup else None,
-                                         int(unit.stop.signal), unit.stop.grace))
+            self._records.begin(
+                Recorded(
+                    unit.name,
+                    number,
+                    marker,
+                    str(cgroup) if cgroup else None,
+                    int(unit.stop.signal),
+                    unit.stop.grace,
+                )
+            )
             cols, rows = run.size  # resized while the bootstrap was prepared, maybe
-            child = Child.spawn(plan.argv, cwd=unit.workdir, env=env, cols=cols, rows=rows,
-                                cgroup_procs=str(cgroup / "cgroup.procs") if cgroup else None)
+            child = Child.spawn(
+                plan.argv,
+                cwd=unit.workdir,
+                env=env,
+                cols=cols,
+                rows=rows,
+                cgroup_procs=str(cgroup / "cgroup.procs") if cgroup else None,
+            )
         except SpawnError as exc:
             self._records.finish(unit.name, cgroup)
             self._spawn_failed(run, exc)
-            return SessionEnd(number, started, self._clock(), spawn_error=str(exc),
-                              spawn_retry=not exc.permanent, state_changed=False)
+            return SessionEnd(
+                number,
+                started,
+                self._clock(),
+                spawn_error=str(exc),
+                spawn_retry=not exc.permanent,
+                state_changed=False,
+            )
 
         def emit(event: str, **fields: Any) -> None:
             self._emit(event, unit=unit.name, session=number, **fields)
@@ -485,24 +541,50 @@ class Service:
                 self._notify(unit, event, number)
 
         injector = inject.Injector(plan, boot.text, boot.tokens, emit=emit)
-        handoff = run.handoff = Handoff(unit.handoff, state_dir=unit.state_dir,
-                                        submit=unit.inject.submit, emit=emit, fire=run.fire,
-                                        clock=self._clock)
+        handoff = run.handoff = Handoff(
+            unit.handoff,
+            state_dir=unit.state_dir,
+            submit=unit.inject.submit,
+            emit=emit,
+            fire=run.fire,
+            clock=self._clock,
+        )
         triggers = run.triggers = Triggers(
-            unit, emit=emit, wall=self._wall, on_prompt=injector.on_prompt,
-            notify=notify, usage=usage, on_handoff=handoff.on_hit,
+            unit,
+            emit=emit,
+            wall=self._wall,
+            on_prompt=injector.on_prompt,
+            notify=notify,
+            usage=usage,
+            on_handoff=handoff.on_hit,
         )
         run.screen.resize(cols, rows)
         matcher = LineMatcher(rules(unit), cols=cols, rows=rows)
-        session = Session(number=number, child=child, marker=marker,
-                          matcher=matcher, transcript=transcript,
-                          on_output=run.on_output, clock=self._clock, on_raw=self._output,
-                          screen=run.screen, cgroup=cgroup)
+        session = Session(
+            number=number,
+            child=child,
+            marker=marker,
+            matcher=matcher,
+            transcript=transcript,
+            on_output=run.on_output,
+            clock=self._clock,
+            on_raw=self._output,
+            screen=run.screen,
+            cgroup=cgroup,
+        )
         run.session = session
         session.start()
-        self._history.append({"kind": "start", "session": number, "pid": child.pid,
-                              "reason": reason, "at": iso(self._wall()),
-                              "bootstrap": str(boot_file), "marker": marker})
+        self._history.append(
+            {
+                "kind": "start",
+                "session": number,
+                "pid": child.pid,
+                "reason": reason,
+                "at": iso(self._wall()),
+                "bootstrap": str(boot_file),
+                "marker": marker,
+            }
+        )
         self._set_state(State.RUNNING, reason)
         emit(ev.SESSION_START, pid=child.pid)
         injector.begin(session)
@@ -515,8 +597,11 @@ class Service:
         await self._end_session(run, trigger)
         state_after, done = await self.briefing.state_after(unit)
         return SessionEnd(
-            number, started, self._clock(),
-            exit_code=child.exit_code, signal=child.signal,
+            number,
+            started,
+            self._clock(),
+            exit_code=child.exit_code,
+            signal=child.signal,
             trigger=trigger.reason if trigger else None,
             action=trigger.action if trigger else "restart",
             pause_until=trigger.pause_until if trigger else None,
@@ -549,23 +634,50 @@ class Service:
         run.triggers = None
         child = session.child
         duration = round(session.uptime, 3)
-        self._emit(ev.SESSION_EXIT, unit=unit.name, session=number, code=child.exit_code,
-                   signal=signal_name(child.signal) if child.signal else None,
-                   reason=reason, duration_s=duration)
-        self._history.append({
-            "kind": "end", "session": number, "at": iso(self._wall()), "reason": reason,
-            "code": child.exit_code, "signal": signal_name(child.signal) if child.signal else None,
-            "duration_s": duration, "output_bytes": session.bytes_out,
-            "tokens": session.matcher.tokens,
-        })
+        self._emit(
+            ev.SESSION_EXIT,
+            unit=unit.name,
+            session=number,
+            code=child.exit_code,
+            signal=signal_name(child.signal) if child.signal else None,
+            reason=reason,
+            duration_s=duration,
+        )
+        self._history.append(
+            {
+                "kind": "end",
+                "session": number,
+                "at": iso(self._wall()),
+                "reason": reason,
+                "code": child.exit_code,
+                "signal": signal_name(child.signal) if child.signal else None,
+                "duration_s": duration,
+                "output_bytes": session.bytes_out,
+                "tokens": session.matcher.tokens,
+            }
+        )
         run.transcript.note(f"{iso(self._wall())} session {number} ended ({reason})")
 
     def _spawn_failed(self, run: SessionRun, exc: SpawnError) -> None:
         self._set_state(State.STOPPING, "spawn-error")
-        self._emit(ev.SESSION_EXIT, level="error", unit=run.unit.name, session=run.number,
-                   reason="spawn-error", error=str(exc), duration_s=0.0)
-        self._history.append({"kind": "end", "session": run.number, "reason": "spawn-error",
-                              "error": str(exc), "at": iso(self._wall())})
+        self._emit(
+            ev.SESSION_EXIT,
+            level="error",
+            unit=run.unit.name,
+            session=run.number,
+            reason="spawn-error",
+            error=str(exc),
+            duration_s=0.0,
+        )
+        self._history.append(
+            {
+                "kind": "end",
+                "session": run.number,
+                "reason": "spawn-error",
+                "error": str(exc),
+                "at": iso(self._wall()),
+            }
+        )
 
     def _output(self, data: bytes) -> None:
         """The terminal output of the running session, for every attached watcher."""
@@ -594,10 +706,19 @@ class Service:
             self.usage = usage
             return False
         until = next_midnight(now)
-        used = {"max_sessions_per_day": usage.sessions, "max_runtime_per_day": usage.runtime_s,
-                "max_output_tokens_per_day": usage.tokens}[name]
-        self._emit(ev.UNIT_BUDGET, unit=unit.name, budget=name,
-                   used=round(used, 1), limit=getattr(budget, name), until=iso(until))
+        used = {
+            "max_sessions_per_day": usage.sessions,
+            "max_runtime_per_day": usage.runtime_s,
+            "max_output_tokens_per_day": usage.tokens,
+        }[name]
+        self._emit(
+            ev.UNIT_BUDGET,
+            unit=unit.name,
+            budget=name,
+            used=round(used, 1),
+            limit=getattr(budget, name),
+            until=iso(until),
+        )
         self._pause(until, f"budget:{name}")
         return True
 
@@ -646,17 +767,23 @@ class Service:
         self.since = self._wall()
         self.state_reason = reason
         self.detail = detail
-        self._emit(ev.UNIT_STATE, unit=self.unit.name, session=self.session_no or None,
-                   detail=detail or None,
-                   **{"from": str(old), "to": str(new), "reason": reason})
+        self._emit(
+            ev.UNIT_STATE,
+            unit=self.unit.name,
+            session=self.session_no or None,
+            detail=detail or None,
+            **{"from": str(old), "to": str(new), "reason": reason},
+        )
         if new in TERMINAL:  # it will not run again by itself: its state dir is free
             self._state_lock.release()
         if new in REMEMBERED and (new != State.STOPPED or self._remember_stop):
-            self.lifecycle.keep(state=new, reason=reason, detail=detail, since=self.since,
-                                restarts=self.restarts)
+            self.lifecycle.keep(
+                state=new, reason=reason, detail=detail, since=self.since, restarts=self.restarts
+            )
         elif new == State.STARTING:
-            self.lifecycle.keep(state=None, reason="", detail="", since=None,
-                                restarts=self.restarts)
+            self.lifecycle.keep(
+                state=None, reason="", detail="", since=None, restarts=self.restarts
+            )
         self._changed.set()
         event = "restart" if (old, new) == (State.STOPPING, State.STARTING) else str(new)
         if self._notify is not None and event in self.unit.notify.on:

@@ -91,8 +91,7 @@ class Triggers:
         if self.fired.done():
             return
         until = next_midnight(self._wall())
-        self._emit(ev.UNIT_BUDGET, budget=name, used=round(used, 1), limit=limit,
-                   until=iso(until))
+        self._emit(ev.UNIT_BUDGET, budget=name, used=round(used, 1), limit=limit, until=iso(until))
         self.fire(Trigger(f"budget:{name}", "pause", until))
 
     def _on_sentinel(self, hit: Hit) -> None:
@@ -116,8 +115,12 @@ class Triggers:
             try:
                 return parse_reset_time(text, now)
             except ValueError:
-                self._emit(ev.SESSION_SENTINEL, level="warning", name=name,
-                           error=f"cannot read the reset time {text!r}; pausing for pause_for")
+                self._emit(
+                    ev.SESSION_SENTINEL,
+                    level="warning",
+                    name=name,
+                    error=f"cannot read the reset time {text!r}; pausing for pause_for",
+                )
         spec = next((s for s in self.unit.sentinels if s.name == name), None)
         return now + (spec.pause_for if spec else 3600.0)
 
@@ -127,14 +130,16 @@ class Triggers:
         limits = self.unit.limits
         if limits.session_timeout:
             self._timers.append(
-                self._loop.call_later(limits.session_timeout, self.fire, Trigger("timeout")))
+                self._loop.call_later(limits.session_timeout, self.fire, Trigger("timeout"))
+            )
         if limits.idle_timeout:
             self._timers.append(self._loop.call_later(limits.idle_timeout, self._check_idle))
         cap = self.unit.budget.max_runtime_per_day
         if cap and self._usage is not None:
             left = max(0.0, cap - self._usage.runtime_s)
-            self._timers.append(self._loop.call_later(
-                left, self._budget, "max_runtime_per_day", cap, cap))
+            self._timers.append(
+                self._loop.call_later(left, self._budget, "max_runtime_per_day", cap, cap)
+            )
 
     def _check_idle(self) -> None:
         session = self._session

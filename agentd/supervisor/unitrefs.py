@@ -19,9 +19,11 @@ class InvalidUnit(AgentdError):
     def __init__(self, name: str, problem: dict[str, Any]) -> None:
         where = f"{problem['file']}" + (f":{problem['line']}" if problem.get("line") else "")
         key = f"{problem['key']}: " if problem.get("key") else ""
-        super().__init__(f"{name}: its unit file does not load ({where}: {key}"
-                         f"{problem['message']}); fix it (agentd check {problem['file']}) and "
-                         "agentd loads it by itself")
+        super().__init__(
+            f"{name}: its unit file does not load ({where}: {key}"
+            f"{problem['message']}); fix it (agentd check {problem['file']}) and "
+            "agentd loads it by itself"
+        )
 
 
 @dataclass

@@ -135,7 +135,8 @@ class RuleSet:
         found: list[tuple[int, int, Hit]] = []  # (line offset, rule order, hit)
         for order, entry in enumerate(self._entries):
             if entry.literals is not None and all(
-                    text.find(lit, start, end) < 0 for lit in entry.literals):
+                text.find(lit, start, end) < 0 for lit in entry.literals
+            ):
                 continue  # no line of the block can match
             if entry.block is None:
                 found += self._each_line(text, start, end, order, entry.rule)

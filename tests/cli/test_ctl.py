@@ -36,9 +36,13 @@ def agentctl(*args: str) -> Result:
 def ctl_process(home: Path, *args: str, out: Path) -> subprocess.Popen[bytes]:
     """``python -m agentd.cli.agentctl ARGS`` in the background, stdout to ``out``."""
     with out.open("wb") as f:
-        return subprocess.Popen([sys.executable, "-m", "agentd.cli.agentctl", *args],
-                                env=dict(os.environ, AGENTD_HOME=str(home)),
-                                stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            [sys.executable, "-m", "agentd.cli.agentctl", *args],
+            env=dict(os.environ, AGENTD_HOME=str(home)),
+            stdin=subprocess.DEVNULL,
+            stdout=f,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def _end(proc: subprocess.Popen[bytes]) -> int:
@@ -57,11 +61,25 @@ def daemon(dhome: Path, serve: list[Served]) -> Served:
 
     ``a`` is given no bootstrap: the tty's echo of a typed one (and of its Enter,
     typed a moment later) would race the coloured line to the transcript's end."""
-    write_unit(dhome, "a", {"command": fake("out:\\x1b[31mred\\x1b[0m alert", "wait"),
-                            "inject": {"mode": "none"}, "stop": {"grace": "300ms"}})
-    write_unit(dhome, "b", {"command": fake("out:b-up", "wait"), "autostart": False,
-                            "state": {"dir": ".agent-b"},  # two units may not share one
-                            "stop": {"grace": "300ms"}})
+    write_unit(
+        dhome,
+        "a",
+        {
+            "command": fake("out:\\x1b[31mred\\x1b[0m alert", "wait"),
+            "inject": {"mode": "none"},
+            "stop": {"grace": "300ms"},
+        },
+    )
+    write_unit(
+        dhome,
+        "b",
+        {
+            "command": fake("out:b-up", "wait"),
+            "autostart": False,
+            "state": {"dir": ".agent-b"},  # two units may not share one
+            "stop": {"grace": "300ms"},
+        },
+    )
     d = Served(dhome)
     serve.append(d.ready())
     poll_for(lambda: d.status("a")["state"] == "running", what="a running")
@@ -89,27 +107,38 @@ def test_status_table_json_and_lsb_exit_codes(daemon: Served) -> None:
 
 
 # The console script (``ctlmain``), telling on exit whether it loaded click.
-CONSOLE = ("import atexit, sys; atexit.register(lambda: print('click loaded:', 'click' in "
-           "sys.modules, file=sys.stderr)); from agentd.cli.agentctl.main import main; "
-           "sys.argv[0] = 'agentctl'; main()")
+CONSOLE = (
+    "import atexit, sys; atexit.register(lambda: print('click loaded:', 'click' in "
+    "sys.modules, file=sys.stderr)); from agentd.cli.agentctl.main import main; "
+    "sys.argv[0] = 'agentctl'; main()"
+)
 
 
 def console(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", CONSOLE, *args], capture_output=True, text=True,
-                          env=dict(os.environ, AGENTD_HOME=str(home)), timeout=30,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-c", CONSOLE, *args],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, AGENTD_HOME=str(home)),
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+    )
 
 
-def test_the_console_script_answers_a_plain_status_without_click(daemon: Served,
-                                                                  dhome: Path) -> None:
+def test_the_console_script_answers_a_plain_status_without_click(
+    daemon: Served, dhome: Path
+) -> None:
     table, as_json = console(dhome, "status"), console(dhome, "status", "--json")
     for done in (table, as_json):
         assert done.returncode == 0 and "click loaded: False" in done.stderr, done.stderr
     clicked = agentctl("status")
-    assert [r.split()[:4] for r in table.stdout.splitlines()] == \
-        [r.split()[:4] for r in clicked.stdout.splitlines()]
+    assert [r.split()[:4] for r in table.stdout.splitlines()] == [
+        r.split()[:4] for r in clicked.stdout.splitlines()
+    ]
+
     def steady(text: str) -> list[dict[str, Any]]:
         return [{k: v for k, v in s.items() if k != "uptime_s"} for s in json.loads(text)]
+
     assert steady(as_json.stdout) == steady(agentctl("status", "--json").stdout)
     named = console(dhome, "status", "b")  # anything more: the click command, LSB's 3
     assert named.returncode == 3 and "click loaded: True" in named.stderr
@@ -121,9 +150,13 @@ def test_an_unreachable_daemon_is_exit_1_naming_the_socket(dhome: Path) -> None:
         assert res.exit_code == 1, verb
         assert str(dhome / "run" / "agentd.sock") in res.stderr and "agentd serve" in res.stderr
     # the real entry points too: python -m (click) and the console script (no click)
-    proc = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "status"],
-                          env=dict(os.environ, AGENTD_HOME=str(dhome)),
-                          capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentd.cli.agentctl", "status"],
+        env=dict(os.environ, AGENTD_HOME=str(dhome)),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert proc.returncode == 1 and "cannot reach agentd" in proc.stderr
     fast = console(dhome, "status")
     assert fast.returncode == 1 and proc.stderr in fast.stderr
@@ -150,15 +183,28 @@ def test_start_restart_stop_round_trip(daemon: Served, dhome: Path) -> None:
     assert agentctl("start", "a", "--all").exit_code == 2
     ghost = agentctl("restart", "ghost")
     assert ghost.exit_code == 4 and "unknown unit: ghost" in ghost.stderr
-    for verb in (["start"], ["stop"], ["enable"], ["disable"], ["logs"], ["history"],
-                 ["bootstrap"], ["screen"], ["events"], ["status"]):
+    for verb in (
+        ["start"],
+        ["stop"],
+        ["enable"],
+        ["disable"],
+        ["logs"],
+        ["history"],
+        ["bootstrap"],
+        ["screen"],
+        ["events"],
+        ["status"],
+    ):
         assert agentctl(*verb, "ghost").exit_code == 4, verb  # the same code on every verb
     # (attach asks for a terminal first: without one it exits 1 before asking agentd)
 
 
 def test_start_says_when_a_unit_did_not_start_cleanly(dhome: Path, serve: list[Served]) -> None:
-    write_unit(dhome, "x", {"command": ["/nonexistent/agent"], "autostart": False,
-                            "restart": {"delay": "10s"}})
+    write_unit(
+        dhome,
+        "x",
+        {"command": ["/nonexistent/agent"], "autostart": False, "restart": {"delay": "10s"}},
+    )
     d = Served(dhome)
     serve.append(d.ready())
     res = agentctl("start", "x")
@@ -187,8 +233,10 @@ def test_an_agent_stopped_by_a_signal_is_shown_so(daemon: Served) -> None:
         assert got["state"] == "running" and got["process"] == "stopped"
     finally:
         os.kill(pid, signal.SIGCONT)
-    poll_for(lambda: agentctl("status", "a").stdout.splitlines()[1].split()[1] == "running",
-             what="running again after SIGCONT")
+    poll_for(
+        lambda: agentctl("status", "a").stdout.splitlines()[1].split()[1] == "running",
+        what="running again after SIGCONT",
+    )
 
 
 def test_logs_and_events_follow(daemon: Served, dhome: Path) -> None:
@@ -201,10 +249,12 @@ def test_logs_and_events_follow(daemon: Served, dhome: Path) -> None:
         poll_for(lambda: logs_out.read_text() == "red alert\n", what="logs -f to start")
         poll_for(lambda: events_out.read_text().count("\n") >= 1, what="events -f to start")
         assert agentctl("restart", "a").exit_code == 0
-        poll_for(lambda: "session 2 starting" in logs_out.read_text(),
-                 what="logs -f to print new output")
-        poll_for(lambda: "session.start" in events_out.read_text(),
-                 what="events -f to print new events")
+        poll_for(
+            lambda: "session 2 starting" in logs_out.read_text(), what="logs -f to print new output"
+        )
+        poll_for(
+            lambda: "session.start" in events_out.read_text(), what="events -f to print new events"
+        )
         assert " a#2 " in events_out.read_text()
         daemon.kill(signal.SIGTERM)
         assert follow_events.wait(15) == 1
@@ -219,8 +269,11 @@ def test_logs_and_events_follow(daemon: Served, dhome: Path) -> None:
 def test_events_history_and_bootstrap(daemon: Served, dhome: Path) -> None:
     work = dhome / "work" / ".agent"
     work.mkdir(parents=True, exist_ok=True)  # the first session created and initialised it
-    (work / "state.json").write_text(json.dumps(
-        {"schema_version": 1, "mission": "Ship the cart cache", "next_action": "Write tests"}))
+    (work / "state.json").write_text(
+        json.dumps(
+            {"schema_version": 1, "mission": "Ship the cart cache", "next_action": "Write tests"}
+        )
+    )
     agentctl("restart", "a", "--reason", "deploy")
     listing = agentctl("history", "a")
     assert listing.exit_code == 0
@@ -265,15 +318,17 @@ def test_install_service_prints_real_paths() -> None:
     exec_line = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
     assert exec_line.endswith(" serve") and str(Path(sys.executable).parent) in exec_line
     assert "Type=notify" in unit and "Restart=on-failure" in unit and "Delegate=yes" in unit
-    assert f"Environment=PATH={os.environ['PATH']}" in unit or "Environment=\"PATH=" in unit
-    plist = plistlib.loads(agentctl("install-service", "--kind", "launchd", "--print")
-                           .stdout.encode())
+    assert f"Environment=PATH={os.environ['PATH']}" in unit or 'Environment="PATH=' in unit
+    plist = plistlib.loads(
+        agentctl("install-service", "--kind", "launchd", "--print").stdout.encode()
+    )
     assert plist["ProgramArguments"][-1] == "serve" and plist["KeepAlive"] is True
     assert plist["EnvironmentVariables"]["PATH"] == os.environ["PATH"]
 
 
-def test_install_service_writes_and_will_not_clobber(tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_install_service_writes_and_will_not_clobber(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     res = agentctl("install-service", "--kind", "systemd")
     target = tmp_path / "cfg" / "systemd" / "user" / "agentd.service"
@@ -289,7 +344,8 @@ def test_install_service_writes_and_will_not_clobber(tmp_path: Path,
 
 
 def test_install_service_says_what_to_do_without_a_user_bus(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "no-bus"))
@@ -306,13 +362,15 @@ def test_install_service_says_what_to_do_without_a_user_bus(
 def test_built_in_templates_match_init_files() -> None:
     """A wheel has no init/: the copies in agentd.daemon.notify must say the same."""
     assert (REPO / "init" / "agentd.service").read_text() == notify.SYSTEMD_TEMPLATE
-    assert plistlib.loads((REPO / "init" / "com.agentd.plist").read_bytes()) \
-        == notify.LAUNCHD_TEMPLATE
+    assert (
+        plistlib.loads((REPO / "init" / "com.agentd.plist").read_bytes()) == notify.LAUNCHD_TEMPLATE
+    )
 
 
 def test_systemd_quoting() -> None:
-    text = notify.systemd_unit(["/opt/my tools/agentd", "serve"], {"PATH": "/a b:/c%d"},
-                               template=notify.SYSTEMD_TEMPLATE)
+    text = notify.systemd_unit(
+        ["/opt/my tools/agentd", "serve"], {"PATH": "/a b:/c%d"}, template=notify.SYSTEMD_TEMPLATE
+    )
     assert 'ExecStart="/opt/my tools/agentd" serve' in text
     assert 'Environment="PATH=/a b:/c%%d"' in text
 
@@ -320,21 +378,46 @@ def test_systemd_quoting() -> None:
 # --- formatting, pure -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("seconds", "shown"), [
-    (None, "-"), (0, "0s"), (59.9, "59s"), (60, "1m00s"), (3599, "59m59s"), (3600, "1h00m"),
-    (90061, "1d01h"), (-5, "0s"),
-])
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (None, "-"),
+        (0, "0s"),
+        (59.9, "59s"),
+        (60, "1m00s"),
+        (3599, "59m59s"),
+        (3600, "1h00m"),
+        (90061, "1d01h"),
+        (-5, "0s"),
+    ],
+)
 def test_span(seconds: float | None, shown: str) -> None:
     assert span(seconds) == shown
 
 
 def test_status_rows_show_last_reason_age_and_pause() -> None:
     rows: list[dict[str, Any]] = [
-        {"unit": "a", "state": "running", "pid": 42, "session": 3, "uptime_s": 75.2,
-         "restarts": 2, "last_reason": "exit:42", "last_at": "2026-01-01T00:00:00Z"},
-        {"unit": "limited", "state": "paused", "pid": None, "session": 7, "uptime_s": 0.0,
-         "restarts": 6, "last_reason": "sentinel:limit", "last_at": "2026-01-01T00:00:00Z",
-         "paused_until": "2026-01-01T03:00:00Z"},
+        {
+            "unit": "a",
+            "state": "running",
+            "pid": 42,
+            "session": 3,
+            "uptime_s": 75.2,
+            "restarts": 2,
+            "last_reason": "exit:42",
+            "last_at": "2026-01-01T00:00:00Z",
+        },
+        {
+            "unit": "limited",
+            "state": "paused",
+            "pid": None,
+            "session": 7,
+            "uptime_s": 0.0,
+            "restarts": 6,
+            "last_reason": "sentinel:limit",
+            "last_at": "2026-01-01T00:00:00Z",
+            "paused_until": "2026-01-01T03:00:00Z",
+        },
     ]
     now = 1767225600 + 125  # 2026-01-01T00:02:05Z
     text = status_rows(rows, now)
@@ -345,20 +428,31 @@ def test_status_rows_show_last_reason_age_and_pause() -> None:
 
 
 def test_format_event() -> None:
-    line = format_event({"timestamp": "2026-01-01T00:00:00.123Z", "level": "info",
-                         "event": "session.exit", "unit": "a", "session": 2, "code": 42,
-                         "reason": "exit:42"})
+    line = format_event(
+        {
+            "timestamp": "2026-01-01T00:00:00.123Z",
+            "level": "info",
+            "event": "session.exit",
+            "unit": "a",
+            "session": 2,
+            "code": 42,
+            "reason": "exit:42",
+        }
+    )
     assert line.startswith("2026-01-01 00:00:00  session.exit")
     assert " a#2 " in line and "code=42 reason=exit:42" in line
 
 
-def test_home_option_and_logs_json(daemon: Served, dhome: Path,
-                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    poll_for(lambda: "alert" in (dhome / "logs" / "a" / "transcript.log").read_text(),
-             what="a's output")
+def test_home_option_and_logs_json(
+    daemon: Served, dhome: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    poll_for(
+        lambda: "alert" in (dhome / "logs" / "a" / "transcript.log").read_text(), what="a's output"
+    )
     monkeypatch.delenv("AGENTD_HOME")
-    res = CliRunner().invoke(agentctl_main, ["--home", str(dhome), "logs", "a", "--json"],
-                             catch_exceptions=False)
+    res = CliRunner().invoke(
+        agentctl_main, ["--home", str(dhome), "logs", "a", "--json"], catch_exceptions=False
+    )
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert data["unit"] == "a" and "red alert" in data["lines"]

@@ -11,8 +11,13 @@ import pytest
 
 @pytest.mark.slow
 def test_demo_finishes_with_every_session_picked_up() -> None:
-    done = subprocess.run([sys.executable, "-m", "agentd.cli", "demo"], capture_output=True,
-                          text=True, timeout=120, stdin=subprocess.DEVNULL)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "agentd.cli", "demo"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     rows = done.stdout.strip().splitlines()
     assert rows[0].split()[:4] == ["session", "ran", "ended", "by"]

@@ -43,17 +43,25 @@ os._exit(0)
 @pytest.mark.parametrize("how", ["pidfd", "no-pidfd"])
 def test_the_hook_returns_as_soon_as_its_parent_has_exited(tmp_path: Path, how: str) -> None:
     waited = tmp_path / "waited.json"
-    subprocess.run([sys.executable, "-c", CLI, HOOK, str(waited), how], check=True, timeout=30,
-                   stdin=subprocess.DEVNULL)
-    got = poll_for(lambda: waited.exists() and json.loads(waited.read_text()), timeout=10,
-                   what="the hook to note its parent's exit")
+    subprocess.run(
+        [sys.executable, "-c", CLI, HOOK, str(waited), how],
+        check=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+    )
+    got = poll_for(
+        lambda: waited.exists() and json.loads(waited.read_text()),
+        timeout=10,
+        what="the hook to note its parent's exit",
+    )
     assert got["done"] is True
     assert 0.25 <= got["after"] < 3, got  # it waited for the CLI, and not much longer
 
 
 @pytest.mark.parametrize("how", ["pidfd", "no-pidfd"])
-def test_the_hook_gives_up_on_a_parent_that_stays(monkeypatch: pytest.MonkeyPatch,
-                                                 how: str) -> None:
+def test_the_hook_gives_up_on_a_parent_that_stays(
+    monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
     if how == "no-pidfd":
         monkeypatch.delattr(os, "pidfd_open", raising=False)
     started = time.monotonic()

@@ -17,14 +17,24 @@ from tests.helpers import agentd, records, write_unit
 QUICK = {"min_uptime": 0, "delay": "50ms"}
 
 
-def test_agentctl_restart_from_inside_a_session_under_agentd_run(home: Path,
-                                                                 tmp_path: Path) -> None:
+def test_agentctl_restart_from_inside_a_session_under_agentd_run(
+    home: Path, tmp_path: Path
+) -> None:
     rec = tmp_path / "rec.jsonl"
-    write_unit(home, "inner", {
-        "command": fake(f"record:{rec}", "if-session:2:exit:0", "ctl:status $AGENTD_UNIT",
-                        "ctl:restart $AGENTD_UNIT --reason fresh", "wait"),
-        "restart": QUICK,
-    })
+    write_unit(
+        home,
+        "inner",
+        {
+            "command": fake(
+                f"record:{rec}",
+                "if-session:2:exit:0",
+                "ctl:status $AGENTD_UNIT",
+                "ctl:restart $AGENTD_UNIT --reason fresh",
+                "wait",
+            ),
+            "restart": QUICK,
+        },
+    )
     res = agentd(home, "run", "inner", timeout=60)
     assert res.returncode == 0, res.stderr
     got = records(rec)
@@ -38,9 +48,11 @@ def test_agentctl_restart_from_inside_a_session_under_agentd_run(home: Path,
 
 def test_the_run_socket_is_private(home: Path, tmp_path: Path) -> None:
     rec = tmp_path / "modes"
-    probe = ("import os,stat,sys; p=os.environ['AGENTD_SOCKET']; "
-             "open(sys.argv[1],'w').write('%o %o' % (stat.S_IMODE(os.stat(p).st_mode), "
-             "stat.S_IMODE(os.stat(os.path.dirname(p)).st_mode)))")
+    probe = (
+        "import os,stat,sys; p=os.environ['AGENTD_SOCKET']; "
+        "open(sys.argv[1],'w').write('%o %o' % (stat.S_IMODE(os.stat(p).st_mode), "
+        "stat.S_IMODE(os.stat(os.path.dirname(p)).st_mode)))"
+    )
     write_unit(home, "priv", {"command": ["python3", "-c", probe, str(rec)]})
     res = agentd(home, "run", "priv")
     assert res.returncode == 0, res.stderr

@@ -30,22 +30,34 @@ def agentctl(*args: str) -> Result:
 
 
 def run_in_background(home: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "agentd.cli", "run", *args],
-                            env=dict(os.environ, AGENTD_HOME=str(home)), text=True,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "agentd.cli", "run", *args],
+        env=dict(os.environ, AGENTD_HOME=str(home)),
+        text=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def test_every_read_verb_and_attach_reach_agentd_run_and_its_files_after(
-        dhome: Path, serve: list[Served], tmp_path: Path) -> None:
+    dhome: Path, serve: list[Served], tmp_path: Path
+) -> None:
     # A daemon with a unit of its own, and a unit file it does not know, under `agentd run`.
     write_unit(dhome, "served", {"command": fake("out:served up", "wait"), "stop": STOP})
     d = Served(dhome)
     serve.append(d.ready())
     unit_file = tmp_path / "solo.yaml"
-    write_unit(dhome, "solo", {"command": fake("out:solo up", "prompt:ready> ", "winch", "wait"),
-                               "state": {"dir": ".agent-solo"},  # units may not share one
-                               "inject": {"mode": "none"}, "stop": STOP})
+    write_unit(
+        dhome,
+        "solo",
+        {
+            "command": fake("out:solo up", "prompt:ready> ", "winch", "wait"),
+            "state": {"dir": ".agent-solo"},  # units may not share one
+            "inject": {"mode": "none"},
+            "stop": STOP,
+        },
+    )
     (dhome / "units" / "solo.yaml").rename(unit_file)
     run = run_in_background(dhome, str(unit_file))
     try:
@@ -91,11 +103,22 @@ def test_every_read_verb_and_attach_reach_agentd_run_and_its_files_after(
 
 
 def test_agentd_run_attach_passes_keys_and_gives_the_terminal_back(dhome: Path) -> None:
-    write_unit(dhome, "talk", {"command": fake("prompt:name? ", "out:bye", "exit:0"),
-                               "inject": {"mode": "none"}, "stop": STOP})
-    child = pexpect.spawn(sys.executable, ["-m", "agentd.cli", "run", "--attach", "talk"],
-                          env=dict(os.environ, AGENTD_HOME=str(dhome)), dimensions=(30, 100),
-                          timeout=20)
+    write_unit(
+        dhome,
+        "talk",
+        {
+            "command": fake("prompt:name? ", "out:bye", "exit:0"),
+            "inject": {"mode": "none"},
+            "stop": STOP,
+        },
+    )
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "agentd.cli", "run", "--attach", "talk"],
+        env=dict(os.environ, AGENTD_HOME=str(dhome)),
+        dimensions=(30, 100),
+        timeout=20,
+    )
     try:
         child.expect("talk in this terminal")
         child.expect("name\\? ")
@@ -114,14 +137,24 @@ def test_agentd_run_attach_passes_keys_and_gives_the_terminal_back(dhome: Path) 
 
 
 def test_agentd_run_attach_gives_the_agent_the_size_of_the_terminal(dhome: Path) -> None:
-    write_unit(dhome, "tui", {"command": fake("size", "if-session:1:winch",
-                                              "if-session:1:exit:42", "exit:0"),
-                              "pty": {"cols": 80, "rows": 24},  # the terminal's size wins
-                              "inject": {"mode": "none"}, "restart": {"min_uptime": 0},
-                              "stop": STOP})
-    child = pexpect.spawn(sys.executable, ["-m", "agentd.cli", "run", "-i", "tui"],
-                          env=dict(os.environ, AGENTD_HOME=str(dhome)), dimensions=(30, 100),
-                          timeout=20)
+    write_unit(
+        dhome,
+        "tui",
+        {
+            "command": fake("size", "if-session:1:winch", "if-session:1:exit:42", "exit:0"),
+            "pty": {"cols": 80, "rows": 24},  # the terminal's size wins
+            "inject": {"mode": "none"},
+            "restart": {"min_uptime": 0},
+            "stop": STOP,
+        },
+    )
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "agentd.cli", "run", "-i", "tui"],
+        env=dict(os.environ, AGENTD_HOME=str(dhome)),
+        dimensions=(30, 100),
+        timeout=20,
+    )
     try:
         child.expect("SIZE:100x30")
         # As a terminal window does: TIOCSWINSZ, and the kernel sends SIGWINCH to
@@ -145,9 +178,14 @@ def test_agentd_run_attach_needs_a_terminal(dhome: Path) -> None:
 
 
 def test_a_failed_run_names_its_transcript_and_shows_its_last_lines(dhome: Path) -> None:
-    write_unit(dhome, "bad", {"command": fake("out:\\x1b[31mfirst\\x1b[0m line", "out:last words",
-                                              "exit:3"),
-                              "restart": {"on_failure": False}})
+    write_unit(
+        dhome,
+        "bad",
+        {
+            "command": fake("out:\\x1b[31mfirst\\x1b[0m line", "out:last words", "exit:3"),
+            "restart": {"on_failure": False},
+        },
+    )
     res = agentd(dhome, "run", "bad")
     assert res.returncode == 1
     transcript = dhome / "logs" / "bad" / "transcript.log"

@@ -35,9 +35,13 @@ def agentctl(*args: str) -> Result:
 
 def ctl_pty(home: Path, *args: str) -> pexpect.spawn:
     """``agentctl ARGS`` on a real terminal of its own (80x24), for keys and raw mode."""
-    return pexpect.spawn(sys.executable, ["-m", "agentd.cli.agentctl", *args],
-                         env=dict(os.environ, AGENTD_HOME=str(home)), dimensions=(24, 80),
-                         timeout=15)
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "agentd.cli.agentctl", *args],
+        env=dict(os.environ, AGENTD_HOME=str(home)),
+        dimensions=(24, 80),
+        timeout=15,
+    )
 
 
 def end(child: pexpect.spawn) -> int:
@@ -60,17 +64,28 @@ def said(home: Path, unit: str, text: str) -> bool:
     return path.exists() and text in path.read_text(errors="replace")
 
 
-def serve_units(home: Path, serve: list[Served], said_first: dict[str, str],
-                **units: list[str]) -> Served:
+def serve_units(
+    home: Path, serve: list[Served], said_first: dict[str, str], **units: list[str]
+) -> Served:
     """A daemon running ``units`` (name -> fake agent steps), once each unit said its
     ``said_first`` text."""
     for name, steps in units.items():
-        write_unit(home, name, {"command": fake(*steps), "inject": {"mode": "none"},
-                                "stop": STOP, "state": {"dir": f".agent-{name}"}})
+        write_unit(
+            home,
+            name,
+            {
+                "command": fake(*steps),
+                "inject": {"mode": "none"},
+                "stop": STOP,
+                "state": {"dir": f".agent-{name}"},
+            },
+        )
     d = Served(home)
     serve.append(d.ready())
-    poll_for(lambda: all(said(home, u, text) for u, text in said_first.items()),
-             what=f"the units to say {said_first}")
+    poll_for(
+        lambda: all(said(home, u, text) for u, text in said_first.items()),
+        what=f"the units to say {said_first}",
+    )
     return d
 
 
@@ -96,8 +111,10 @@ def _tmux_rows(data: bytes, cols: int, rows: int) -> list[str]:
         done = workdir / "done"
         tmux("respawn-pane", "-k", f"stty raw -echo; cat {raw}; touch {done}; exec sleep 60")
         poll_for(done.exists, what="tmux to print the capture")
-        poll_for(lambda: tmux("capture-pane", "-p") == tmux("capture-pane", "-p"),
-                 what="tmux's pane to settle")
+        poll_for(
+            lambda: tmux("capture-pane", "-p") == tmux("capture-pane", "-p"),
+            what="tmux's pane to settle",
+        )
         shown = tmux("capture-pane", "-p").split("\n")[:rows]
     return [row.rstrip() for row in shown] + [""] * (rows - len(shown))
 
@@ -112,12 +129,27 @@ class _tmux:
         self.socket = self.workdir / "s"
         self.env = dict(os.environ, **(env or {}))
         self.env.pop("TMUX", None)
-        self("-f", "/dev/null", "new-session", "-d", "-x", str(cols), "-y", str(rows),
-             "exec sleep 600")
+        self(
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-x",
+            str(cols),
+            "-y",
+            str(rows),
+            "exec sleep 600",
+        )
 
     def __call__(self, *args: str) -> str:
-        done = subprocess.run(["tmux", "-S", str(self.socket), *args], capture_output=True,
-                              text=True, timeout=15, env=self.env, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            ["tmux", "-S", str(self.socket), *args],
+            capture_output=True,
+            text=True,
+            timeout=15,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+        )
         return done.stdout.rstrip("\n")
 
     def __enter__(self) -> tuple[_tmux, Path]:
@@ -129,17 +161,23 @@ class _tmux:
 
 
 @pytest.mark.parametrize("capture", TUI_FIXTURES, ids=lambda p: p.name)
-def test_screen_shows_what_the_terminal_shows(dhome: Path, serve: list[Served],
-                                              capture: Path) -> None:
+def test_screen_shows_what_the_terminal_shows(
+    dhome: Path, serve: list[Served], capture: Path
+) -> None:
     """A TUI that redraws in place (cursor moves, diff-only repaints): the screen is
     what a terminal shows after the same bytes, not the transcript's lines."""
-    write_unit(dhome, "tui", {"command": fake(f"replay:{capture}", "wait"),
-                              "inject": {"mode": "none"}, "stop": STOP})
+    write_unit(
+        dhome,
+        "tui",
+        {"command": fake(f"replay:{capture}", "wait"), "inject": {"mode": "none"}, "stop": STOP},
+    )
     d = Served(dhome)
     serve.append(d.ready())
     want = terminal_rows(capture.read_bytes())
-    poll_for(lambda: d.status("tui")["output_bytes"] >= capture.stat().st_size,
-             what="the whole capture written")
+    poll_for(
+        lambda: d.status("tui")["output_bytes"] >= capture.stat().st_size,
+        what="the whole capture written",
+    )
     res = agentctl("screen", "tui", "--json")
     assert res.exit_code == 0, res.output
     got = json.loads(res.stdout)
@@ -178,9 +216,14 @@ def test_a_repaint_redraws_the_same_cells() -> None:
 
 
 def test_attach_draws_the_screen_first_then_types_and_guards_ctrl_c(
-        dhome: Path, serve: list[Served]) -> None:
-    d = serve_units(dhome, serve, {"t": "ready> "},  # the prompt, before attaching
-                    t=["out:booting", "prompt:ready> ", "out:bye", "wait"])
+    dhome: Path, serve: list[Served]
+) -> None:
+    d = serve_units(
+        dhome,
+        serve,
+        {"t": "ready> "},  # the prompt, before attaching
+        t=["out:booting", "prompt:ready> ", "out:bye", "wait"],
+    )
     child = ctl_pty(dhome, "attach", "t")
     try:
         child.expect("attached to t")
@@ -209,9 +252,14 @@ def test_attach_says_who_closed_the_stream(dhome: Path, serve: list[Served]) -> 
 
 
 def test_attach_gives_the_agent_the_size_of_the_terminal_and_keeps_it(
-        dhome: Path, serve: list[Served]) -> None:
-    d = serve_units(dhome, serve, {"t": "SIZE:120x40"},  # the unit's pty, before attaching
-                    t=["size", "winch", "winch", "wait"])
+    dhome: Path, serve: list[Served]
+) -> None:
+    d = serve_units(
+        dhome,
+        serve,
+        {"t": "SIZE:120x40"},  # the unit's pty, before attaching
+        t=["size", "winch", "winch", "wait"],
+    )
     child = ctl_pty(dhome, "attach", "t")
     try:
         child.setwinsize(30, 100)
@@ -246,24 +294,33 @@ def test_attach_no_resize_leaves_the_size_alone(dhome: Path, serve: list[Served]
 
 
 def test_attach_needs_a_terminal(dhome: Path, serve: list[Served]) -> None:
-    done = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "attach", "t"],
-                          env=dict(os.environ, AGENTD_HOME=str(dhome)), stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        [sys.executable, "-m", "agentd.cli.agentctl", "attach", "t"],
+        env=dict(os.environ, AGENTD_HOME=str(dhome)),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert done.returncode == 1
     assert "attach needs a terminal: stdin is not one" in done.stderr
     assert "agentctl screen t" in done.stderr
 
 
-@pytest.mark.parametrize(("keys", "armed", "sent", "armed_after", "held"), [
-    (b"abc", False, b"abc", False, False),
-    (b"\x03", False, b"", True, True),
-    (b"\x03", True, b"\x03", False, False),
-    (b"\x03\x03", False, b"\x03", False, True),
-    (b"\x03x", False, b"x", False, True),
-    (b"x", True, b"x", False, False),
-])
-def test_ctrl_c_is_passed_on_only_when_pressed_twice(keys: bytes, armed: bool, sent: bytes,
-                                                     armed_after: bool, held: bool) -> None:
+@pytest.mark.parametrize(
+    ("keys", "armed", "sent", "armed_after", "held"),
+    [
+        (b"abc", False, b"abc", False, False),
+        (b"\x03", False, b"", True, True),
+        (b"\x03", True, b"\x03", False, False),
+        (b"\x03\x03", False, b"\x03", False, True),
+        (b"\x03x", False, b"x", False, True),
+        (b"x", True, b"x", False, False),
+    ],
+)
+def test_ctrl_c_is_passed_on_only_when_pressed_twice(
+    keys: bytes, armed: bool, sent: bytes, armed_after: bool, held: bool
+) -> None:
     assert hold_interrupts(keys, armed) == (sent, armed_after, held)
 
 
@@ -271,8 +328,13 @@ def test_ctrl_c_is_passed_on_only_when_pressed_twice(keys: bytes, armed: bool, s
 
 
 def test_logs_without_a_unit_interleave_every_unit(dhome: Path, serve: list[Served]) -> None:
-    serve_units(dhome, serve, {"one": "from one", "two": "from two"},
-                one=["out:from one", "wait"], two=["out:\\x1b[32mfrom two\\x1b[0m", "wait"])
+    serve_units(
+        dhome,
+        serve,
+        {"one": "from one", "two": "from two"},
+        one=["out:from one", "wait"],
+        two=["out:\\x1b[32mfrom two\\x1b[0m", "wait"],
+    )
     res = agentctl("logs")
     assert res.exit_code == 0, res.output
     assert "one | from one" in res.stdout.splitlines()
@@ -286,21 +348,33 @@ def test_logs_without_a_unit_interleave_every_unit(dhome: Path, serve: list[Serv
 
 def test_top_shows_every_unit_and_stops_one_by_key(dhome: Path, serve: list[Served]) -> None:
     if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed (apt-get install tmux): agentctl top is tested in a "
-                    "real terminal, tmux's")
-    d = serve_units(dhome, serve, {"one": "one ready>", "two": "two ready>"},
-                    one=["prompt:one ready> ", "wait"], two=["prompt:two ready> ", "wait"])
+        pytest.skip(
+            "tmux is not installed (apt-get install tmux): agentctl top is tested in a "
+            "real terminal, tmux's"
+        )
+    d = serve_units(
+        dhome,
+        serve,
+        {"one": "one ready>", "two": "two ready>"},
+        one=["prompt:one ready> ", "wait"],
+        two=["prompt:two ready> ", "wait"],
+    )
     with _tmux(130, 12, env={"AGENTD_HOME": str(dhome), "LANG": "C.UTF-8"}) as (tmux, _):
         tmux("respawn-pane", "-k", f"{sys.executable} -m agentd.cli.agentctl top")
 
         def rows() -> dict[str, list[str]]:
             lines = tmux("capture-pane", "-p").splitlines()
-            return {cells[0]: cells for cells in map(str.split, lines)
-                    if cells and cells[0] in ("one", "two")}
+            return {
+                cells[0]: cells
+                for cells in map(str.split, lines)
+                if cells and cells[0] in ("one", "two")
+            }
 
-        poll_for(lambda: {u: r[1] for u, r in rows().items()} == {"one": "running",
-                                                                   "two": "running"},
-                 timeout=20, what="top to show both units running")
+        poll_for(
+            lambda: {u: r[1] for u, r in rows().items()} == {"one": "running", "two": "running"},
+            timeout=20,
+            what="top to show both units running",
+        )
         poll_for(lambda: rows()["two"][-2:] == ["two", "ready>"], what="two's screen line")
         tmux("send-keys", "x")  # the cursor is on the first row: one
         poll_for(lambda: rows()["one"][1] == "stopped", what="one shown stopped")

@@ -21,16 +21,25 @@ def _error(text: str) -> str:
     return str(caught.value)
 
 
-@pytest.mark.parametrize(("text", "said"), [
-    ("restart:\n  exit_code: [3]\n", "u.yaml:4: restart.exit_code: unknown key (did you mean "
-                                     "exit_codes?)"),
-    ("sentinals: []\n", "u.yaml:3: sentinals: unknown key (did you mean sentinels?)"),
-    ("sentinels: [{name: a, match: x, actoin: stop}]\n",
-     "sentinels[0].actoin: unknown key (did you mean action?)"),
-    ("state: {layout: [{path: a.md, tial: 3}]}\n",
-     "state.layout[0].tial: unknown key (did you mean tail?)"),
-    ("bogus: 1\n", "u.yaml:3: bogus: unknown key"),  # nothing close: no guess
-])
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (
+            "restart:\n  exit_code: [3]\n",
+            "u.yaml:4: restart.exit_code: unknown key (did you mean exit_codes?)",
+        ),
+        ("sentinals: []\n", "u.yaml:3: sentinals: unknown key (did you mean sentinels?)"),
+        (
+            "sentinels: [{name: a, match: x, actoin: stop}]\n",
+            "sentinels[0].actoin: unknown key (did you mean action?)",
+        ),
+        (
+            "state: {layout: [{path: a.md, tial: 3}]}\n",
+            "state.layout[0].tial: unknown key (did you mean tail?)",
+        ),
+        ("bogus: 1\n", "u.yaml:3: bogus: unknown key"),  # nothing close: no guess
+    ],
+)
 def test_an_unknown_key_near_a_known_one_says_which(text: str, said: str) -> None:
     assert said in _error(text)
 
@@ -45,12 +54,15 @@ def test_keys_at_and_did_you_mean_follow_the_schema() -> None:
     assert "source" not in paths and "restart.window" in paths and "sentinels[].match" in paths
 
 
-@pytest.mark.parametrize("text", [
-    'sentinels: [{name: a, match: ""}]\n',
-    'sentinels: [{name: a, match: ".*"}]\n',
-    'sentinels: [{name: a, match: "x?"}]\n',
-    'handoff: {when: "(context)?"}\n',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        'sentinels: [{name: a, match: ""}]\n',
+        'sentinels: [{name: a, match: ".*"}]\n',
+        'sentinels: [{name: a, match: "x?"}]\n',
+        'handoff: {when: "(context)?"}\n',
+    ],
+)
 def test_a_pattern_that_matches_an_empty_line_is_refused(text: str) -> None:
     assert "matches an empty line" in _error(text)
 

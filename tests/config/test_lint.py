@@ -29,21 +29,25 @@ def work(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize(("command", "says"), [
-    ("[no-such-agent-cli]", "'no-such-agent-cli' is not found in PATH"),
-    ("[halfway]", "halfway is not executable; run: chmod +x"),
-    ("[./notes.txt]", "notes.txt is not executable"),
-    ("[./missing.sh]", "missing.sh does not exist"),
-    ("[./bin]", "is a directory, not a program"),
-])
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        ("[no-such-agent-cli]", "'no-such-agent-cli' is not found in PATH"),
+        ("[halfway]", "halfway is not executable; run: chmod +x"),
+        ("[./notes.txt]", "notes.txt is not executable"),
+        ("[./missing.sh]", "missing.sh does not exist"),
+        ("[./bin]", "is a directory, not a program"),
+    ],
+)
 def test_a_command_that_cannot_run_is_an_error(work: Path, command: str, says: str) -> None:
     unit = _unit(work, f"command: {command}\nenv: {{PATH: {work / 'bin'}:/usr/bin:/bin}}\n")
     [found] = lint(unit, {}, LIMITS)
     assert found.level == "error" and found.key == ("command", 0) and says in found.message
 
 
-@pytest.mark.parametrize("command", ["[./tool.sh]", f"[{sys.executable}]", "[sh, -c, x]",
-                                     "['{workdir}/tool.sh']"])
+@pytest.mark.parametrize(
+    "command", ["[./tool.sh]", f"[{sys.executable}]", "[sh, -c, x]", "['{workdir}/tool.sh']"]
+)
 def test_a_command_that_can_run_is_fine(work: Path, command: str) -> None:
     assert lint(_unit(work, f"command: {command}\n"), {"PATH": "/usr/bin:/bin"}, LIMITS) == []
 
@@ -52,13 +56,27 @@ def test_the_bootstrap_in_argv_shows_in_ps_and_may_outgrow_an_argument(work: Pat
     found = lint(_unit(work, 'command: [./tool.sh, "{bootstrap}"]\n'), {}, LIMITS)
     assert [(f.level, f.key) for f in found] == [("warning", ("command", 1))]
     assert "`ps`" in found[0].message and "{bootstrap_file}" in found[0].message
-    big = lint(_unit(work, 'command: [./tool.sh, "{bootstrap}"]\n'
-                           "state: {budget_tokens: 40000}\n"), {}, LIMITS)
+    big = lint(
+        _unit(work, 'command: [./tool.sh, "{bootstrap}"]\nstate: {budget_tokens: 40000}\n'),
+        {},
+        LIMITS,
+    )
     assert any("argument list too long" in f.message for f in big)
-    assert lint(_unit(work, 'command: [./tool.sh, "{bootstrap_file}"]\n'
-                            "state: {budget_tokens: 40000}\n"), {}, LIMITS) == []
-    crowded = lint(_unit(work, 'command: [./tool.sh, "{bootstrap}"]\n'),
-                   {"X": "y" * 40_000}, ArgLimits(total=32_768, one=None))
+    assert (
+        lint(
+            _unit(
+                work, 'command: [./tool.sh, "{bootstrap_file}"]\nstate: {budget_tokens: 40000}\n'
+            ),
+            {},
+            LIMITS,
+        )
+        == []
+    )
+    crowded = lint(
+        _unit(work, 'command: [./tool.sh, "{bootstrap}"]\n'),
+        {"X": "y" * 40_000},
+        ArgLimits(total=32_768, one=None),
+    )
     assert any("exec takes in all" in f.message for f in crowded)
 
 
@@ -67,8 +85,9 @@ def test_check_flags_each_bad_case_with_file_line_and_key(home: Path) -> None:
     work.mkdir()
     missing = write_unit(home, "missing", {"command": ["no-such-agent-cli"]})
     shown = write_unit(home, "shown", {"command": [sys.executable, "-c", "pass", "{bootstrap}"]})
-    empty = write_unit(home, "empty", {"command": [sys.executable],
-                                       "sentinels": [{"name": "all", "match": "x*"}]})
+    empty = write_unit(
+        home, "empty", {"command": [sys.executable], "sentinels": [{"name": "all", "match": "x*"}]}
+    )
     big = home / "units" / "big.yaml"
     big.write_bytes(b"#" * (2 * 1024 * 1024))
     big.chmod(0o600)

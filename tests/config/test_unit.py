@@ -80,9 +80,16 @@ def test_minimal_unit_gets_every_default() -> None:
     )
     assert unit.sentinels == []
     assert unit.restart == RestartSpec(
-        exit_codes=[42], success_codes=[0], on_failure=True, delay=1, max_delay=300,
-        min_uptime=10, burst=5, window=600, max_sessions=0,
-    )  # fmt: skip
+        exit_codes=[42],
+        success_codes=[0],
+        on_failure=True,
+        delay=1,
+        max_delay=300,
+        min_uptime=10,
+        burst=5,
+        window=600,
+        max_sessions=0,
+    )
     assert unit.stop == StopSpec(signal=signal.SIGTERM, grace=10)
     assert unit.limits == Limits(session_timeout=0, idle_timeout=0, context_tokens=0)
     assert unit.budget == Budget(max_sessions_per_day=0, max_runtime_per_day=0)
@@ -378,14 +385,12 @@ ERRORS = [
         "units/a.yaml:7: state.layout[1].tial: unknown key",
     ),
     (
-        "command: x\nworkdir: /\nstate:\n  layout:\n    - path: a.md\n"
-        "      kind: txt\n",
+        "command: x\nworkdir: /\nstate:\n  layout:\n    - path: a.md\n      kind: txt\n",
         "units/a.yaml:6: state.layout[0].kind: should be 'text', 'task-state', 'decision-log',"
         " 'handoff', 'entries' or 'latest' (got 'txt')",
     ),
     (
-        "command: x\nworkdir: /\nstate:\n  layout:\n    - path: a.md\n"
-        "      section: [A, 5]\n",
+        "command: x\nworkdir: /\nstate:\n  layout:\n    - path: a.md\n      section: [A, 5]\n",
         "units/a.yaml:6: state.layout[0].section[1]: should be a valid string (got 5)",
     ),
     (
@@ -496,8 +501,11 @@ def test_several_problems_are_all_reported_in_line_order() -> None:
     )
     assert [p.line for p in error.problems] == [1, 3, 4, 5]
     assert (error.file, error.line, error.key, error.message) == (
-        FILE, 1, "command", "required key missing"
-    )  # fmt: skip
+        FILE,
+        1,
+        "command",
+        "required key missing",
+    )
     assert isinstance(error, UnitError)
 
 
@@ -566,8 +574,10 @@ def test_a_units_dir_others_may_write_is_refused(tmp_path: Path, mode: int) -> N
     units.chmod(mode)
     with pytest.raises(UnitError) as caught:
         load_unit(path)
-    assert str(caught.value) == (f"{path}: its directory {units} is mode {mode:04o}, writable "
-                                 f"by others, who could replace it; run: chmod go-w {units}")
+    assert str(caught.value) == (
+        f"{path}: its directory {units} is mode {mode:04o}, writable "
+        f"by others, who could replace it; run: chmod go-w {units}"
+    )
     units.chmod(0o1777)  # sticky, like /tmp: nobody replaces another's file
     assert load_unit(path).name == "a"
 
@@ -699,11 +709,17 @@ def test_gemini_does_not_restart_on_42() -> None:
         ("aider", 1, "setup error (message file not found...)", "other"),
     ],
 )
-def test_preset_exit_codes_follow_the_cli_sources(name: str, code: int, meaning: str,
-                                                  kind: str) -> None:
+def test_preset_exit_codes_follow_the_cli_sources(
+    name: str, code: int, meaning: str, kind: str
+) -> None:
     restart = parse(f"preset: {name}\nworkdir: /\n").restart
-    got = ("restart" if code in restart.exit_codes
-           else "success" if code in restart.success_codes else "other")
+    got = (
+        "restart"
+        if code in restart.exit_codes
+        else "success"
+        if code in restart.success_codes
+        else "other"
+    )
     assert got == kind, f"{name} exit {code} ({meaning})"
 
 
@@ -776,10 +792,13 @@ def test_preset_lists_are_replaced_not_appended() -> None:
     assert unit.restart.exit_codes == [3]
 
 
-@pytest.mark.parametrize(("preset", "in_ps"), [("claude-code", False), ("codex", False),
-                                               ("gemini", True), ("aider", False)])
+@pytest.mark.parametrize(
+    ("preset", "in_ps"),
+    [("claude-code", False), ("codex", False), ("gemini", True), ("aider", False)],
+)
 def test_presets_pass_the_bootstrap_by_its_file_where_the_cli_can_read_it(
-        preset: str, in_ps: bool) -> None:
+    preset: str, in_ps: bool
+) -> None:
     unit = parse(f"preset: {preset}\nworkdir: /\n")
     assert unit.inject.mode == "argv"
     assert bool(state_in_argv(unit)) is in_ps

@@ -42,55 +42,79 @@ dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 # --- the wire format, from tables ---------------------------------------------------------
 
 
-@pytest.mark.parametrize(("line", "cmd", "check"), [
-    (b'{"cmd": "ping"}', "ping", {}),
-    (b'{"cmd": "status", "args": {"units": ["a", "b.c_d-1"]}}', "status",
-     {"units": ["a", "b.c_d-1"]}),
-    (b'{"cmd": "restart", "args": {"all": true, "reason": "deploy"}}', "restart",
-     {"all": True, "reason": "deploy", "units": []}),
-    (b'{"cmd": "events", "args": {"follow": true}}\n', "events",
-     {"unit": None, "lines": 20, "follow": True}),
-    (b'{"cmd": "logs", "args": {"unit": "a", "lines": 0}}', "logs", {"unit": "a", "lines": 0}),
-    (b'{"cmd": "resize", "args": {"unit": "a", "cols": 10, "rows": 1000}}', "resize",
-     {"unit": "a", "cols": 10, "rows": 1000}),
-])
+@pytest.mark.parametrize(
+    ("line", "cmd", "check"),
+    [
+        (b'{"cmd": "ping"}', "ping", {}),
+        (
+            b'{"cmd": "status", "args": {"units": ["a", "b.c_d-1"]}}',
+            "status",
+            {"units": ["a", "b.c_d-1"]},
+        ),
+        (
+            b'{"cmd": "restart", "args": {"all": true, "reason": "deploy"}}',
+            "restart",
+            {"all": True, "reason": "deploy", "units": []},
+        ),
+        (
+            b'{"cmd": "events", "args": {"follow": true}}\n',
+            "events",
+            {"unit": None, "lines": 20, "follow": True},
+        ),
+        (b'{"cmd": "logs", "args": {"unit": "a", "lines": 0}}', "logs", {"unit": "a", "lines": 0}),
+        (
+            b'{"cmd": "resize", "args": {"unit": "a", "cols": 10, "rows": 1000}}',
+            "resize",
+            {"unit": "a", "cols": 10, "rows": 1000},
+        ),
+    ],
+)
 def test_valid_requests(line: bytes, cmd: str, check: dict[str, Any]) -> None:
     got_cmd, args = parse_request(line)
     assert got_cmd == cmd
     assert {k: v for k, v in args.model_dump().items() if k in check} == check
 
 
-@pytest.mark.parametrize(("line", "says"), [
-    (b"not json", "not JSON"),
-    (b"\xff\xfe{}", "not JSON"),
-    (b"[1, 2]", "a request is a JSON object"),
-    (b'"status"', "a request is a JSON object"),
-    (b'{"cmd": "rm -rf"}', "unknown command"),
-    (b'{"args": {}}', "unknown command None"),
-    (b'{"cmd": "ping", "extra": 1}', "unknown request key(s): extra"),
-    (b'{"cmd": "ping", "args": []}', "args must be a JSON object"),
-    (b'{"cmd": "ping", "args": {"x": 1}}', "x: unknown argument"),
-    (b'{"cmd": "status", "args": {"units": "a"}}', "units"),
-    (b'{"cmd": "status", "args": {"units": ["../etc/passwd"]}}', "invalid unit name"),
-    (b'{"cmd": "status", "args": {"units": ["a/b"]}}', "no paths"),
-    (b'{"cmd": "logs", "args": {"unit": ".hidden"}}', "invalid unit name"),
-    (b'{"cmd": "logs", "args": {"unit": ""}}', "invalid unit name"),
-    (b'{"cmd": "logs", "args": {"unit": "a", "lines": -1}}', "lines"),
-    (b'{"cmd": "logs", "args": {"unit": "a", "lines": "5"}}', "lines"),
-    (b'{"cmd": "stop", "args": {"all": 1}}', "all"),
-    (b'{"cmd": "restart", "args": {"units": ["a"], "reason": ""}}', "reason"),
-    (b'{"cmd": "resize", "args": {"unit": "a", "cols": 0, "rows": 24}}',
-     "cols: Input should be greater than or equal to 10"),
-    (b'{"cmd": "resize", "args": {"unit": "a", "cols": 80, "rows": 1001}}',
-     "rows: Input should be less than or equal to 1000"),
-    (b'{"cmd": "resize", "args": {"unit": "a", "cols": "80", "rows": 24}}', "cols"),
-    (b'{"cmd": "resize", "args": {"unit": "a", "cols": 80.0, "rows": 24}}', "cols"),
-    (b'{"cmd": "resize", "args": {"unit": "a", "cols": 80}}', "rows: Field required"),
-    (b'{"cmd": "resize", "args": {"unit": "../a", "cols": 80, "rows": 24}}',
-     "invalid unit name"),
-    (b"[" * 100_000 + b"]" * 100_000, "not JSON"),
-    (b'{"cmd": "' + b"x" * (MAX_REQUEST + 1) + b'"}', "too large"),
-])
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        (b"not json", "not JSON"),
+        (b"\xff\xfe{}", "not JSON"),
+        (b"[1, 2]", "a request is a JSON object"),
+        (b'"status"', "a request is a JSON object"),
+        (b'{"cmd": "rm -rf"}', "unknown command"),
+        (b'{"args": {}}', "unknown command None"),
+        (b'{"cmd": "ping", "extra": 1}', "unknown request key(s): extra"),
+        (b'{"cmd": "ping", "args": []}', "args must be a JSON object"),
+        (b'{"cmd": "ping", "args": {"x": 1}}', "x: unknown argument"),
+        (b'{"cmd": "status", "args": {"units": "a"}}', "units"),
+        (b'{"cmd": "status", "args": {"units": ["../etc/passwd"]}}', "invalid unit name"),
+        (b'{"cmd": "status", "args": {"units": ["a/b"]}}', "no paths"),
+        (b'{"cmd": "logs", "args": {"unit": ".hidden"}}', "invalid unit name"),
+        (b'{"cmd": "logs", "args": {"unit": ""}}', "invalid unit name"),
+        (b'{"cmd": "logs", "args": {"unit": "a", "lines": -1}}', "lines"),
+        (b'{"cmd": "logs", "args": {"unit": "a", "lines": "5"}}', "lines"),
+        (b'{"cmd": "stop", "args": {"all": 1}}', "all"),
+        (b'{"cmd": "restart", "args": {"units": ["a"], "reason": ""}}', "reason"),
+        (
+            b'{"cmd": "resize", "args": {"unit": "a", "cols": 0, "rows": 24}}',
+            "cols: Input should be greater than or equal to 10",
+        ),
+        (
+            b'{"cmd": "resize", "args": {"unit": "a", "cols": 80, "rows": 1001}}',
+            "rows: Input should be less than or equal to 1000",
+        ),
+        (b'{"cmd": "resize", "args": {"unit": "a", "cols": "80", "rows": 24}}', "cols"),
+        (b'{"cmd": "resize", "args": {"unit": "a", "cols": 80.0, "rows": 24}}', "cols"),
+        (b'{"cmd": "resize", "args": {"unit": "a", "cols": 80}}', "rows: Field required"),
+        (
+            b'{"cmd": "resize", "args": {"unit": "../a", "cols": 80, "rows": 24}}',
+            "invalid unit name",
+        ),
+        (b"[" * 100_000 + b"]" * 100_000, "not JSON"),
+        (b'{"cmd": "' + b"x" * (MAX_REQUEST + 1) + b'"}', "too large"),
+    ],
+)
 def test_bad_requests_say_what_is_wrong(line: bytes, says: str) -> None:
     with pytest.raises(ProtocolError) as err:
         parse_request(line)
@@ -108,15 +132,29 @@ def test_every_command_has_a_handler_or_is_a_stream() -> None:
 
 
 def test_history_records_merge_into_one_row_per_session() -> None:
-    rows = sessions([
-        {"kind": "start", "session": 1, "at": "T1", "reason": "start", "pid": 5,
-         "bootstrap": "/b-1.md"},
-        {"kind": "end", "session": 1, "at": "T2", "reason": "exit:42", "duration_s": 3.5,
-         "code": 42},
-        {"kind": "outcome", "session": 1, "outcome": "handoff", "next": "start"},
-        {"kind": "start", "session": 2, "at": "T3", "reason": "exit:42", "pid": 6},
-        {"kind": "end", "session": "junk"},
-    ])
+    rows = sessions(
+        [
+            {
+                "kind": "start",
+                "session": 1,
+                "at": "T1",
+                "reason": "start",
+                "pid": 5,
+                "bootstrap": "/b-1.md",
+            },
+            {
+                "kind": "end",
+                "session": 1,
+                "at": "T2",
+                "reason": "exit:42",
+                "duration_s": 3.5,
+                "code": 42,
+            },
+            {"kind": "outcome", "session": 1, "outcome": "handoff", "next": "start"},
+            {"kind": "start", "session": 2, "at": "T3", "reason": "exit:42", "pid": 6},
+            {"kind": "end", "session": "junk"},
+        ]
+    )
     assert [r["session"] for r in rows] == [1, 2]
     one, two = rows
     assert one["outcome"] == "handoff" and one["reason"] == "exit:42"
@@ -140,11 +178,12 @@ def _replies(s: socket.socket, n: int) -> list[dict[str, Any]]:
 
 
 def test_malformed_requests_get_errors_and_the_connection_goes_on(
-        dhome: Path, serve: list[Served]) -> None:
+    dhome: Path, serve: list[Served]
+) -> None:
     d = Served(dhome)
     serve.append(d.ready())
     with _raw(d.socket) as s:
-        s.sendall(b"garbage\n\xff\xfe\n[]\n{\"cmd\": \"nope\"}\n\n{\"cmd\": \"ping\"}\n")
+        s.sendall(b'garbage\n\xff\xfe\n[]\n{"cmd": "nope"}\n\n{"cmd": "ping"}\n')
         replies = _replies(s, 5)
     assert [r["ok"] for r in replies] == [False, False, False, False, True]
     assert {r["code"] for r in replies[:4]} == {2}
@@ -153,7 +192,8 @@ def test_malformed_requests_get_errors_and_the_connection_goes_on(
 
 
 def test_an_oversized_request_is_refused_and_the_daemon_unharmed(
-        dhome: Path, serve: list[Served]) -> None:
+    dhome: Path, serve: list[Served]
+) -> None:
     d = Served(dhome)
     serve.append(d.ready())
     with _raw(d.socket) as s:
@@ -172,7 +212,8 @@ def test_an_oversized_request_is_refused_and_the_daemon_unharmed(
 
 
 def test_an_unterminated_last_request_is_served_and_a_slow_client_harms_no_one(
-        dhome: Path, serve: list[Served]) -> None:
+    dhome: Path, serve: list[Served]
+) -> None:
     d = Served(dhome)
     serve.append(d.ready())
     with _raw(d.socket) as idle, _raw(d.socket) as half:
@@ -189,10 +230,14 @@ def test_unknown_units_are_code_4(dhome: Path, serve: list[Served]) -> None:
     write_unit(dhome, "a", {"command": fake("wait"), "autostart": False})
     d = Served(dhome)
     serve.append(d.ready())
-    for cmd, args in [("status", {"units": ["a", "x", "y"]}), ("start", {"units": ["x"]}),
-                      ("logs", {"unit": "x"}), ("history", {"unit": "x"}),
-                      ("bootstrap", {"unit": "x"}),
-                      ("resize", {"unit": "x", "cols": 80, "rows": 24})]:
+    for cmd, args in [
+        ("status", {"units": ["a", "x", "y"]}),
+        ("start", {"units": ["x"]}),
+        ("logs", {"unit": "x"}),
+        ("history", {"unit": "x"}),
+        ("bootstrap", {"unit": "x"}),
+        ("resize", {"unit": "x", "cols": 80, "rows": 24}),
+    ]:
         reply = d.call(cmd, **args)
         assert reply["ok"] is False and reply["code"] == 4, (cmd, reply)
     assert "unknown units: x, y" in d.call("status", units=["a", "x", "y"])["error"]
@@ -201,10 +246,12 @@ def test_unknown_units_are_code_4(dhome: Path, serve: list[Served]) -> None:
 
 
 def test_events_follow_streams_until_the_daemon_stops(dhome: Path, serve: list[Served]) -> None:
-    write_unit(dhome, "a", {"command": fake("wait"), "autostart": False,
-                            "stop": {"grace": "300ms"}})
-    write_unit(dhome, "b", {"command": fake("wait"), "autostart": False,
-                            "state": {"dir": ".agent-b"}})  # two units may not share one
+    write_unit(
+        dhome, "a", {"command": fake("wait"), "autostart": False, "stop": {"grace": "300ms"}}
+    )
+    write_unit(
+        dhome, "b", {"command": fake("wait"), "autostart": False, "state": {"dir": ".agent-b"}}
+    )  # two units may not share one
     d = Served(dhome)
     serve.append(d.ready())
     with Client(d.socket, timeout=15) as client:
@@ -227,7 +274,6 @@ def test_client_errors_name_the_socket(tmp_path: Path) -> None:
     path = tmp_path / "agentd.sock"
     with pytest.raises(Unreachable, match=str(path)), Client(path) as client:
         client.call("ping")
-
 
 
 def test_a_stale_socket_is_reported_as_such(paths: Paths) -> None:

@@ -33,16 +33,21 @@ QUICK = {"min_uptime": "0s", "delay": "50ms", "max_delay": "200ms"}
 class Served:
     """One ``python -m agentd.cli serve`` process and a raw client for it."""
 
-    def __init__(self, home: Path, args: tuple[str, ...] = ("serve",),
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, home: Path, args: tuple[str, ...] = ("serve",), env: dict[str, str] | None = None
+    ) -> None:
         self.home = home
         self.socket = home / "run" / "agentd.sock"
         self.err_path = home / f"serve-{time.monotonic_ns()}.err"
         full_env = dict(os.environ, AGENTD_HOME=str(home), **(env or {}))
         with self.err_path.open("wb") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "agentd.cli", *args], env=full_env,
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+                [sys.executable, "-m", "agentd.cli", *args],
+                env=full_env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
 
     @property
     def stderr(self) -> str:
@@ -138,15 +143,25 @@ def _pids(path: Path) -> list[int]:
 
 
 def test_bare_agentd_serves_autostarts_and_sigterm_stops_every_tree(
-        dhome: Path, serve: list[Served]) -> None:
+    dhome: Path, serve: list[Served]
+) -> None:
     pids = dhome / "pids"
-    write_unit(dhome, "a", {"command": fake("child", "out:up", "wait"),
-                            "env": {"FAKE_PIDS": str(pids)}, "stop": {"grace": "300ms"}})
+    write_unit(
+        dhome,
+        "a",
+        {
+            "command": fake("child", "out:up", "wait"),
+            "env": {"FAKE_PIDS": str(pids)},
+            "stop": {"grace": "300ms"},
+        },
+    )
     write_unit(dhome, "b", {"command": fake("wait"), "autostart": False})
     d = Served(dhome, args=())  # bare `agentd` is `agentd serve`
     serve.append(d.ready())
-    poll_for(lambda: d.status("a")["state"] == "running" and len(_pids(pids)) == 1,
-             what="unit a running with its child")
+    poll_for(
+        lambda: d.status("a")["state"] == "running" and len(_pids(pids)) == 1,
+        what="unit a running with its child",
+    )
     assert d.status("b")["state"] == "stopped"
     leader, child = d.status("a")["pid"], _pids(pids)[0]
     loaded = {e["unit"]: e for e in events(dhome, "unit.loaded")}
@@ -160,10 +175,10 @@ def test_bare_agentd_serves_autostarts_and_sigterm_stops_every_tree(
     assert "SIGTERM" in d.stderr
 
 
-def test_sigint_stops_too_and_a_second_one_kills_at_once(dhome: Path,
-                                                        serve: list[Served]) -> None:
-    write_unit(dhome, "slow", {"command": fake("ignore-term", "out:up", "wait"),
-                               "stop": {"grace": "30s"}})
+def test_sigint_stops_too_and_a_second_one_kills_at_once(dhome: Path, serve: list[Served]) -> None:
+    write_unit(
+        dhome, "slow", {"command": fake("ignore-term", "out:up", "wait"), "stop": {"grace": "30s"}}
+    )
     d = Served(dhome)
     serve.append(d.ready())
     poll_for(lambda: _said(dhome, "slow", "up"), what="the agent to ignore SIGTERM")
@@ -176,8 +191,7 @@ def test_sigint_stops_too_and_a_second_one_kills_at_once(dhome: Path,
     assert _gone(pid)
 
 
-def test_a_second_serve_refuses_naming_pid_and_socket(dhome: Path,
-                                                      serve: list[Served]) -> None:
+def test_a_second_serve_refuses_naming_pid_and_socket(dhome: Path, serve: list[Served]) -> None:
     first = Served(dhome)
     serve.append(first.ready())
     second = Served(dhome)
@@ -187,7 +201,8 @@ def test_a_second_serve_refuses_naming_pid_and_socket(dhome: Path,
 
 
 def test_socket_is_0600_in_a_0700_dir_and_a_stale_one_is_replaced(
-        dhome: Path, serve: list[Served]) -> None:
+    dhome: Path, serve: list[Served]
+) -> None:
     run = dhome / "run"
     run.mkdir(mode=0o755)
     stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -220,14 +235,29 @@ def test_a_regular_file_at_the_socket_path_is_left_alone(dhome: Path) -> None:
 
 
 def test_after_kill_9_a_new_serve_reclaims_sessions_and_keeps_counts(
-        dhome: Path, serve: list[Served]) -> None:
+    dhome: Path, serve: list[Served]
+) -> None:
     pids = dhome / "pids"
-    write_unit(dhome, "k", {"command": fake("orphan", "wait"), "env": {"FAKE_PIDS": str(pids)},
-                            "stop": {"grace": "300ms"}})
+    write_unit(
+        dhome,
+        "k",
+        {
+            "command": fake("orphan", "wait"),
+            "env": {"FAKE_PIDS": str(pids)},
+            "stop": {"grace": "300ms"},
+        },
+    )
     # ignores SIGHUP: survives the hangup of its pty when agentd dies
-    write_unit(dhome, "m", {"command": fake("ignore-term", "out:up", "wait"), "autostart": False,
-                            "state": {"dir": ".agent-m"},  # two units may not share one
-                            "stop": {"grace": "300ms"}})
+    write_unit(
+        dhome,
+        "m",
+        {
+            "command": fake("ignore-term", "out:up", "wait"),
+            "autostart": False,
+            "state": {"dir": ".agent-m"},  # two units may not share one
+            "stop": {"grace": "300ms"},
+        },
+    )
     first = Served(dhome)
     serve.append(first.ready())
     first.result("start", units=["m"])
@@ -244,14 +274,15 @@ def test_after_kill_9_a_new_serve_reclaims_sessions_and_keeps_counts(
         poll_for(lambda pid=pid: _gone(pid), what=f"pid {pid} left by the killed agentd")
     poll_for(lambda: second.status("k")["state"] == "running", what="k running again")
     assert second.status("k")["session"] == 2  # the count survives
-    poll_for(lambda: second.status("m")["last_reason"] == "agentd-lost",
-             what="m's left-over session to be recorded as lost")
+    poll_for(
+        lambda: second.status("m")["last_reason"] == "agentd-lost",
+        what="m's left-over session to be recorded as lost",
+    )
     assert second.status("m")["state"] == "stopped" and second.status("m")["session"] == 1
     killed = {e["unit"] for e in events(dhome, "session.orphan_killed")}
     assert killed >= {"k", "m"}
     hist = records(dhome / "logs" / "k" / "history.jsonl")
-    assert [(r["kind"], r["session"]) for r in hist][:3] == [("start", 1), ("end", 1),
-                                                            ("start", 2)]
+    assert [(r["kind"], r["session"]) for r in hist][:3] == [("start", 1), ("end", 1), ("start", 2)]
     assert hist[1]["reason"] == "agentd-lost"
     assert second.stop() == 0
 
@@ -259,15 +290,15 @@ def test_after_kill_9_a_new_serve_reclaims_sessions_and_keeps_counts(
 # --- the units dir ----------------------------------------------------------------------------
 
 
-def test_units_dir_changes_are_picked_up_by_themselves(dhome: Path,
-                                                       serve: list[Served]) -> None:
+def test_units_dir_changes_are_picked_up_by_themselves(dhome: Path, serve: list[Served]) -> None:
     d = Served(dhome)
     serve.append(d.ready())
     assert d.result("status") == []
-    path = write_unit(dhome, "n", {"command": fake("out:v1", "wait"),
-                                   "stop": {"grace": "300ms"}})
-    poll_for(lambda: d.call("status", units=["n"]).get("ok")
-             and d.status("n")["state"] == "running", what="the new unit to run")
+    path = write_unit(dhome, "n", {"command": fake("out:v1", "wait"), "stop": {"grace": "300ms"}})
+    poll_for(
+        lambda: d.call("status", units=["n"]).get("ok") and d.status("n")["state"] == "running",
+        what="the new unit to run",
+    )
     pid = d.status("n")["pid"]
     # an invalid edit: reported with file and line, the old definition kept
     path.write_text(path.read_text() + "restart:\n  dealy: 1s\n")
@@ -294,8 +325,10 @@ def test_a_changed_unit_applies_from_its_next_session(dhome: Path, serve: list[S
     serve.append(d.ready())
     poll_for(lambda: records(rec), what="session 1")
     write_unit(dhome, "c", {**unit, "command": fake(f"record:{rec}", "wait", "--", "v2")})
-    poll_for(lambda: any(e.get("change") == "changed" for e in events(dhome, "unit.loaded")),
-             what="the change to be loaded")
+    poll_for(
+        lambda: any(e.get("change") == "changed" for e in events(dhome, "unit.loaded")),
+        what="the change to be loaded",
+    )
     assert len(records(rec)) == 1  # the running session goes on
     d.result("restart", units=["c"], reason="new-definition")
     poll_for(lambda: len(records(rec)) == 2, what="session 2")
@@ -306,8 +339,9 @@ def test_a_changed_unit_applies_from_its_next_session(dhome: Path, serve: list[S
 
 def test_sighup_reloads_what_the_watcher_cannot_see(dhome: Path, serve: list[Served]) -> None:
     later = dhome / "later"
-    write_unit(dhome, "w", {"command": fake("wait"), "workdir": str(later),
-                            "stop": {"grace": "300ms"}})
+    write_unit(
+        dhome, "w", {"command": fake("wait"), "workdir": str(later), "stop": {"grace": "300ms"}}
+    )
     d = Served(dhome)
     serve.append(d.ready())
     [bad] = events(dhome, "unit.invalid")
@@ -316,8 +350,10 @@ def test_sighup_reloads_what_the_watcher_cannot_see(dhome: Path, serve: list[Ser
     d.kill(signal.SIGHUP)
     poll_for(lambda: events(dhome, "daemon.reload"), what="daemon.reload")
     assert events(dhome, "daemon.reload")[0]["why"] == "SIGHUP"
-    poll_for(lambda: d.call("status", units=["w"]).get("ok")
-             and d.status("w")["state"] == "running", what="w to start")
+    poll_for(
+        lambda: d.call("status", units=["w"]).get("ok") and d.status("w")["state"] == "running",
+        what="w to start",
+    )
 
 
 def test_one_bad_unit_never_stops_the_others(dhome: Path, serve: list[Served]) -> None:
@@ -339,13 +375,21 @@ def test_one_bad_unit_never_stops_the_others(dhome: Path, serve: list[Served]) -
 
 
 @pytest.mark.parametrize("abstract", [False, True])
-def test_sd_notify_ready_watchdog_and_stopping(dhome: Path, serve: list[Served],
-                                               abstract: bool) -> None:
-    write_unit(dhome, "e", {"command": fake("env:NOTIFY_SOCKET", "env:WATCHDOG_USEC", "wait"),
-                            "stop": {"grace": "300ms"}})
+def test_sd_notify_ready_watchdog_and_stopping(
+    dhome: Path, serve: list[Served], abstract: bool
+) -> None:
+    write_unit(
+        dhome,
+        "e",
+        {
+            "command": fake("env:NOTIFY_SOCKET", "env:WATCHDOG_USEC", "wait"),
+            "stop": {"grace": "300ms"},
+        },
+    )
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    name = f"@agentd-test-{os.getpid()}-{time.monotonic_ns()}" if abstract \
-        else str(dhome / "notify")
+    name = (
+        f"@agentd-test-{os.getpid()}-{time.monotonic_ns()}" if abstract else str(dhome / "notify")
+    )
     sock.bind("\0" + name[1:] if abstract else name)
     sock.settimeout(15)
     try:
@@ -358,8 +402,10 @@ def test_sd_notify_ready_watchdog_and_stopping(dhome: Path, serve: list[Served],
         assert "STATUS=1 units" in ready
         d.ready()
         transcript = dhome / "logs" / "e" / "transcript.log"
-        poll_for(lambda: transcript.exists() and "WATCHDOG_USEC=" in transcript.read_text(),
-                 what="the session's env")
+        poll_for(
+            lambda: transcript.exists() and "WATCHDOG_USEC=" in transcript.read_text(),
+            what="the session's env",
+        )
         lines = transcript.read_text().splitlines()
         assert "NOTIFY_SOCKET=" in lines and "WATCHDOG_USEC=" in lines  # not passed on
         d.kill(signal.SIGTERM)
@@ -390,8 +436,12 @@ def test_an_idle_daemon_does_not_wake_up(dhome: Path, serve: list[Served]) -> No
     serve.append(d.ready())
     # Start-up done: a first quiet spell, waited for (a loaded machine slows it
     # down, and a fixed sleep would then count start-up work as wake-ups).
-    poll_for(lambda: _quiet_for(d.proc.pid, 0.3), timeout=15, interval=0,
-             what="the daemon to settle after start-up")
+    poll_for(
+        lambda: _quiet_for(d.proc.pid, 0.3),
+        timeout=15,
+        interval=0,
+        what="the daemon to settle after start-up",
+    )
     before = _ctx_switches(d.proc.pid)
     time.sleep(2.0)  # idleness is the absence of events over a span: this span
     woke = _ctx_switches(d.proc.pid) - before
@@ -432,14 +482,17 @@ def test_unit_dir_reparses_only_what_changed(dhome: Path) -> None:
     assert "already defined by" in str(dup.errors[twin])
 
 
-@pytest.mark.parametrize(("env", "interval"), [
-    ({}, None),
-    ({"WATCHDOG_USEC": "60000000"}, 30.0),
-    ({"WATCHDOG_USEC": "60000000", "WATCHDOG_PID": str(os.getpid())}, 30.0),
-    ({"WATCHDOG_USEC": "60000000", "WATCHDOG_PID": "1"}, None),  # meant for another process
-    ({"WATCHDOG_USEC": "soon"}, None),
-    ({"WATCHDOG_USEC": "0"}, None),
-])
+@pytest.mark.parametrize(
+    ("env", "interval"),
+    [
+        ({}, None),
+        ({"WATCHDOG_USEC": "60000000"}, 30.0),
+        ({"WATCHDOG_USEC": "60000000", "WATCHDOG_PID": str(os.getpid())}, 30.0),
+        ({"WATCHDOG_USEC": "60000000", "WATCHDOG_PID": "1"}, None),  # meant for another process
+        ({"WATCHDOG_USEC": "soon"}, None),
+        ({"WATCHDOG_USEC": "0"}, None),
+    ],
+)
 def test_watchdog_interval(env: dict[str, str], interval: float | None) -> None:
     from agentd.daemon.notify import watchdog_interval
 
@@ -467,8 +520,9 @@ def test_reconcile_adds_redefines_and_removes_even_when_cancelled(dhome: Path) -
 
     stop = {"grace": "300ms"}
     v1 = load_unit(write_unit(dhome, "a", {"command": fake("ignore-term", "wait"), "stop": stop}))
-    v2 = load_unit(write_unit(dhome, "a", {"command": fake("ignore-term", "wait", "--", "v2"),
-                                           "stop": stop}))
+    v2 = load_unit(
+        write_unit(dhome, "a", {"command": fake("ignore-term", "wait", "--", "v2"), "stop": stop})
+    )
 
     async def main() -> int:
         sup = Supervisor(Paths.resolve(dhome), EventLog(None))
@@ -493,16 +547,26 @@ def test_reconcile_adds_redefines_and_removes_even_when_cancelled(dhome: Path) -
     assert _gone(pid)
 
 
-def test_a_usage_limit_pause_survives_a_daemon_restart(dhome: Path,
-                                                         serve: list[Served]) -> None:
+def test_a_usage_limit_pause_survives_a_daemon_restart(dhome: Path, serve: list[Served]) -> None:
     rec = dhome / "rec.jsonl"
     until = int(time.time()) + 3600
-    write_unit(dhome, "u", {
-        "command": fake(f"record:{rec}", f"out:usage limit reached, resets at {until}.", "wait"),
-        "sentinels": [{"name": "limit", "action": "pause",
-                       "match": r"usage limit reached, resets at (?P<until>\d+)"}],
-        "stop": {"grace": "300ms"},
-    })
+    write_unit(
+        dhome,
+        "u",
+        {
+            "command": fake(
+                f"record:{rec}", f"out:usage limit reached, resets at {until}.", "wait"
+            ),
+            "sentinels": [
+                {
+                    "name": "limit",
+                    "action": "pause",
+                    "match": r"usage limit reached, resets at (?P<until>\d+)",
+                }
+            ],
+            "stop": {"grace": "300ms"},
+        },
+    )
     d = Served(dhome)
     serve.append(d.ready())
     poll_for(lambda: d.status("u")["state"] == "paused", what="the pause")
@@ -523,15 +587,26 @@ def test_a_usage_limit_pause_survives_a_daemon_restart(dhome: Path,
 
 
 def test_precompact_hook_ends_the_session_through_the_daemon_socket(
-        dhome: Path, serve: list[Served]) -> None:
+    dhome: Path, serve: list[Served]
+) -> None:
     """The CLI's PreCompact hook (no terminal) reaches the daemon by AGENTD_SOCKET;
     the session ends while the hook still waits, so the CLI never compacts."""
     rec = dhome / "rec.jsonl"
-    write_unit(dhome, "pc", {
-        "command": fake(f"record:{rec}", "if-session:2:wait", "sleep:0.2", "hook:pre-compact",
-                        "out:THE CLI COMPACTED", "wait"),
-        "restart": QUICK,
-    })
+    write_unit(
+        dhome,
+        "pc",
+        {
+            "command": fake(
+                f"record:{rec}",
+                "if-session:2:wait",
+                "sleep:0.2",
+                "hook:pre-compact",
+                "out:THE CLI COMPACTED",
+                "wait",
+            ),
+            "restart": QUICK,
+        },
+    )
     d = Served(dhome).ready()
     serve.append(d)
     poll_for(lambda: len(records(rec)) >= 2, timeout=20, what="a second session")

@@ -53,12 +53,25 @@ def at(seconds_ago: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW - seconds_ago))
 
 
-def row(n: int, start: float, end: float | None, outcome: str | None, reason: str | None,
-        started_by: str = "start", **more: Any) -> dict[str, Any]:
+def row(
+    n: int,
+    start: float,
+    end: float | None,
+    outcome: str | None,
+    reason: str | None,
+    started_by: str = "start",
+    **more: Any,
+) -> dict[str, Any]:
     """A session row as ``agentd.supervisor.records.history.sessions`` makes them."""
-    out = {"session": n, "started_at": at(start), "started_by": started_by,
-           "outcome": outcome, "reason": reason,
-           "duration_s": None if end is None else start - end, **more}
+    out = {
+        "session": n,
+        "started_at": at(start),
+        "started_by": started_by,
+        "outcome": outcome,
+        "reason": reason,
+        "duration_s": None if end is None else start - end,
+        **more,
+    }
     if end is not None:
         out["ended_at"] = at(end)
     return out
@@ -67,8 +80,7 @@ def row(n: int, start: float, end: float | None, outcome: str | None, reason: st
 RUN = [
     row(1, 7200, 6000, "handoff", "exit:42"),
     row(2, 6000, 5000, "context", "sentinel:compaction", started_by="exit:42"),
-    row(3, 4000, 3000, "usage-limited", "sentinel:limit", started_by="manual",
-        reset_at=at(2500)),
+    row(3, 4000, 3000, "usage-limited", "sentinel:limit", started_by="manual", reset_at=at(2500)),
     row(4, 2400, 1800, "crashed", "exit:1", started_by="usage-limited"),
     row(5, 1200, None, None, None, started_by="exit:1"),
 ]
@@ -80,7 +92,12 @@ RUN = [
 def test_the_whole_run_has_one_bar_per_session_coloured_by_outcome() -> None:
     line = layout(RUN, NOW, "all", running=5)
     assert [(b.session, b.outcome) for b in line.bars] == [
-        (1, "handoff"), (2, "context"), (3, "usage-limited"), (4, "crashed"), (5, "running")]
+        (1, "handoff"),
+        (2, "context"),
+        (3, "usage-limited"),
+        (4, "crashed"),
+        (5, "running"),
+    ]
     assert all(b.colour == COLOURS[b.outcome] for b in line.bars)
     assert line.start == NOW - 7200 and line.end == NOW
     assert line.bars[0].x == pytest.approx(10.0)
@@ -88,8 +105,13 @@ def test_the_whole_run_has_one_bar_per_session_coloured_by_outcome() -> None:
     assert [b.x for b in line.bars] == sorted(b.x for b in line.bars)
     assert "session 2: context (sentinel:compaction), 16m40s" in line.bars[1].title
     assert line.bars[4].title.startswith("session 5: running for 20m00s")
-    assert [name for name, _ in line.legend] == ["running", "handoff", "context",
-                                                 "usage-limited", "crashed"]
+    assert [name for name, _ in line.legend] == [
+        "running",
+        "handoff",
+        "context",
+        "usage-limited",
+        "crashed",
+    ]
 
 
 def test_marks_for_sentinels_restarts_and_pauses() -> None:
@@ -115,12 +137,21 @@ def test_zoom_shows_the_last_hour_only() -> None:
 
 def test_a_session_with_no_end_and_a_paused_unit() -> None:
     lost = [row(1, 600, None, None, None)]  # agentd was killed: no end recorded
-    line = layout(lost, NOW, "all", paused={"since": at(300), "paused_until": at(-600),
-                                            "last_reason": "budget:max_sessions_per_day"})
+    line = layout(
+        lost,
+        NOW,
+        "all",
+        paused={
+            "since": at(300),
+            "paused_until": at(-600),
+            "last_reason": "budget:max_sessions_per_day",
+        },
+    )
     assert [(b.outcome, b.width) for b in line.bars] == [("unknown", 2.0)]
     assert "no end recorded" in line.bars[0].title
     assert [m.title.split(" until")[0] for m in line.marks if m.kind == "pause"] == [
-        "paused (budget:max_sessions_per_day)"]
+        "paused (budget:max_sessions_per_day)"
+    ]
     assert layout([], NOW, "all").bars == []
     with pytest.raises(ValueError, match="span must be one of"):
         layout(RUN, NOW, "2h")
@@ -129,22 +160,32 @@ def test_a_session_with_no_end_and_a_paused_unit() -> None:
 # --- who may bind and ask ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("text", "host", "port"), [
-    ("127.0.0.1:8765", "127.0.0.1", 8765), ("[::1]:0", "::1", 0), ("localhost:80", "localhost", 80),
-    ("127.9.9.9:1", "127.9.9.9", 1),
-])
+@pytest.mark.parametrize(
+    ("text", "host", "port"),
+    [
+        ("127.0.0.1:8765", "127.0.0.1", 8765),
+        ("[::1]:0", "::1", 0),
+        ("localhost:80", "localhost", 80),
+        ("127.9.9.9:1", "127.9.9.9", 1),
+    ],
+)
 def test_loopback_binds_are_accepted(text: str, host: str, port: int) -> None:
     bind = Bind.parse(text)
     assert (bind.host, bind.port, bind.allow_remote) == (host, port, False)
 
 
-@pytest.mark.parametrize(("text", "says"), [
-    ("0.0.0.0:8765", "would serve other machines (0.0.0.0)"),
-    (":8765", "would serve other machines (every address)"),
-    ("[::]:8765", "would serve other machines (::)"),
-    ("192.0.2.7:80", "would serve other machines (192.0.2.7)"),
-    ("8765", "give HOST:PORT"), ("127.0.0.1:99999", "give HOST:PORT"), ("127.0.0.1", "HOST:PORT"),
-])
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("0.0.0.0:8765", "would serve other machines (0.0.0.0)"),
+        (":8765", "would serve other machines (every address)"),
+        ("[::]:8765", "would serve other machines (::)"),
+        ("192.0.2.7:80", "would serve other machines (192.0.2.7)"),
+        ("8765", "give HOST:PORT"),
+        ("127.0.0.1:99999", "give HOST:PORT"),
+        ("127.0.0.1", "HOST:PORT"),
+    ],
+)
 def test_other_binds_are_refused_without_allow_remote(text: str, says: str) -> None:
     with pytest.raises(BindRefused, match=re.escape(says)):
         Bind.parse(text)
@@ -155,11 +196,22 @@ def test_allow_remote_lets_any_address_bind() -> None:
     assert Bind.parse("[::1]:9", allow_remote=True).url(1234) == "http://[::1]:1234/"
 
 
-@pytest.mark.parametrize(("remote", "served"), [
-    ("127.0.0.1", True), ("127.3.2.1", True), ("::1", True), ("::ffff:127.0.0.1", True),
-    ("10.0.0.5", False), ("192.168.1.20", False), ("::ffff:192.168.1.20", False),
-    ("2001:db8::1", False), ("fe80::1%eth0", False), (None, False), ("not-an-address", False),
-])
+@pytest.mark.parametrize(
+    ("remote", "served"),
+    [
+        ("127.0.0.1", True),
+        ("127.3.2.1", True),
+        ("::1", True),
+        ("::ffff:127.0.0.1", True),
+        ("10.0.0.5", False),
+        ("192.168.1.20", False),
+        ("::ffff:192.168.1.20", False),
+        ("2001:db8::1", False),
+        ("fe80::1%eth0", False),
+        (None, False),
+        ("not-an-address", False),
+    ],
+)
 def test_only_loopback_peers_are_served_unless_allowed(remote: str | None, served: bool) -> None:
     assert peer_allowed(remote, allow_remote=False) is served
     assert peer_allowed(remote, allow_remote=True) is True
@@ -193,14 +245,18 @@ def test_a_request_from_another_machine_is_refused_before_the_token(tmp_path: Pa
         board = Dashboard(Context(sup, reload), Bind.parse("127.0.0.1:0"))
         guard = board._guard()
         served = mock.AsyncMock(return_value=web.Response(text="the page"))
-        for remote, token, status in [("10.1.2.3", board.token, 403),
-                                      ("127.0.0.1", "wrong", 401),
-                                      ("127.0.0.1", board.token, 200)]:
+        for remote, token, status in [
+            ("10.1.2.3", board.token, 403),
+            ("127.0.0.1", "wrong", 401),
+            ("127.0.0.1", board.token, 200),
+        ]:
             transport = mock.Mock()
             transport.get_extra_info.side_effect = lambda key, default=None, r=remote: (
-                (r, 40000) if key == "peername" else default)
-            request = make_mocked_request("GET", "/", headers={
-                "Authorization": f"Bearer {token}"}, transport=transport)
+                (r, 40000) if key == "peername" else default
+            )
+            request = make_mocked_request(
+                "GET", "/", headers={"Authorization": f"Bearer {token}"}, transport=transport
+            )
             try:
                 answer = await guard(request, served)
             except web.HTTPException as exc:
@@ -222,8 +278,14 @@ class Web:
         self.token = (daemon.home / "run" / TOKEN_FILE).read_text().strip()
         self.port = urllib.parse.urlsplit(self.url).port
 
-    def get(self, path: str, *, token: bool = True, headers: dict[str, str] | None = None,
-            data: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
+    def get(
+        self,
+        path: str,
+        *,
+        token: bool = True,
+        headers: dict[str, str] | None = None,
+        data: dict[str, str] | None = None,
+    ) -> tuple[int, dict[str, str], str]:
         """Status, headers and body (errors too)."""
         head = dict(headers or {})
         if token:
@@ -246,15 +308,22 @@ def dashboard_daemon(home: Path, serve: list[Served], *extra: str) -> tuple[Serv
 QUICK = test_daemon.QUICK
 
 
-def test_every_request_needs_the_token_and_a_post_its_csrf(dhome: Path,
-                                                         serve: list[Served]) -> None:
+def test_every_request_needs_the_token_and_a_post_its_csrf(
+    dhome: Path, serve: list[Served]
+) -> None:
     write_unit(dhome, "w", {"command": fake("out:hello", "wait")})
     d, site = dashboard_daemon(dhome, serve)
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", site.url)
     assert stat.S_IMODE((dhome / "run" / TOKEN_FILE).stat().st_mode) == 0o600
     assert "agentd: dashboard at " + site.url + "?token=" + site.token in d.stderr
-    for path in ("/", "/units/w", "/units/w/timeline.svg", "/static/dashboard.css", "/events",
-                 "/nope"):
+    for path in (
+        "/",
+        "/units/w",
+        "/units/w/timeline.svg",
+        "/static/dashboard.css",
+        "/events",
+        "/nope",
+    ):
         code, head, body = site.get(path, token=False)
         assert code == 401, path
         assert "needs its token" in body and head["WWW-Authenticate"].startswith("Bearer")
@@ -281,20 +350,33 @@ def test_every_request_needs_the_token_and_a_post_its_csrf(dhome: Path,
 
 
 def test_the_unit_page_svg_screen_and_bootstraps(dhome: Path, serve: list[Served]) -> None:
-    write_unit(dhome, "t", {
-        "command": fake("out:step one", "if-session:2:out:Compacting conversation",
-                        "if-session:2:wait", "if-session:3:exit:0", "exit:42"),
-        "sentinels": [{"name": "compaction", "match": "Compacting conversation",
-                       "action": "restart"}],
-        "restart": {**QUICK, "exit_codes": [42], "max_sessions": 3}})
+    write_unit(
+        dhome,
+        "t",
+        {
+            "command": fake(
+                "out:step one",
+                "if-session:2:out:Compacting conversation",
+                "if-session:2:wait",
+                "if-session:3:exit:0",
+                "exit:42",
+            ),
+            "sentinels": [
+                {"name": "compaction", "match": "Compacting conversation", "action": "restart"}
+            ],
+            "restart": {**QUICK, "exit_codes": [42], "max_sessions": 3},
+        },
+    )
     d, site = dashboard_daemon(dhome, serve)
     poll_for(lambda: d.status("t")["state"] == "done", timeout=30, what="three sessions")
     code, head, svg = site.get("/units/t/timeline.svg")
     assert code == 200 and head["Content-Type"].startswith("image/svg+xml")
-    rects = re.findall(r'<rect class="session o-([\w-]+)" data-session="(\d+)".*?fill="(#\w+)"'
-                       r'.*?<title>(.*?)</title>', svg)
-    assert [(o, n) for o, n, _, _ in rects] == [("handoff", "1"), ("context", "2"),
-                                                ("done", "3")]
+    rects = re.findall(
+        r'<rect class="session o-([\w-]+)" data-session="(\d+)".*?fill="(#\w+)"'
+        r".*?<title>(.*?)</title>",
+        svg,
+    )
+    assert [(o, n) for o, n, _, _ in rects] == [("handoff", "1"), ("context", "2"), ("done", "3")]
     assert all(fill == COLOURS[o] for o, _, fill, _ in rects)
     assert rects[1][3].startswith("session 2: context (sentinel:compaction), ")
     assert svg.count("<rect") == 3
@@ -359,9 +441,10 @@ def test_a_wide_bind_is_refused_unless_allowed(dhome: Path, serve: list[Served])
 
 
 def test_the_daemon_without_http_loads_no_web_stack() -> None:
-    code = ("import sys, agentd.cli.agentd.main, agentd.daemon.serve; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aiohttp', 'jinja2') "
-            "or m.startswith('agentd.daemon.dashboard')))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60)
+    code = (
+        "import sys, agentd.cli.agentd.main, agentd.daemon.serve; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aiohttp', 'jinja2') "
+        "or m.startswith('agentd.daemon.dashboard')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout == "[]\n", done.stderr

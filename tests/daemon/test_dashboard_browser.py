@@ -25,13 +25,22 @@ from tests.daemon.test_dashboard import QUICK, dashboard_daemon
 from tests.helpers import write_unit
 
 dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
-sync_api = pytest.importorskip("playwright.sync_api", reason="the dashboard's browser tests "
-                               "need playwright: pip install -e '.[test]'")
+sync_api = pytest.importorskip(
+    "playwright.sync_api",
+    reason="the dashboard's browser tests need playwright: pip install -e '.[test]'",
+)
 expect = sync_api.expect
 
 CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--no-first-run", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 SCREENSHOT = "AGENTD_DASHBOARD_SCREENSHOT"
 WAIT_MS = 15_000  # for anything the page shows
 
@@ -43,8 +52,12 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         pytest.skip(f"the dashboard's browser tests need {CHROMIUM}: apt-get install chromium")
     with sync_api.sync_playwright() as driver:
         context = driver.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=FLAGS,
-            viewport={"width": 1200, "height": 900})
+            str(tmp_path / "profile"),
+            executable_path=CHROMIUM,
+            headless=True,
+            args=FLAGS,
+            viewport={"width": 1200, "height": 900},
+        )
         try:
             yield context
         finally:
@@ -68,19 +81,35 @@ def console_errors(page: Any) -> list[str]:
 def two_units(home: Path) -> None:
     """alpha: four sessions (a hand-over, a compaction, a crash, then one that runs
     on); beta: one that runs until stopped."""
-    write_unit(home, "alpha", {
-        "command": fake("out:alpha working", "sleep:1",
-                        "if-session:2:out:Compacting conversation", "if-session:2:wait",
-                        "if-session:3:exit:3", "if-session:4:wait", "exit:42"),
-        "sentinels": [{"name": "compaction", "match": "Compacting conversation",
-                       "action": "restart"}],
-        "restart": {**QUICK, "exit_codes": [42]}})
-    write_unit(home, "beta", {"command": fake("out:beta is thinking", "wait"),
-                              "state": {"dir": ".agent-beta"}})  # two units may not share one
+    write_unit(
+        home,
+        "alpha",
+        {
+            "command": fake(
+                "out:alpha working",
+                "sleep:1",
+                "if-session:2:out:Compacting conversation",
+                "if-session:2:wait",
+                "if-session:3:exit:3",
+                "if-session:4:wait",
+                "exit:42",
+            ),
+            "sentinels": [
+                {"name": "compaction", "match": "Compacting conversation", "action": "restart"}
+            ],
+            "restart": {**QUICK, "exit_codes": [42]},
+        },
+    )
+    write_unit(
+        home,
+        "beta",
+        {"command": fake("out:beta is thinking", "wait"), "state": {"dir": ".agent-beta"}},
+    )  # two units may not share one
 
 
-def test_units_page_timeline_tooltips_and_a_screenshot(dhome: Path, serve: list[Served],
-                                                       browser: Any, tmp_path: Path) -> None:
+def test_units_page_timeline_tooltips_and_a_screenshot(
+    dhome: Path, serve: list[Served], browser: Any, tmp_path: Path
+) -> None:
     two_units(dhome)
     d, site = dashboard_daemon(dhome, serve)
     page = browser.new_page()
@@ -94,8 +123,11 @@ def test_units_page_timeline_tooltips_and_a_screenshot(dhome: Path, serve: list[
     expect(page).to_have_url(site.url, timeout=WAIT_MS)
     rows = page.locator("table.units tbody tr[data-unit]")
     assert rows.evaluate_all("rows => rows.map(r => r.dataset.unit)") == ["alpha", "beta"]
-    poll_for(lambda: d.status("alpha")["session"] == 4 and d.status("alpha")["pid"],
-             timeout=30, what="alpha's fourth session")
+    poll_for(
+        lambda: d.status("alpha")["session"] == 4 and d.status("alpha")["pid"],
+        timeout=30,
+        what="alpha's fourth session",
+    )
 
     page.get_by_role("link", name="alpha").click()
     page.wait_for_url(f"{site.url}units/alpha", timeout=WAIT_MS)
@@ -103,7 +135,11 @@ def test_units_page_timeline_tooltips_and_a_screenshot(dhome: Path, serve: list[
     got = bars.evaluate_all("""bars => bars.map(b => [b.dataset.session, b.dataset.outcome,
                                 b.getAttribute('fill'), b.querySelector('title').textContent])""")
     assert [(n, outcome) for n, outcome, _, _ in got] == [
-        ("1", "handoff"), ("2", "context"), ("3", "crashed"), ("4", "running")]
+        ("1", "handoff"),
+        ("2", "context"),
+        ("3", "crashed"),
+        ("4", "running"),
+    ]
     assert [fill for _, _, fill, _ in got] == [COLOURS[o] for _, o, _, _ in got]
     # the tooltip is the bar's <title>
     assert got[1][3].startswith("session 2: context (sentinel:compaction), ")
@@ -126,8 +162,9 @@ def test_units_page_timeline_tooltips_and_a_screenshot(dhome: Path, serve: list[
     assert errors == []  # e.g. nothing the Content-Security-Policy refused
 
 
-def test_the_stop_button_stops_the_unit_and_events_come_live(dhome: Path, serve: list[Served],
-                                                             browser: Any) -> None:
+def test_the_stop_button_stops_the_unit_and_events_come_live(
+    dhome: Path, serve: list[Served], browser: Any
+) -> None:
     two_units(dhome)
     d, site = dashboard_daemon(dhome, serve)
     poll_for(lambda: d.status("beta")["pid"], what="beta to run")
@@ -145,11 +182,13 @@ def test_the_stop_button_stops_the_unit_and_events_come_live(dhome: Path, serve:
     expect(page.locator("#live")).to_have_class("live on", timeout=WAIT_MS)
     d.result("start", units=["beta"])  # from agentctl: the page follows by itself
     expect(page.locator("#events li", has_text="session.start  beta#2")).to_have_count(
-        1, timeout=WAIT_MS)
+        1, timeout=WAIT_MS
+    )
     expect(page.locator("#summary .state")).to_have_text("running", timeout=WAIT_MS)
     page.get_by_text("The next session's bootstrap").click()
     expect(page.locator("details.bootstrap pre").first).to_contain_text(
-        "# agentd bootstrap: beta, session 3", timeout=WAIT_MS)
+        "# agentd bootstrap: beta, session 3", timeout=WAIT_MS
+    )
     assert errors == []
     page.close()  # the browser leaves: its live stream ends, quietly
     assert d.stop() == 0

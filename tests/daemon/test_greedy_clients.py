@@ -69,7 +69,9 @@ sys.stdin.read()
 @pytest.mark.timeout(120)
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts fds in /proc")
 def test_half_open_connections_and_clients_that_never_read(
-        dhome: Path, serve: list[Served]) -> None:  # noqa: F811
+    dhome: Path,  # noqa: F811 (a fixture)
+    serve: list[Served],  # noqa: F811
+) -> None:
     write_unit(dhome, "a", {"command": fake("wait")})
     logs = dhome / "logs" / "a"
     logs.mkdir(parents=True)
@@ -80,38 +82,58 @@ def test_half_open_connections_and_clients_that_never_read(
     baseline = fds(d.proc.pid)
     worst: list[float] = []
     with ExitStack() as held:
-        flooder = held.enter_context(subprocess.Popen(  # closing its stdin ends it
-            [sys.executable, "-c", FLOODER, str(d.socket), str(FLOOD)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+        flooder = held.enter_context(
+            subprocess.Popen(  # closing its stdin ends it
+                [sys.executable, "-c", FLOODER, str(d.socket), str(FLOOD)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+        )
         while not select.select([flooder.stdout], [], [], 0)[0]:  # answers during the flood
             worst.append(status_time(d))
         assert int(flooder.stdout.readline()) == FLOOD
-        poll_for(lambda: fds(d.proc.pid) <= baseline + MAX_PER_UID, timeout=10,
-                 what="the flood capped at MAX_PER_UID fds (once the last are closed)")
+        poll_for(
+            lambda: fds(d.proc.pid) <= baseline + MAX_PER_UID,
+            timeout=10,
+            what="the flood capped at MAX_PER_UID fds (once the last are closed)",
+        )
         # Clients that ask for megabytes and never read them, and a follower that never reads.
         for _ in range(20):
             s = held.enter_context(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
             s.connect(str(d.socket))
-            s.sendall(json.dumps({"cmd": "logs", "args": {"unit": "a", "lines": 100_000}})
-                      .encode() + b"\n")
+            s.sendall(
+                json.dumps({"cmd": "logs", "args": {"unit": "a", "lines": 100_000}}).encode()
+                + b"\n"
+            )
         s = held.enter_context(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
         s.connect(str(d.socket))
         s.sendall(b'{"cmd": "events", "args": {"follow": true, "lines": 100000}}\n')
         for _ in range(20):
             worst.append(status_time(d))
         started = time.monotonic()
-        res = subprocess.run([Path(sys.executable).parent / "agentctl", "status"],
-                             capture_output=True, text=True, timeout=5)
+        res = subprocess.run(
+            [Path(sys.executable).parent / "agentctl", "status"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
         assert res.returncode == 0, res.stderr
         assert time.monotonic() - started < 2.0  # the CLI's own start-up included
         # Everything is given back: the flood ends, the non-readers (still connected)
         # are dropped by the write deadline.
         flooder.communicate(timeout=30)
-        poll_for(lambda: fds(d.proc.pid) <= baseline, timeout=WRITE_DEADLINE + 20,
-                 what="fds back to baseline")
+        poll_for(
+            lambda: fds(d.proc.pid) <= baseline,
+            timeout=WRITE_DEADLINE + 20,
+            what="fds back to baseline",
+        )
     assert max(worst) < 1.0, max(worst)
     assert d.stop() == 0
     assert "Traceback" not in d.stderr
-    refused = [json.loads(line) for line in (dhome / "logs" / "agentd.jsonl").read_text()
-               .splitlines() if '"control.refused"' in line]
+    refused = [
+        json.loads(line)
+        for line in (dhome / "logs" / "agentd.jsonl").read_text().splitlines()
+        if '"control.refused"' in line
+    ]
     assert len(refused) <= 1  # said once, if at all

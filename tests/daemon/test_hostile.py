@@ -75,11 +75,17 @@ def no_traceback(daemon: Served) -> None:
 def mounted_tmpfs(path: Path, size: str) -> Iterator[Path]:
     """A tmpfs of ``size`` at ``path`` (skips the test when this machine does not allow it)."""
     path.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode}): "
-                    "the disk-full probe needs one")
+        pytest.skip(
+            f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode}): "
+            "the disk-full probe needs one"
+        )
     try:
         yield path
     finally:
@@ -114,13 +120,24 @@ def small_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def test_a_full_disk_degrades_and_nothing_wedges_or_is_missed(small_home: Path) -> None:
-    write_unit(small_home, "u", {
-        "command": fake("if-session:1:sleep:1.5", "if-session:1:spam:200",
-                        "if-session:1:out:Compacting conversation", "out:up", "wait"),
-        "sentinels": [{"name": "compacting", "match": "Compacting conversation",
-                       "action": "restart"}],
-        "restart": QUICK, "stop": {"grace": "1s"},
-    })
+    write_unit(
+        small_home,
+        "u",
+        {
+            "command": fake(
+                "if-session:1:sleep:1.5",
+                "if-session:1:spam:200",
+                "if-session:1:out:Compacting conversation",
+                "out:up",
+                "wait",
+            ),
+            "sentinels": [
+                {"name": "compacting", "match": "Compacting conversation", "action": "restart"}
+            ],
+            "restart": QUICK,
+            "stop": {"grace": "1s"},
+        },
+    )
     daemon = Served(small_home).ready()
     filler: Path | None = None
     try:
@@ -128,12 +145,17 @@ def test_a_full_disk_degrades_and_nothing_wedges_or_is_missed(small_home: Path) 
             poll_for(lambda: daemon.status("u")["state"] == "running", what="session 1")
             filler = fill(small_home)
             # the sentinel comes while nothing can be written: it is matched all the same
-            poll_for(lambda: daemon.status("u")["session"] == 2
-                     and daemon.status("u")["state"] == "running", timeout=20,
-                     what="the sentinel seen on a full disk, session 2 running")
-            poll_for(lambda: "events" in {d["what"] for d in
-                                          daemon.call("status").get("degraded", [])},
-                     what="status to show the daemon degraded")
+            poll_for(
+                lambda: (
+                    daemon.status("u")["session"] == 2 and daemon.status("u")["state"] == "running"
+                ),
+                timeout=20,
+                what="the sentinel seen on a full disk, session 2 running",
+            )
+            poll_for(
+                lambda: "events" in {d["what"] for d in daemon.call("status").get("degraded", [])},
+                what="status to show the daemon degraded",
+            )
             # (a write may work again for a while: a deleted file frees a block)
             for what in ("events", "transcript:u"):
                 assert f"degraded: {what} writes fail" in daemon.stderr, daemon.stderr
@@ -143,11 +165,15 @@ def test_a_full_disk_degrades_and_nothing_wedges_or_is_missed(small_home: Path) 
             filler.unlink()  # space returns: writes resume
             filler = None
             assert daemon.result("start", units=["u"])[0]["state"] == "running"
-            poll_for(lambda: any(e.get("what") == "events"
-                                 for e in events(small_home, "daemon.recovered")),
-                     what="the event log to take lines again")
+            poll_for(
+                lambda: any(
+                    e.get("what") == "events" for e in events(small_home, "daemon.recovered")
+                ),
+                what="the event log to take lines again",
+            )
             assert "degraded" not in daemon.call("status") or all(
-                d["what"] != "events" for d in daemon.call("status")["degraded"])
+                d["what"] != "events" for d in daemon.call("status")["degraded"]
+            )
         watch.check()
         assert daemon.stop() == 0
         assert events(small_home, "daemon.stop")
@@ -174,16 +200,27 @@ def test_sigterm_on_a_full_disk_still_stops_cleanly(small_home: Path) -> None:
 
 
 def test_a_logs_dir_that_cannot_be_written_degrades_anywhere(
-        dhome: Path, serve: list[Served]) -> None:
+    dhome: Path, serve: list[Served]
+) -> None:
     """The portable probe (no mount needed, root or not): the logs dir becomes a
     regular file, so every write of events, transcripts and histories fails."""
-    write_unit(dhome, "u", {
-        "command": fake("if-session:1:sleep:1.5", "if-session:1:out:Compacting conversation",
-                        "out:up", "wait"),
-        "sentinels": [{"name": "compacting", "match": "Compacting conversation",
-                       "action": "restart"}],
-        "restart": QUICK, "stop": {"grace": "1s"},
-    })
+    write_unit(
+        dhome,
+        "u",
+        {
+            "command": fake(
+                "if-session:1:sleep:1.5",
+                "if-session:1:out:Compacting conversation",
+                "out:up",
+                "wait",
+            ),
+            "sentinels": [
+                {"name": "compacting", "match": "Compacting conversation", "action": "restart"}
+            ],
+            "restart": QUICK,
+            "stop": {"grace": "1s"},
+        },
+    )
     daemon = Served(dhome)
     serve.append(daemon.ready())
     logs = dhome / "logs"
@@ -192,21 +229,30 @@ def test_a_logs_dir_that_cannot_be_written_degrades_anywhere(
         logs.rename(dhome / "logs.gone")  # at once: the daemon writes into it meanwhile
         logs.write_text("not a dir\n")
         # the sentinel comes while nothing can be written: it is matched all the same
-        poll_for(lambda: daemon.status("u")["session"] == 2
-                 and daemon.status("u")["state"] == "running", timeout=20,
-                 what="the sentinel seen with no logs dir, session 2 running")
+        poll_for(
+            lambda: daemon.status("u")["session"] == 2 and daemon.status("u")["state"] == "running",
+            timeout=20,
+            what="the sentinel seen with no logs dir, session 2 running",
+        )
         failing = {d["what"] for d in daemon.call("status").get("degraded", [])}
         assert {"events", "transcript:u", "history:u"} <= failing, failing
-        shown = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "status"],
-                               capture_output=True, text=True, timeout=30, check=False)
-        assert shown.returncode == 0 and "agentd is degraded: events writes fail" in \
-            shown.stderr, shown
+        shown = subprocess.run(
+            [sys.executable, "-m", "agentd.cli.agentctl", "status"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert shown.returncode == 0 and "agentd is degraded: events writes fail" in shown.stderr, (
+            shown
+        )
         assert daemon.result("stop", units=["u"])[0]["state"] == "stopped"
         logs.unlink()  # the logs dir can be made again: writes resume
         assert daemon.result("start", units=["u"])[0]["state"] == "running"
-        poll_for(lambda: any(e.get("what") == "events"
-                             for e in events(dhome, "daemon.recovered")),
-                 what="the event log to take lines again")
+        poll_for(
+            lambda: any(e.get("what") == "events" for e in events(dhome, "daemon.recovered")),
+            what="the event log to take lines again",
+        )
     watch.check()
     assert daemon.stop() == 0
     assert events(dhome, "daemon.stop")
@@ -216,15 +262,28 @@ def test_a_logs_dir_that_cannot_be_written_degrades_anywhere(
 
 
 def test_a_read_only_state_dir_in_file_mode_backs_off_and_recovers(
-        dhome: Path, serve: list[Served]) -> None:
+    dhome: Path, serve: list[Served]
+) -> None:
     work = dhome / "work"
     state = work / ".agent"
     state.mkdir(parents=True)
     (state / "state.json").write_text(json.dumps({"mission": "m", "next_action": "n"}))
-    write_unit(dhome, "f", {"command": fake("bootstrap", "wait"), "inject": {"mode": "file"},
-                            "autostart": False, "restart": QUICK})
-    done = subprocess.run(["mount", "--bind", "-o", "ro", str(state), str(state)],
-                          capture_output=True, text=True, check=False)
+    write_unit(
+        dhome,
+        "f",
+        {
+            "command": fake("bootstrap", "wait"),
+            "inject": {"mode": "file"},
+            "autostart": False,
+            "restart": QUICK,
+        },
+    )
+    done = subprocess.run(
+        ["mount", "--bind", "-o", "ro", str(state), str(state)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode == 0:  # older mounts take ro only on a remount
         subprocess.run(["mount", "-o", "remount,ro,bind", str(state)], check=False)
     if done.returncode != 0 or _writable(state):
@@ -234,15 +293,22 @@ def test_a_read_only_state_dir_in_file_mode_backs_off_and_recovers(
         serve.append(daemon.ready())
         with StatusWatch(daemon.socket) as watch:
             daemon.call("start", units=["f"])
-            poll_for(lambda: daemon.status("f")["last_reason"] == "spawn-error"
-                     and daemon.status("f")["state"] in ("backoff", "starting"),
-                     what="a spawn error, then a back-off")
+            poll_for(
+                lambda: (
+                    daemon.status("f")["last_reason"] == "spawn-error"
+                    and daemon.status("f")["state"] in ("backoff", "starting")
+                ),
+                what="a spawn error, then a back-off",
+            )
             said = [e for e in events(dhome, "session.exit") if e["reason"] == "spawn-error"]
             assert "Read-only file system" in said[0]["error"], said
             assert any(d["what"] == "state:f" for d in daemon.call("status")["degraded"])
             subprocess.run(["umount", str(state)], check=True)
-            poll_for(lambda: daemon.status("f")["state"] == "running", timeout=20,
-                     what="the session to start once the state dir is writable")
+            poll_for(
+                lambda: daemon.status("f")["state"] == "running",
+                timeout=20,
+                what="the session to start once the state dir is writable",
+            )
             assert daemon.result("stop", units=["f"])[0]["state"] == "stopped"
         watch.check()
         no_traceback(daemon)
@@ -251,26 +317,36 @@ def test_a_read_only_state_dir_in_file_mode_backs_off_and_recovers(
 
 
 def test_a_file_mode_bootstrap_that_cannot_be_written_backs_off_and_recovers(
-        dhome: Path, serve: list[Served]) -> None:
+    dhome: Path, serve: list[Served]
+) -> None:
     """The portable form of the read-only state dir (root writes through modes):
     the bootstrap's directory is a regular file, so the write fails anywhere."""
     blocker = dhome / "work" / "in"
     blocker.write_text("a file where the bootstrap's directory should be\n")
-    write_unit(dhome, "f", {"command": fake("bootstrap", "wait"),
-                            "inject": {"mode": "file", "path": "in/boot.md"},
-                            "restart": QUICK, "stop": {"grace": "1s"}})
+    write_unit(
+        dhome,
+        "f",
+        {
+            "command": fake("bootstrap", "wait"),
+            "inject": {"mode": "file", "path": "in/boot.md"},
+            "restart": QUICK,
+            "stop": {"grace": "1s"},
+        },
+    )
     daemon = Served(dhome)
     serve.append(daemon.ready())
     with StatusWatch(daemon.socket) as watch:
-        poll_for(lambda: daemon.status("f")["last_reason"] == "spawn-error",
-                 what="a spawn error")
+        poll_for(lambda: daemon.status("f")["last_reason"] == "spawn-error", what="a spawn error")
         said = [e for e in events(dhome, "session.exit") if e["reason"] == "spawn-error"]
         assert "cannot write the bootstrap the agent reads" in said[0]["error"], said
         assert any(d["what"] == "state:f" for d in daemon.call("status")["degraded"])
         assert daemon.status("f")["state"] in ("backoff", "starting")  # tried again
         blocker.unlink()
-        poll_for(lambda: daemon.status("f")["state"] == "running", timeout=20,
-                 what="the session to start once the bootstrap can be written")
+        poll_for(
+            lambda: daemon.status("f")["state"] == "running",
+            timeout=20,
+            what="the session to start once the bootstrap can be written",
+        )
         assert daemon.result("stop", units=["f"])[0]["state"] == "stopped"
     watch.check()
     assert daemon.stop() == 0
@@ -291,20 +367,24 @@ def _status_rows(daemon: Served) -> dict[str, dict[str, Any]]:
 
 
 def test_a_fifo_and_dev_zero_in_the_state_dir_block_nothing(
-        dhome: Path, serve: list[Served]) -> None:
+    dhome: Path, serve: list[Served]
+) -> None:
     state = dhome / "work" / ".agent"
     state.mkdir(parents=True)
     (state / "state.json").write_text(json.dumps({"mission": "m", "next_action": "n"}))
     os.mkfifo(state / "scratch.md")
     (state / "constraints.md").symlink_to("/dev/zero")
     write_unit(dhome, "h", {"command": fake("bootstrap", "wait"), "stop": {"grace": "1s"}})
-    write_unit(dhome, "other", {"command": fake("out:up", "wait"),
-                                "state": {"dir": ".agent-other"}})
+    write_unit(
+        dhome, "other", {"command": fake("out:up", "wait"), "state": {"dir": ".agent-other"}}
+    )
     daemon = Served(dhome)
     serve.append(daemon.ready())
     with StatusWatch(daemon.socket) as watch:
-        poll_for(lambda: all(r["state"] == "running" for r in _status_rows(daemon).values()),
-                 what="both units running")
+        poll_for(
+            lambda: all(r["state"] == "running" for r in _status_rows(daemon).values()),
+            what="both units running",
+        )
         boot = (dhome / "logs" / "h" / "bootstrap-1.md").read_text()
         assert "scratch.md" in boot and "FIFO" in boot
         assert "outside the state dir" in boot
@@ -319,10 +399,20 @@ def test_nul_and_ctrl_c_in_state_reach_no_agent(dhome: Path, serve: list[Served]
         state.mkdir(parents=True)
         (state / "state.json").write_text(json.dumps({"mission": "m", "next_action": "n"}))
         (state / "scratch.md").write_bytes(b"note \x00 and \x03 and \x1b[2J\n")
-    write_unit(dhome, "a", {"command": fake("args", "wait", "--", "{bootstrap}"),
-                            "state": {"dir": ".agent-a"}})  # argv injection
-    write_unit(dhome, "s", {"command": fake("prompt:> ", "wait"), "inject": {"mode": "stdin"},
-                            "state": {"dir": ".agent-s"}})
+    write_unit(
+        dhome,
+        "a",
+        {"command": fake("args", "wait", "--", "{bootstrap}"), "state": {"dir": ".agent-a"}},
+    )  # argv injection
+    write_unit(
+        dhome,
+        "s",
+        {
+            "command": fake("prompt:> ", "wait"),
+            "inject": {"mode": "stdin"},
+            "state": {"dir": ".agent-s"},
+        },
+    )
     daemon = Served(dhome)
     serve.append(daemon.ready())
 
@@ -346,17 +436,24 @@ def test_nul_and_ctrl_c_in_state_reach_no_agent(dhome: Path, serve: list[Served]
 def test_a_deleted_workdir_is_a_spawn_error(dhome: Path, serve: list[Served]) -> None:
     work = dhome / "elsewhere"
     work.mkdir()
-    write_unit(dhome, "w", {"command": fake("out:up", "wait"), "workdir": str(work),
-                            "state": {"dir": str(dhome / "state-w")},
-                            "restart": QUICK, "stop": {"grace": "1s"}})
+    write_unit(
+        dhome,
+        "w",
+        {
+            "command": fake("out:up", "wait"),
+            "workdir": str(work),
+            "state": {"dir": str(dhome / "state-w")},
+            "restart": QUICK,
+            "stop": {"grace": "1s"},
+        },
+    )
     daemon = Served(dhome)
     serve.append(daemon.ready())
     with StatusWatch(daemon.socket) as watch:
         poll_for(lambda: daemon.status("w")["state"] == "running", what="session 1")
         shutil.rmtree(work)
         daemon.call("restart", units=["w"])
-        poll_for(lambda: daemon.status("w")["last_reason"] == "spawn-error",
-                 what="a spawn error")
+        poll_for(lambda: daemon.status("w")["last_reason"] == "spawn-error", what="a spawn error")
     watch.check()
     [said] = [e for e in events(dhome, "session.exit") if e["reason"] == "spawn-error"][:1]
     assert f"the workdir {work} does not exist" in said["error"], said

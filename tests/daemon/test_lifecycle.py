@@ -32,10 +32,12 @@ def _restart(d: Served, home: Path, serve: list[Served], sig: int = signal.SIGTE
 
 
 def test_a_done_and_a_stopped_unit_stay_so_across_a_daemon_restart(
-        dhome: Path, serve: list[Served]) -> None:
+    dhome: Path, serve: list[Served]
+) -> None:
     rec_done, rec_run = dhome / "done.jsonl", dhome / "run.jsonl"
-    write_unit(dhome, "fin", {"command": fake(f"record:{rec_done}", "exit:0"),
-                              "state": {"dir": ".fin"}})
+    write_unit(
+        dhome, "fin", {"command": fake(f"record:{rec_done}", "exit:0"), "state": {"dir": ".fin"}}
+    )
     write_unit(dhome, "held", {"command": fake("wait"), "stop": STOP, "state": {"dir": ".held"}})
     write_unit(dhome, "runs", {"command": fake(f"record:{rec_run}", "wait"), "stop": STOP})
     d = Served(dhome)
@@ -62,9 +64,13 @@ def test_a_done_and_a_stopped_unit_stay_so_across_a_daemon_restart(
 
 
 def test_enable_and_disable_decide_what_starts_with_the_daemon(
-        dhome: Path, serve: list[Served]) -> None:
-    write_unit(dhome, "off", {"command": fake("wait"), "autostart": False, "stop": STOP,
-                              "state": {"dir": ".off"}})
+    dhome: Path, serve: list[Served]
+) -> None:
+    write_unit(
+        dhome,
+        "off",
+        {"command": fake("wait"), "autostart": False, "stop": STOP, "state": {"dir": ".off"}},
+    )
     write_unit(dhome, "on", {"command": fake("wait"), "stop": STOP})
     d = Served(dhome)
     serve.append(d.ready())
@@ -102,12 +108,20 @@ def test_the_restart_count_survives_a_daemon_restart(dhome: Path, serve: list[Se
     assert d.status("r")["restarts"] == 2 and d.status("r")["session"] == 4
 
 
-@pytest.mark.parametrize("text", [
-    "", "{", "[]", '{"enabled": "yes", "restarts": -1, "state": "running"}',
-    '{"state": "done", "since": "not a time"}', '{"restarts": true}',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "{",
+        "[]",
+        '{"enabled": "yes", "restarts": -1, "state": "running"}',
+        '{"state": "done", "since": "not a time"}',
+        '{"restarts": true}',
+    ],
+)
 def test_a_lifecycle_file_that_cannot_be_understood_remembers_nothing(
-        tmp_path: Path, text: str) -> None:
+    tmp_path: Path, text: str
+) -> None:
     path = tmp_path / "u.json"
     path.write_text(text)
     assert read(path) == Remembered()
@@ -118,40 +132,52 @@ def test_lifecycle_writes_only_changes_and_reads_them_back(tmp_path: Path) -> No
     life = Lifecycle(path)
     life.update(restarts=0)
     assert not path.exists()  # nothing changed: nothing written
-    life.update(enabled=False, state=State.DONE, reason="exit:0", since=1_700_000_000.0,
-                restarts=3)
+    life.update(enabled=False, state=State.DONE, reason="exit:0", since=1_700_000_000.0, restarts=3)
     assert json.loads(path.read_text())["state"] == "done"
-    assert read(path) == Remembered(enabled=False, state=State.DONE, reason="exit:0",
-                                    since=1_700_000_000.0, restarts=3)
+    assert read(path) == Remembered(
+        enabled=False, state=State.DONE, reason="exit:0", since=1_700_000_000.0, restarts=3
+    )
     assert path.stat().st_mode & 0o777 == 0o600
 
 
 def test_a_missing_command_is_failed_after_one_attempt_with_the_os_error(
-        dhome: Path, serve: list[Served]) -> None:
-    write_unit(dhome, "gone", {"command": ["/nonexistent/agent-cli"],
-                               "restart": {"delay": "50ms", "burst": 5}})
+    dhome: Path, serve: list[Served]
+) -> None:
+    write_unit(
+        dhome,
+        "gone",
+        {"command": ["/nonexistent/agent-cli"], "restart": {"delay": "50ms", "burst": 5}},
+    )
     d = Served(dhome)
     serve.append(d.ready())
     poll_for(lambda: d.status("gone")["state"] == "failed", what="gone failed")
     status = d.status("gone")
     assert status["session"] == 1 and status["last_reason"] == "spawn-error"
     assert "[Errno 2] No such file or directory" in status["detail"]
-    ctl = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "history", "gone",
-                          "--json"], capture_output=True, text=True, timeout=30,
-                         env=dict(os.environ, AGENTD_HOME=str(dhome)))
+    ctl = subprocess.run(
+        [sys.executable, "-m", "agentd.cli.agentctl", "history", "gone", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=dict(os.environ, AGENTD_HOME=str(dhome)),
+    )
     [row] = json.loads(ctl.stdout)
     assert row["reason"] == "spawn-error" and row["outcome"] == "crashed"
     assert "[Errno 2] No such file or directory" in row["error"]
-    table = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "status"],
-                           capture_output=True, text=True, timeout=30,
-                           env=dict(os.environ, AGENTD_HOME=str(dhome))).stdout
+    table = subprocess.run(
+        [sys.executable, "-m", "agentd.cli.agentctl", "status"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=dict(os.environ, AGENTD_HOME=str(dhome)),
+    ).stdout
     assert "No such file or directory" in table
 
 
 def test_two_units_that_share_a_state_dir_refuse_to_run_at_once(
-        dhome: Path, serve: list[Served]) -> None:
-    shared = {"command": fake("wait"), "state": {"dir": ".agent"}, "stop": STOP,
-              "autostart": False}
+    dhome: Path, serve: list[Served]
+) -> None:
+    shared = {"command": fake("wait"), "state": {"dir": ".agent"}, "stop": STOP, "autostart": False}
     write_unit(dhome, "one", shared)
     write_unit(dhome, "two", shared)
     d = Served(dhome)
@@ -161,9 +187,13 @@ def test_two_units_that_share_a_state_dir_refuse_to_run_at_once(
     assert refused["code"] == 1 and "is in use by unit one" in refused["error"]
     assert d.status("two")["state"] == "stopped"
     assert "is in use by unit one" in d.status("two")["detail"]  # status says why
-    table = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "status", "two"],
-                           capture_output=True, text=True, timeout=30,
-                           env=dict(os.environ, AGENTD_HOME=str(dhome))).stdout
+    table = subprocess.run(
+        [sys.executable, "-m", "agentd.cli.agentctl", "status", "two"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=dict(os.environ, AGENTD_HOME=str(dhome)),
+    ).stdout
     assert "is in use by unit one" in table
     d.result("stop", units=["one"])  # the state dir is free again
     [two] = d.result("start", units=["two"])

@@ -15,8 +15,7 @@ from tests.helpers import events, write_unit
 dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 
 
-def test_sighup_reopens_the_event_log_and_the_transcripts(dhome: Path,
-                                                          serve: list[Served]) -> None:
+def test_sighup_reopens_the_event_log_and_the_transcripts(dhome: Path, serve: list[Served]) -> None:
     write_unit(dhome, "u", {"command": fake("out:hello", "wait"), "stop": {"grace": "300ms"}})
     d = Served(dhome)
     serve.append(d.ready())
@@ -28,7 +27,9 @@ def test_sighup_reopens_the_event_log_and_the_transcripts(dhome: Path,
     d.kill(signal.SIGHUP)
     poll_for(lambda: events(dhome, "daemon.reload"), what="the reload, in a new event log")
     d.result("restart", units=["u"])
-    poll_for(lambda: transcript.exists() and "hello" in transcript.read_text(),
-             what="the next session's output in a new transcript")
+    poll_for(
+        lambda: transcript.exists() and "hello" in transcript.read_text(),
+        what="the next session's output in a new transcript",
+    )
     assert "session 2 starting" in transcript.read_text()
     assert "session 2" not in (logs / "u" / "transcript.log.old").read_text()

@@ -41,19 +41,29 @@ def kill(pid: int | None) -> None:
 def escapee(pidfile: Path) -> list[str]:
     """A session whose grandchild clears its environment (no marker), leaves the
     session (setsid) and is orphaned (a double fork), then ignores SIGTERM/SIGHUP."""
-    hide = (f"trap '' TERM HUP; sleep 300 & echo $! > {shlex.quote(str(pidfile))}; "
-            "exec true")
-    return ["/bin/sh", "-c", f"env -i setsid /bin/sh -c {shlex.quote(hide)} </dev/null "
-            ">/dev/null 2>&1; echo up; exec sleep 300"]
+    hide = f"trap '' TERM HUP; sleep 300 & echo $! > {shlex.quote(str(pidfile))}; exec true"
+    return [
+        "/bin/sh",
+        "-c",
+        f"env -i setsid /bin/sh -c {shlex.quote(hide)} </dev/null "
+        ">/dev/null 2>&1; echo up; exec sleep 300",
+    ]
 
 
 @pytest.mark.parametrize("fate", ["deleted", "broken"])
 def test_a_session_of_a_unit_that_does_not_load_again_is_ended(
-        dhome: Path, serve: list[Served], fate: str) -> None:
+    dhome: Path, serve: list[Served], fate: str
+) -> None:
     pids = dhome / "pids"
-    path = write_unit(dhome, "gone", {"command": fake("orphan", "wait"),
-                                      "env": {"FAKE_PIDS": str(pids)},
-                                      "stop": {"grace": "300ms"}})
+    path = write_unit(
+        dhome,
+        "gone",
+        {
+            "command": fake("orphan", "wait"),
+            "env": {"FAKE_PIDS": str(pids)},
+            "stop": {"grace": "300ms"},
+        },
+    )
     first = Served(dhome)
     serve.append(first.ready())
     poll_for(lambda: noted_pid(pids), what="the orphan's pid")
@@ -71,12 +81,13 @@ def test_a_session_of_a_unit_that_does_not_load_again_is_ended(
         with StatusWatch(second.socket) as watch:
             for pid in (orphan, leader):
                 poll_for(lambda pid=pid: gone(pid), what=f"pid {pid} left by the killed agentd")
-            poll_for(lambda: not (dhome / "run" / "sessions" / "gone.json").exists(),
-                     what="the record to go")
+            poll_for(
+                lambda: not (dhome / "run" / "sessions" / "gone.json").exists(),
+                what="the record to go",
+            )
         watch.check()
         assert {e["unit"] for e in events(dhome, "session.orphan_killed")} == {"gone"}
-        ends = [r for r in records(dhome / "logs" / "gone" / "history.jsonl")
-                if r["kind"] == "end"]
+        ends = [r for r in records(dhome / "logs" / "gone" / "history.jsonl") if r["kind"] == "end"]
         assert ends[-1]["reason"] == "agentd-lost"
         assert second.stop() == 0
         assert "Traceback" not in second.stderr
@@ -87,8 +98,10 @@ def test_a_session_of_a_unit_that_does_not_load_again_is_ended(
 
 def _need_cgroups() -> None:
     if cgroups.delegated_base() is None:
-        pytest.skip(f"no delegated cgroup v2 here (own cgroup {cgroups.own_cgroup()}, "
-                    f"uid {os.geteuid()}): sessions are found by their marker only")
+        pytest.skip(
+            f"no delegated cgroup v2 here (own cgroup {cgroups.own_cgroup()}, "
+            f"uid {os.geteuid()}): sessions are found by their marker only"
+        )
 
 
 @pytest.fixture
@@ -107,8 +120,9 @@ def escaped(dhome: Path, serve: list[Served]) -> Iterator[tuple[Served, int]]:
         kill(hidden)
 
 
-def test_an_env_i_escapee_is_ended_with_its_session(dhome: Path,
-                                                    escaped: tuple[Served, int]) -> None:
+def test_an_env_i_escapee_is_ended_with_its_session(
+    dhome: Path, escaped: tuple[Served, int]
+) -> None:
     d, hidden = escaped
     assert "AGENTD_SESSION_ID" not in psutil.Process(hidden).environ()
     group = Path(json.loads((dhome / "run" / "sessions" / "esc.json").read_text())["cgroup"])
@@ -120,7 +134,8 @@ def test_an_env_i_escapee_is_ended_with_its_session(dhome: Path,
 
 
 def test_an_env_i_escapee_left_by_a_killed_agentd_is_reclaimed(
-        dhome: Path, serve: list[Served], escaped: tuple[Served, int]) -> None:
+    dhome: Path, serve: list[Served], escaped: tuple[Served, int]
+) -> None:
     first, hidden = escaped
     first.stop(signal.SIGKILL)
     (dhome / "units" / "esc.yaml").unlink()  # and its unit is gone too

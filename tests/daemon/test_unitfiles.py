@@ -29,18 +29,28 @@ def _write(path: Path, text: str) -> Path:
 
 
 def test_an_invalid_unit_is_listed_with_its_problem(dhome: Path, serve: list[Served]) -> None:
-    bad = _write(dhome / "units" / "ww.yaml",
-                 f"command: [sleep, '60']\nworkdir: {dhome}\nrestart:\n  exit_code: [3]\n")
+    bad = _write(
+        dhome / "units" / "ww.yaml",
+        f"command: [sleep, '60']\nworkdir: {dhome}\nrestart:\n  exit_code: [3]\n",
+    )
     d = Served(dhome)
     serve.append(d.ready())
     [status] = d.result("status", units=["ww"])
     assert status["state"] == "invalid" and status["pid"] is None and status["since"]
-    assert status["invalid"] == {"file": str(bad), "line": 4, "key": "restart.exit_code",
-                                 "message": "unknown key (did you mean exit_codes?)"}
+    assert status["invalid"] == {
+        "file": str(bad),
+        "line": 4,
+        "key": "restart.exit_code",
+        "message": "unknown key (did you mean exit_codes?)",
+    }
     assert [s["unit"] for s in d.result("status")] == ["ww"]  # listed with the others
-    ctl = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "status", "ww"],
-                         capture_output=True, text=True, timeout=30,
-                         env=dict(os.environ, AGENTD_HOME=str(dhome)))
+    ctl = subprocess.run(
+        [sys.executable, "-m", "agentd.cli.agentctl", "status", "ww"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=dict(os.environ, AGENTD_HOME=str(dhome)),
+    )
     assert ctl.returncode == 3  # not running
     assert f"{bad}:4: restart.exit_code: unknown key (did you mean exit_codes?)" in ctl.stdout
     assert ":?:" not in ctl.stdout + d.stderr
@@ -61,8 +71,10 @@ def test_each_problem_is_reported_once_per_change(dhome: Path, serve: list[Serve
         time.sleep(0.3)  # longer than the watcher's debounce: separate rescans
     d.result("reload")
     assert len(events(dhome, "unit.invalid")) == 1
-    _write(path, f"command: [sleep, '60']\nworkdir: {dhome}\nautostart: false\nbogus: 2\n"
-                 "sentinals: []\n")
+    _write(
+        path,
+        f"command: [sleep, '60']\nworkdir: {dhome}\nautostart: false\nbogus: 2\nsentinals: []\n",
+    )
     poll_for(lambda: len(events(dhome, "unit.invalid")) == 2, what="the changed problem")
     _write(path, f"command: [sleep, '60']\nworkdir: {dhome}\nautostart: false\n")
     poll_for(lambda: d.status("u")["state"] == "stopped", what="the fixed unit")
@@ -85,7 +97,8 @@ def _worst_status_latency(d: Served, during: threading.Event) -> float:
 
 
 def test_status_answers_within_a_second_while_big_or_many_files_arrive(
-        dhome: Path, serve: list[Served]) -> None:
+    dhome: Path, serve: list[Served]
+) -> None:
     d = Served(dhome)
     serve.append(d.ready())
     during = threading.Event()
@@ -98,8 +111,11 @@ def test_status_answers_within_a_second_while_big_or_many_files_arrive(
         with big.open("wb") as f:
             f.write(b"command: [x]\n" + b"#" * (8 * 1024 * 1024) + b"\n")
         big.chmod(0o600)
-        poll_for(lambda: d.call("status", units=["big"]).get("ok"), timeout=20,
-                 what="the 8 MB file to be reported")
+        poll_for(
+            lambda: d.call("status", units=["big"]).get("ok"),
+            timeout=20,
+            what="the 8 MB file to be reported",
+        )
         assert "over the 1024 KiB" in d.status("big")["invalid"]["message"]
         for i in range(200):
             write_unit(dhome, f"many{i:03d}", {"command": fake("wait"), "autostart": False})
@@ -111,7 +127,8 @@ def test_status_answers_within_a_second_while_big_or_many_files_arrive(
 
 
 def test_a_unit_named_like_agentds_own_files_is_invalid_not_fatal(
-        dhome: Path, serve: list[Served]) -> None:
+    dhome: Path, serve: list[Served]
+) -> None:
     for name in ("agentd.jsonl", "AGENTD.jsonl.1", "good"):
         write_unit(dhome, name, {"command": fake("out:up", "wait"), "autostart": name == "good"})
     d = Served(dhome)
@@ -123,16 +140,21 @@ def test_a_unit_named_like_agentds_own_files_is_invalid_not_fatal(
         assert "reserved" in status["invalid"]["message"], status
     assert (dhome / "logs" / "agentd.jsonl").is_file()  # the events file is the daemon's
     assert d.result("reload")["loaded"] == []  # a later reload works too
-    checked = subprocess.run([sys.executable, "-m", "agentd.cli", "check",
-                              str(dhome / "units" / "agentd.jsonl.yaml")],
-                             capture_output=True, text=True, timeout=30, check=False)
+    checked = subprocess.run(
+        [sys.executable, "-m", "agentd.cli", "check", str(dhome / "units" / "agentd.jsonl.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     assert checked.returncode != 0 and "reserved" in checked.stdout + checked.stderr
     assert d.stop() == 0
     assert "Traceback" not in d.stderr
 
 
 def test_a_unit_that_cannot_be_supervised_stays_invalid_alone(
-        dhome: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dhome: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from agentd.config.unitfile import load_unit
     from agentd.events import EventLog
     from agentd.paths import Paths
@@ -146,8 +168,10 @@ def test_a_unit_that_cannot_be_supervised_stays_invalid_alone(
         return real(unit, **kw)
 
     monkeypatch.setattr(api, "Service", service)
-    units = {name: load_unit(write_unit(dhome, name, {"command": fake("wait")}))
-             for name in ("bad", "good")}
+    units = {
+        name: load_unit(write_unit(dhome, name, {"command": fake("wait")}))
+        for name in ("bad", "good")
+    }
 
     async def main() -> api.Changes:
         sup = api.Supervisor(Paths.resolve(dhome), EventLog(None))

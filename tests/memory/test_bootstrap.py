@@ -155,11 +155,25 @@ def test_must_keep_over_the_budget_is_cut_evenly_with_a_marker_and_a_warning(
     tmp_path: Path,
 ) -> None:
     big = "\n".join(f"line {i} " + "x" * 60 for i in range(400))
-    layout = [entry("first.md"), entry("big.md", title="Big"), entry("last.md", title="Last"),
-              entry("log", kind="decision-log"), entry("s.md", keep="free")]  # fmt: skip
-    b = boot(tmp_path, {"first.md": "FIRST", "big.md": big, "last.md": "LAST",
-                        "log": GOOD_LINE + "\n", "s.md": "scratch"}, layout,
-             budget_tokens=1200)  # fmt: skip
+    layout = [
+        entry("first.md"),
+        entry("big.md", title="Big"),
+        entry("last.md", title="Last"),
+        entry("log", kind="decision-log"),
+        entry("s.md", keep="free"),
+    ]
+    b = boot(
+        tmp_path,
+        {
+            "first.md": "FIRST",
+            "big.md": big,
+            "last.md": "LAST",
+            "log": GOOD_LINE + "\n",
+            "s.md": "scratch",
+        },
+        layout,
+        budget_tokens=1200,
+    )
     assert "FIRST" in b.text and "LAST" in b.text  # the short ones keep every line
     assert "line 0 " in b.text and "line 399" not in b.text  # the long one is cut, from its end
     assert "[... cut for the token budget: read .agent/big.md for the rest]" in b.text
@@ -228,8 +242,11 @@ def test_task_state_rendering(tmp_path: Path) -> None:
     assert "- last (pending verification)" in t and "step 0 " not in t  # the newest first
     assert "do not change controller" in t and "half done" in t  # facts before records
     notes = [n for row in tight.account for n in row.notes]
-    assert any(n.startswith("completed steps: the newest ") and "(10 guaranteed): the budget "
-               "went to must-keep facts first" in n for n in notes)  # fmt: skip
+    assert any(
+        n.startswith("completed steps: the newest ")
+        and "(10 guaranteed): the budget went to must-keep facts first" in n
+        for n in notes
+    )
 
 
 @pytest.mark.parametrize(
@@ -250,20 +267,29 @@ def test_unverified_steps_are_pending(tmp_path: Path, step: object, shown: str) 
 @pytest.mark.parametrize(
     ("content", "warning", "shown"),
     [
-        ('{\n  "mission": "m",\n  "next_action": oops\n}', "is not valid JSON (line 3, col 18",
-         '"next_action": oops'),
+        (
+            '{\n  "mission": "m",\n  "next_action": oops\n}',
+            "is not valid JSON (line 3, col 18",
+            '"next_action": oops',
+        ),
         ("", "is not valid JSON (line 1, col 1", "(empty file)"),
         ("[1, 2]", "should hold a JSON object", "[1, 2]"),
-        ('{"mission": "m", "next_action": "n", "constraints": {"a": 1}}',
-         "field `constraints` should be a list", '{"a": 1}'),
+        (
+            '{"mission": "m", "next_action": "n", "constraints": {"a": 1}}',
+            "field `constraints` should be a list",
+            '{"a": 1}',
+        ),
         ('{"mission": ["m"], "next_action": "n"}', "field `mission` should be a string", '["m"]'),
         ('{"mission": "m", "next_action": "n", "key_decisions": [7]}', "`key_decisions[0]`", "- 7"),
-        ('{"mission": "m", "next_action": "n", "completed_steps": [{"at": 1}]}',
-         "`completed_steps[0]` is not in the expected form", '{"at": 1}'),
+        (
+            '{"mission": "m", "next_action": "n", "completed_steps": [{"at": 1}]}',
+            "`completed_steps[0]` is not in the expected form",
+            '{"at": 1}',
+        ),
         ('{"mission": "m"}', "`next_action` is not set", "(not set)"),
         ('{"schema_version": 2, "mission": "m", "next_action": "n"}', "schema_version is 2", "m"),
     ],
-)  # fmt: skip
+)
 def test_malformed_state_warns_and_still_shows(
     tmp_path: Path, content: str, warning: str, shown: str
 ) -> None:
@@ -427,13 +453,18 @@ def test_readonly_change_warns(tmp_path: Path) -> None:
     assert first.warnings == [] and set(first.readonly_hashes) == {"constraints.md"}
     same = boot(tmp_path, {}, layout, readonly_hashes=first.readonly_hashes)
     assert same.warnings == []
-    changed = boot(tmp_path, {"constraints.md": "anything goes"}, layout,
-                   readonly_hashes=first.readonly_hashes)  # fmt: skip
+    changed = boot(
+        tmp_path, {"constraints.md": "anything goes"}, layout, readonly_hashes=first.readonly_hashes
+    )
     assert len(changed.warnings) == 1
     assert changed.warnings[0].startswith("readonly file .agent/constraints.md changed")
     (tmp_path / ".agent" / "constraints.md").unlink()
-    gone = boot(tmp_path, {}, [entry("constraints.md", readonly=True, optional=True)],
-                readonly_hashes=first.readonly_hashes)  # fmt: skip
+    gone = boot(
+        tmp_path,
+        {},
+        [entry("constraints.md", readonly=True, optional=True)],
+        readonly_hashes=first.readonly_hashes,
+    )
     assert gone.warnings == ["readonly file .agent/constraints.md was removed"]
 
 
@@ -481,7 +512,8 @@ def test_git_head_outside_a_repo(tmp_path: Path) -> None:
 
 
 def test_git_is_asked_from_below_a_work_tree_and_for_git_dir(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
     below = repo / "src" / "pkg"
     below.mkdir(parents=True)
@@ -526,8 +558,9 @@ def test_write_atomic(tmp_path: Path) -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 state_keys = st.sampled_from([*sorted(STATE), "other"])

@@ -26,9 +26,16 @@ NOW = 1_764_513_120.0
 
 
 def ctx(work: Path, layout: list[LayoutFile] | None = None) -> BootstrapContext:
-    return BootstrapContext(unit="u", session=2, last_reason="exit:42", state_dir=work / ".agent",
-                            workdir=work, layout=layout or resolve("agentd"), budget_tokens=3000,
-                            now=NOW)
+    return BootstrapContext(
+        unit="u",
+        session=2,
+        last_reason="exit:42",
+        state_dir=work / ".agent",
+        workdir=work,
+        layout=layout or resolve("agentd"),
+        budget_tokens=3000,
+        now=NOW,
+    )
 
 
 @pytest.fixture

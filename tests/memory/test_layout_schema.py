@@ -120,16 +120,25 @@ def test_an_archive_rule_needs_keep_and_to() -> None:
         ({"description": "no files"}, ("files",), "required key missing"),
         ({"files": [{"path": "a"}, "b.md"]}, ("files", 1), "should be a mapping of keys"),
         ({"files": "a.md"}, ("files",), "should be a list of mappings of keys (got 'a.md')"),
-        ({"files": [], "state": {"next": {"path": "T.md"}}}, ("state", "next"),
-         "a Markdown target needs `section`"),
+        (
+            {"files": [], "state": {"next": {"path": "T.md"}}},
+            ("state", "next"),
+            "a Markdown target needs `section`",
+        ),
         ({"files": [], "state": {"nxt": {"path": "T.md"}}}, ("state", "nxt"), "unknown key"),
         ({"files": [], "state": 5}, ("state",), "should be a mapping of keys (got 5)"),
-        ({"files": [], "archive": [{"path": "s.json", "field": "d", "to": "x"}]},
-         ("archive", 0, "keep"), "required key missing"),
-        ({"files": [], "state": {"decide": [{"path": "d.md", "form": "entry"}, {}]}},
-         ("state", "decide", 1, "path"), "required key missing"),
+        (
+            {"files": [], "archive": [{"path": "s.json", "field": "d", "to": "x"}]},
+            ("archive", 0, "keep"),
+            "required key missing",
+        ),
+        (
+            {"files": [], "state": {"decide": [{"path": "d.md", "form": "entry"}, {}]}},
+            ("state", "decide", 1, "path"),
+            "required key missing",
+        ),
     ],
-)  # fmt: skip
+)
 def test_from_mapping_names_the_path_of_the_bad_key(
     data: dict[str, Any], path: tuple[str | int, ...], message: str
 ) -> None:
@@ -195,4 +204,5 @@ def test_the_state_verbs_import_no_pydantic() -> None:
 def test_the_compiled_presets_are_the_yaml_files() -> None:
     """`agentctl state` reads presets.json; it must say what the YAML files say."""
     assert layout.COMPILED.read_text(encoding="utf-8") == layout.compile_presets(), (
-        "run scripts/gen_docs.py")
+        "run scripts/gen_docs.py"
+    )

@@ -58,15 +58,28 @@ the parser is done; the check is next
 
 
 def test_contract_shows_only_the_summary(tmp_path: Path) -> None:
-    b = boot(tmp_path, {"PROJECT_CONTRACT.md": CONTRACT, "TASK_STATE.md": TASK_STATE},
-             list(load_layout("contract").files))  # fmt: skip
+    b = boot(
+        tmp_path,
+        {"PROJECT_CONTRACT.md": CONTRACT, "TASK_STATE.md": TASK_STATE},
+        list(load_layout("contract").files),
+    )
     t = b.text
     assert "services must not import React" in t and "no `any`" in t
     for absent in ("STACK", "TypeScript", "NAMING", "PascalCase", "IMMUTABLE"):
         assert absent not in t
-    order = ["## Project contract (summary)", "## Task state", "### CURRENT", "refactor the auth",
-             "### DONE", "- [x] map the auth flow", "### NEXT", "extract the token check",
-             "### HANDOFF", "the check is next", "## Rules"]  # fmt: skip
+    order = [
+        "## Project contract (summary)",
+        "## Task state",
+        "### CURRENT",
+        "refactor the auth",
+        "### DONE",
+        "- [x] map the auth flow",
+        "### NEXT",
+        "extract the token check",
+        "### HANDOFF",
+        "the check is next",
+        "## Rules",
+    ]
     assert [t.index(s) for s in order] == sorted(t.index(s) for s in order)
     assert "BLOCKERS" not in t  # `- none`: an empty section is left out
     assert b.warnings == []
@@ -81,9 +94,13 @@ def test_missing_sections_are_warned(tmp_path: Path) -> None:
 
 def test_entries_show_the_newest_with_a_count(tmp_path: Path) -> None:
     doc = "# Decisions\n\nintro\n\n" + "\n".join(
-        f"## {i}. decision {i}\n\n- why: reason {i}\n" for i in range(1, 13))
-    b = boot(tmp_path, {"decisions.md": doc}, [entry("decisions.md", kind="entries", tail=3,
-                                                     max_tokens=60)])  # fmt: skip
+        f"## {i}. decision {i}\n\n- why: reason {i}\n" for i in range(1, 13)
+    )
+    b = boot(
+        tmp_path,
+        {"decisions.md": doc},
+        [entry("decisions.md", kind="entries", tail=3, max_tokens=60)],
+    )
     assert "_(the newest 3 of 12 entries; read .agent/decisions.md for the rest)_" in b.text
     assert "### 12. decision 12" in b.text and "reason 10" in b.text
     assert "decision 9" not in b.text and "intro" not in b.text
@@ -92,8 +109,9 @@ def test_entries_show_the_newest_with_a_count(tmp_path: Path) -> None:
 
 
 def test_latest_file_sorts_numbers_by_value(tmp_path: Path) -> None:
-    files: dict[str, str | bytes] = {f"snapshots/snapshot-{n:03d}.json": json.dumps({"n": n})
-                                     for n in (1, 999, 1000)}  # fmt: skip
+    files: dict[str, str | bytes] = {
+        f"snapshots/snapshot-{n:03d}.json": json.dumps({"n": n}) for n in (1, 999, 1000)
+    }
     b = boot(tmp_path, files, [entry("snapshots", kind="latest", title="Latest snapshot")])
     assert "latest of 3 files: `.agent/snapshots/snapshot-1000.json`" in b.text
     assert '"n": 1000' in b.text
@@ -115,18 +133,32 @@ def test_comments_are_hidden_and_headings_nested(tmp_path: Path) -> None:
 
 
 def test_optional_file_with_only_a_template_comment_is_skipped(tmp_path: Path) -> None:
-    b = boot(tmp_path, {"s.md": "<!-- notes go here -->\n", "r.md": ""},
-             [entry("s.md", optional=True, title="S"), entry("r.md", title="R")])  # fmt: skip
+    b = boot(
+        tmp_path,
+        {"s.md": "<!-- notes go here -->\n", "r.md": ""},
+        [entry("s.md", optional=True, title="S"), entry("r.md", title="R")],
+    )
     assert "## S" not in b.text and "## R\n\n_(empty)_" in b.text
 
 
 def test_seed_004_state_json(tmp_path: Path) -> None:
-    state = {"task": "refactor auth", "status": "in progress", "next": "update logout()",
-             "completed": [{"text": "split authenticate()", "verified": "pnpm test: 41 passed"},
-                           {"text": "update login()"}, "plain string"],
-             "blocked_by": "无", "last_updated_round": 47}  # fmt: skip
-    b = boot(tmp_path, {"state.json": json.dumps(state)},
-             [entry("state.json", kind="task-state", title="Progress")])  # fmt: skip
+    state = {
+        "task": "refactor auth",
+        "status": "in progress",
+        "next": "update logout()",
+        "completed": [
+            {"text": "split authenticate()", "verified": "pnpm test: 41 passed"},
+            {"text": "update login()"},
+            "plain string",
+        ],
+        "blocked_by": "无",
+        "last_updated_round": 47,
+    }
+    b = boot(
+        tmp_path,
+        {"state.json": json.dumps(state)},
+        [entry("state.json", kind="task-state", title="Progress")],
+    )
     t = b.text
     assert "> **Next action:** update logout()" in t
     assert "**Task:** refactor auth · **Phase:** in progress" in t
@@ -136,17 +168,27 @@ def test_seed_004_state_json(tmp_path: Path) -> None:
     assert "Blockers" not in t  # "无" means none
     assert "`last_updated_round`: 47" in t
     assert b.warnings == []
-    b = boot(tmp_path, {"state.json": json.dumps({"task": "", "next": ""})},
-             [entry("state.json", kind="task-state")])  # fmt: skip
-    assert [w.split(": ", 1)[1][:18] for w in b.warnings] == ["`task` is not set:",
-                                                              "`next` is not set:"]
+    b = boot(
+        tmp_path,
+        {"state.json": json.dumps({"task": "", "next": ""})},
+        [entry("state.json", kind="task-state")],
+    )
+    assert [w.split(": ", 1)[1][:18] for w in b.warnings] == [
+        "`task` is not set:",
+        "`next` is not set:",
+    ]
 
 
 def test_seed_000_labels_are_read(tmp_path: Path) -> None:
-    line = ("[2024-05-01 14:32] 决策：接口层采用适配器模式 | 理由：三个数据源格式不一致 | "
-            "影响文件：src/adapters/*.ts | 快照：snapshot-014 | 替代方案：直接耦合")  # fmt: skip
-    b = boot(tmp_path, {"decisions.log": f"{line}\n{GOOD_LINE}\n"},
-             [entry("decisions.log", kind="decision-log", tail=5)])  # fmt: skip
+    line = (
+        "[2024-05-01 14:32] 决策：接口层采用适配器模式 | 理由：三个数据源格式不一致 | "
+        "影响文件：src/adapters/*.ts | 快照：snapshot-014 | 替代方案：直接耦合"
+    )
+    b = boot(
+        tmp_path,
+        {"decisions.log": f"{line}\n{GOOD_LINE}\n"},
+        [entry("decisions.log", kind="decision-log", tail=5)],
+    )
     assert b.warnings == [] and "接口层采用适配器模式" in b.text
 
 
@@ -164,12 +206,14 @@ def _filled(state: Path, layout: str) -> None:
     """What a person and an agent write into a fresh state dir of ``layout``."""
     init(state, layout)
     for path in state.rglob("*.md"):
-        path.write_text(path.read_text(encoding="utf-8") + f"\nmarker {path.name}\n",
-                        encoding="utf-8")  # fmt: skip
+        path.write_text(
+            path.read_text(encoding="utf-8") + f"\nmarker {path.name}\n", encoding="utf-8"
+        )
     for path in state.rglob("state.json"):
         data = json.loads(path.read_text(encoding="utf-8"))
-        data.update({k: f"{k} text" for k in ("mission", "task", "next_action", "next")
-                     if k in data})  # fmt: skip
+        data.update(
+            {k: f"{k} text" for k in ("mission", "task", "next_action", "next") if k in data}
+        )
         path.write_text(json.dumps(data), encoding="utf-8")
     (state / "decisions.log").write_text(GOOD_LINE + "\n", encoding="utf-8")
     (state / "snapshots").mkdir(exist_ok=True)
@@ -221,4 +265,3 @@ def test_a_300k_line_log_renders_fast_without_reading_it_whole(tmp_path: Path) -
     assert b.tokens <= 3000
     assert read < 256 * 1024, f"read {read} bytes of a {size}-byte log"
     assert seconds < 1.0  # measured: ~10 ms; generous for a loaded CI machine
-

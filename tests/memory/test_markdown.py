@@ -60,17 +60,26 @@ def test_seed_002_chinese_h1_sections() -> None:
 @pytest.mark.parametrize(
     ("kw", "section", "expected"),
     [
-        ({"add": "- [ ] first", "first": True}, "NEXT",
-         ["- [ ] first", "- [ ] extract the token check", "- [ ] add unit tests"]),
-        ({"add": "- [ ] add unit tests", "remove": "add unit tests", "first": True}, "NEXT",
-         ["- [ ] add unit tests", "- [ ] extract the token check"]),
-        ({"add": "- [x] done now"}, "DONE",
-         ["- [x] map the auth flow", "- [x] extract the token parser", "- [x] done now"]),
+        (
+            {"add": "- [ ] first", "first": True},
+            "NEXT",
+            ["- [ ] first", "- [ ] extract the token check", "- [ ] add unit tests"],
+        ),
+        (
+            {"add": "- [ ] add unit tests", "remove": "add unit tests", "first": True},
+            "NEXT",
+            ["- [ ] add unit tests", "- [ ] extract the token check"],
+        ),
+        (
+            {"add": "- [x] done now"},
+            "DONE",
+            ["- [x] map the auth flow", "- [x] extract the token parser", "- [x] done now"],
+        ),
         ({"add": "- redis down"}, "BLOCKERS", ["- redis down"]),  # the placeholder goes
         ({"remove": "Extract  the token CHECK"}, "NEXT", ["- [ ] add unit tests"]),
         ({"add": "- new"}, "HANDOFF", ["- new"]),  # a missing section is created
     ],
-)  # fmt: skip
+)
 def test_edit_items(kw: dict[str, object], section: str, expected: list[str]) -> None:
     lines, _ = markdown.edit_items(list(TASK_STATE), [section], **kw)  # type: ignore[arg-type]
     assert md.section_body(lines, [section]) == expected
@@ -82,11 +91,13 @@ def test_edit_items(kw: dict[str, object], section: str, expected: list[str]) ->
 
 def test_done_item_replaces_its_todo_in_place() -> None:
     progress = ["## Progress", "", "- [x] a", "- [ ] b", "- [ ] c", ""]
-    lines, removed = markdown.edit_items(progress, ["Progress"], add="- [x] c", remove="c",
-                                   replace_removed=True)  # fmt: skip
+    lines, removed = markdown.edit_items(
+        progress, ["Progress"], add="- [x] c", remove="c", replace_removed=True
+    )
     assert removed and md.section_body(lines, ["Progress"]) == ["- [x] a", "- [ ] b", "- [x] c"]
-    lines, removed = markdown.edit_items(progress, ["Progress"], add="- [x] new", remove="new",
-                                   replace_removed=True)  # fmt: skip
+    lines, removed = markdown.edit_items(
+        progress, ["Progress"], add="- [x] new", remove="new", replace_removed=True
+    )
     assert not removed  # not a to-do item: goes after the last done one
     assert md.section_body(lines, ["Progress"]) == ["- [x] a", "- [x] new", "- [ ] b", "- [ ] c"]
 
@@ -94,8 +105,10 @@ def test_done_item_replaces_its_todo_in_place() -> None:
 def test_set_key_and_get_key() -> None:
     lines = markdown.set_key(list(TASK_STATE), ["CURRENT"], "task", "new task")
     assert markdown.get_key(lines, ["CURRENT"], "task") == "new task"
-    assert md.section_body(lines, ["CURRENT"]) == ["- task: new task",
-                                                    "- phase: extract token check"]
+    assert md.section_body(lines, ["CURRENT"]) == [
+        "- task: new task",
+        "- phase: extract token check",
+    ]
     lines = markdown.set_key(lines, ["CURRENT"], "last-file", "a.ts")
     assert md.section_body(lines, ["CURRENT"])[0] == "- last-file: a.ts"
     assert markdown.get_key(["## CURRENT", "- task： 全角"], ["CURRENT"], "task") == "全角"
@@ -104,8 +117,17 @@ def test_set_key_and_get_key() -> None:
 def test_set_body_keeps_guidance_comments() -> None:
     lines = ["## HANDOFF", "<!-- for the next", "     session -->", "old", "## X", "x"]
     out = md.set_body(lines, ["HANDOFF"], ["new", "two"])
-    assert out == ["## HANDOFF", "", "<!-- for the next", "     session -->", "new", "two", "",
-                   "## X", "x"]  # fmt: skip
+    assert out == [
+        "## HANDOFF",
+        "",
+        "<!-- for the next",
+        "     session -->",
+        "new",
+        "two",
+        "",
+        "## X",
+        "x",
+    ]
     assert md.set_body([], ["Handoff", "交接"], ["t"]) == ["## Handoff", "", "t", ""]
 
 
@@ -125,26 +147,66 @@ def test_comment_lines(lines: list[str], hidden: set[int]) -> None:
 
 @pytest.mark.parametrize(
     ("line", "placeholder"),
-    [("- none", True), ("- 无", True), ("(none)", True), ("<!-- x -->", True),
-     ("- [ ] none", True), ("- something", False), ("none of it", False)],
-)  # fmt: skip
+    [
+        ("- none", True),
+        ("- 无", True),
+        ("(none)", True),
+        ("<!-- x -->", True),
+        ("- [ ] none", True),
+        ("- something", False),
+        ("none of it", False),
+    ],
+)
 def test_is_placeholder(line: str, placeholder: bool) -> None:
     assert md.is_placeholder(line) is placeholder
 
 
 def test_empty_sections_and_blank_runs_are_dropped() -> None:
-    lines = ["# Task", "", "## Next", "", "## Blockers", "", "- none", "", "## Done", "",
-             "### Today", "- [x] a", "", "", "", "## Handoff", "<!-- note -->"]  # fmt: skip
-    assert md.drop_empty_sections(lines) == ["# Task", "", "## Done", "", "### Today", "- [x] a",
-                                             "", "", ""]  # fmt: skip
+    lines = [
+        "# Task",
+        "",
+        "## Next",
+        "",
+        "## Blockers",
+        "",
+        "- none",
+        "",
+        "## Done",
+        "",
+        "### Today",
+        "- [x] a",
+        "",
+        "",
+        "",
+        "## Handoff",
+        "<!-- note -->",
+    ]
+    assert md.drop_empty_sections(lines) == [
+        "# Task",
+        "",
+        "## Done",
+        "",
+        "### Today",
+        "- [x] a",
+        "",
+        "",
+        "",
+    ]
     assert md.single_blank(["a", "", "", "b", "", ""]) == ["a", "", "b", ""]
-    assert md.drop_empty_sections(["```", "# not a heading", "```"]) == ["```", "# not a heading",
-                                                                         "```"]  # fmt: skip
+    assert md.drop_empty_sections(["```", "# not a heading", "```"]) == [
+        "```",
+        "# not a heading",
+        "```",
+    ]
 
 
 def test_nest_moves_headings_under_the_block() -> None:
     assert md.nest(["# Identity", "", "# Role", "x", "## Sub"], "Identity") == [
-        "", "### Role", "x", "#### Sub"]  # fmt: skip
+        "",
+        "### Role",
+        "x",
+        "#### Sub",
+    ]
     assert md.nest(["# Other", "x"], "Identity") == ["### Other", "x"]
     assert md.nest(["## 1. a", "## 2. b"], "") == ["### 1. a", "### 2. b"]
     assert md.nest(["plain"], "t") == ["plain"]
@@ -153,7 +215,9 @@ def test_nest_moves_headings_under_the_block() -> None:
 def test_entries() -> None:
     lines = ["# Decisions", "intro", "## 3. freeze API", "- why: x", "## 5. DI", "- why: y"]
     pre, entries = md.split_entries(lines)
-    assert pre == ["# Decisions", "intro"] and [e[0] for e in entries] == ["## 3. freeze API",
-                                                                           "## 5. DI"]
+    assert pre == ["# Decisions", "intro"] and [e[0] for e in entries] == [
+        "## 3. freeze API",
+        "## 5. DI",
+    ]
     assert md.next_entry_number(lines) == 6
     assert md.next_entry_number(["# Decisions"]) == 1

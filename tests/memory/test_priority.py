@@ -32,11 +32,16 @@ def decisions(n: int, word: str = "choice") -> str:
 
 
 def test_must_then_records_then_free_whatever_the_file_order(tmp_path: Path) -> None:
-    layout = [entry("scratch.md", keep="free"), entry("log", kind="decision-log", tail=3),
-              entry("task.md")]  # fmt: skip
+    layout = [
+        entry("scratch.md", keep="free"),
+        entry("log", kind="decision-log", tail=3),
+        entry("task.md"),
+    ]
     files: dict[str, str | bytes] = {
         "scratch.md": "\n".join(f"note {i:03d} " + "y" * 50 for i in range(200)),
-        "log": decisions(40), "task.md": "NEXT: port the invoice totals"}  # fmt: skip
+        "log": decisions(40),
+        "task.md": "NEXT: port the invoice totals",
+    }
     tight = boot(tmp_path, files, layout, budget_tokens=500)
     t = tight.text
     assert "NEXT: port the invoice totals" in t and "choice 39 " in t and "choice 37 " in t
@@ -50,10 +55,16 @@ def test_must_then_records_then_free_whatever_the_file_order(tmp_path: Path) -> 
 
 
 def test_records_get_their_tail_then_share_the_rest_newest_first(tmp_path: Path) -> None:
-    layout = [entry("a.log", kind="decision-log", tail=2), entry("b.log", kind="decision-log",
-                                                                 tail=8)]  # fmt: skip
-    b = boot(tmp_path, {"a.log": decisions(30, "alpha"), "b.log": decisions(30, "beta")}, layout,
-             budget_tokens=1100)  # fmt: skip
+    layout = [
+        entry("a.log", kind="decision-log", tail=2),
+        entry("b.log", kind="decision-log", tail=8),
+    ]
+    b = boot(
+        tmp_path,
+        {"a.log": decisions(30, "alpha"), "b.log": decisions(30, "beta")},
+        layout,
+        budget_tokens=1100,
+    )
     alpha = sorted(int(m) for m in re.findall(r"alpha (\d\d) ", b.text))
     beta = sorted(int(m) for m in re.findall(r"beta (\d\d) ", b.text))
     assert len(beta) >= 8 and len(alpha) >= 2  # each its guaranteed tail
@@ -75,8 +86,18 @@ def test_must_keep_is_never_cut_while_a_record_is_shown(tmp_path: Path) -> None:
 
 
 def test_done_runs_in_a_must_file_are_records() -> None:
-    lines = ["### CURRENT", "- task: t", "", "### DONE", "", *(f"- [x] d{i}" for i in range(3)),
-             "  more about d2", "", "### NEXT", "- [ ] n"]  # fmt: skip
+    lines = [
+        "### CURRENT",
+        "- task: t",
+        "",
+        "### DONE",
+        "",
+        *(f"- [x] d{i}" for i in range(3)),
+        "  more about d2",
+        "",
+        "### NEXT",
+        "- [ ] n",
+    ]
     parts = with_done_runs(lines, "must", ".agent/T.md")
     assert [p.keep for p in parts] == ["must", "record", "must"]
     record = parts[1]
@@ -85,7 +106,10 @@ def test_done_runs_in_a_must_file_are_records() -> None:
     assert record.caption(1, 3) == ["### DONE", "", "- _(2 earlier done items: see .agent/T.md)_"]
     assert parts[0].lines == ["### CURRENT", "- task: t", ""]
     assert record_items(["## Must avoid", "", "- a", "  a2", "- b", "", "## Common", "- c"]) == [
-        ["## Must avoid", "", "- a", "  a2"], ["- b"], ["", "## Common", "- c"]]
+        ["## Must avoid", "", "- a", "  a2"],
+        ["- b"],
+        ["", "## Common", "- c"],
+    ]
 
 
 # --- the account ---------------------------------------------------------------------------
@@ -96,8 +120,11 @@ def test_done_runs_in_a_must_file_are_records() -> None:
 def test_the_account_covers_every_token(tmp_path: Path, name: str, budget: int) -> None:
     grower = Grower(tmp_path / ".agent", name, "en")
     grown = grower.grow(25)
-    b = render(BootstrapContext("u", 26, "exit:42", grown.path, tmp_path,
-                                load_layout(name).files, budget, NOW))  # fmt: skip
+    b = render(
+        BootstrapContext(
+            "u", 26, "exit:42", grown.path, tmp_path, load_layout(name).files, budget, NOW
+        )
+    )
     assert sum(row.tokens for row in b.account) == b.tokens == estimate_tokens(b.text)
     names = [row.name for row in b.account]
     assert names[0] == "header" and names[-1] == "rules"
@@ -110,8 +137,9 @@ def test_the_account_covers_every_token(tmp_path: Path, name: str, budget: int) 
 
 def test_show_explain_prints_the_account(tmp_path: Path) -> None:
     Grower(tmp_path / ".agent", "agentd", "zh").grow(30)
-    r = CliRunner().invoke(main, ["state", "show", "--dir", str(tmp_path / ".agent"),
-                                  "--explain", "--budget", "1200"])  # fmt: skip
+    r = CliRunner().invoke(
+        main, ["state", "show", "--dir", str(tmp_path / ".agent"), "--explain", "--budget", "1200"]
+    )
     assert r.exit_code == 0, r.output
     rows = r.stdout.splitlines()
     assert rows[0].split()[:4] == ["PART", "KEEP", "SHOWN", "TOTAL"]
@@ -130,8 +158,11 @@ def test_show_explain_prints_the_account(tmp_path: Path) -> None:
 def test_a_grown_state_dir_keeps_its_must_haves(tmp_path: Path, name: str, lang: str) -> None:
     grown = Grower(tmp_path / ".agent", name, lang).grow(60)
     for budget in (1500, 3000):
-        b = render(BootstrapContext("u", 61, "exit:42", grown.path, tmp_path,
-                                    load_layout(name).files, budget, NOW))  # fmt: skip
+        b = render(
+            BootstrapContext(
+                "u", 61, "exit:42", grown.path, tmp_path, load_layout(name).files, budget, NOW
+            )
+        )
         for fact, marker in grown.must.items():
             assert marker in b.text, (fact, b.text)
         assert b.tokens <= budget
@@ -149,8 +180,9 @@ def state(tmp: Path, *args: str) -> str:
 
 
 @pytest.mark.parametrize("name", preset_names())
-def test_a_handoff_is_dated_shown_once_then_history(tmp_path: Path, name: str,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_handoff_is_dated_shown_once_then_history(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AGENTD_SESSION", "7")
     agent = tmp_path / ".agent"
     state(tmp_path, "init", "--layout", name)
@@ -174,11 +206,15 @@ def test_template_lines_are_not_presented_as_rules(tmp_path: Path, name: str) ->
     text = state(tmp_path, "show")
     root = templates(name)
     examples = set()
-    for path in [p for p in root.iterdir()] + [p for d in root.iterdir() if d.is_dir()
-                                               for p in d.iterdir()]:  # fmt: skip
+    for path in [p for p in root.iterdir()] + [
+        p for d in root.iterdir() if d.is_dir() for p in d.iterdir()
+    ]:
         if path.is_file() and not path.name.endswith(".json"):
-            examples |= {ln.strip() for ln in path.read_text().splitlines()
-                         if len(ln.strip()) > 12 and not ln.lstrip().startswith(("#", "<!--"))}
+            examples |= {
+                ln.strip()
+                for ln in path.read_text().splitlines()
+                if len(ln.strip()) > 12 and not ln.lstrip().startswith(("#", "<!--"))
+            }
     leaked = [ln for ln in examples if ln in text]
     assert leaked == [], leaked
     if name in ("agentd", "checkpoint", "four-file", "decision-log"):

@@ -32,8 +32,9 @@ def state(tmp: Path, *args: str, env: dict[str, str] | None = None) -> Result:
     old = Path.cwd()
     os.chdir(tmp)
     try:
-        return CliRunner().invoke(main, ["state", "--dir", ".agent", *args], env=env,
-                                  catch_exceptions=False)  # fmt: skip
+        return CliRunner().invoke(
+            main, ["state", "--dir", ".agent", *args], env=env, catch_exceptions=False
+        )
     finally:
         os.chdir(old)
 
@@ -42,8 +43,15 @@ def real(tmp: Path, *args: str, timeout: float = 30) -> subprocess.CompletedProc
     """The real ``agentctl state`` (``python -m agentd.cli.agentctl``) in a process."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTD_STATE")}
     argv = [*CTL, "--dir", ".agent", *args]
-    return subprocess.run(argv, cwd=tmp, capture_output=True, text=True, timeout=timeout,
-                          env=env, stdin=subprocess.DEVNULL)  # fmt: skip
+    return subprocess.run(
+        argv,
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 # --- init and show, per layout --------------------------------------------------------
@@ -102,10 +110,14 @@ def test_init_records_readonly_files_and_show_warns_on_change(tmp_path: Path) ->
 
 
 def record_a_session(tmp: Path) -> None:
-    for args in (("task", "refactor the cart cache"), ("next", "map the redis calls"),
-                 ("done", "map the redis calls", "--verified", "grep -c: 23"),
-                 ("next", "extract cache_manager"), ("block", "CI has no redis 7"),
-                 ("handoff", "cache_manager half done; tests next")):  # fmt: skip
+    for args in (
+        ("task", "refactor the cart cache"),
+        ("next", "map the redis calls"),
+        ("done", "map the redis calls", "--verified", "grep -c: 23"),
+        ("next", "extract cache_manager"),
+        ("block", "CI has no redis 7"),
+        ("handoff", "cache_manager half done; tests next"),
+    ):
         r = state(tmp, *args)
         assert r.exit_code == 0, (args, r.output)
 
@@ -133,8 +145,10 @@ def test_contract_verbs_edit_the_right_sections(tmp_path: Path) -> None:
     state(tmp_path, "done", "extract cache_manager")
     doc = (tmp_path / ".agent" / "TASK_STATE.md").read_text()
     assert "- task: refactor the cart cache\n" in doc
-    assert "## DONE\n\n- [x] map the redis calls (verified: grep -c: 23)\n" \
-           "- [x] extract cache_manager\n" in doc  # fmt: skip
+    assert (
+        "## DONE\n\n- [x] map the redis calls (verified: grep -c: 23)\n"
+        "- [x] extract cache_manager\n" in doc
+    )
     assert "## NEXT\n\n- [ ] add unit tests\n\n## BLOCKERS\n\n- CI has no redis 7\n" in doc
     assert doc.count("cache_manager half done") == 1
     state(tmp_path, "block", "two\nlines")  # an item stays one line
@@ -178,20 +192,34 @@ def test_decide_writes_the_six_field_line_and_a_snapshot(tmp_path: Path) -> None
     git(tmp_path, "commit", "-q", "-m", "start")
     state(tmp_path, "init", "--layout", "four-file")
     state(tmp_path, "task", "cache layer")
-    r = state(tmp_path, "decide", "one cache_manager", "--why", "because 23 call sites so one "
-              "place to monitor", "--files", "cache.py", "--files", "gone.py", "--alt",
-              "raw redis calls", "--tag", "arch")  # fmt: skip
+    r = state(
+        tmp_path,
+        "decide",
+        "one cache_manager",
+        "--why",
+        "because 23 call sites so one place to monitor",
+        "--files",
+        "cache.py",
+        "--files",
+        "gone.py",
+        "--alt",
+        "raw redis calls",
+        "--tag",
+        "arch",
+    )
     assert r.exit_code == 0 and "snapshot-001" in r.stdout
     agent = tmp_path / ".agent"
     (line,) = (agent / "decisions.log").read_text().splitlines()
     d = parse_line(line)
-    assert d is not None and (d.tag, d.decision, d.snapshot) == ("arch", "one cache_manager",
-                                                                "snapshot-001")  # fmt: skip
+    assert d is not None and (d.tag, d.decision, d.snapshot) == (
+        "arch",
+        "one cache_manager",
+        "snapshot-001",
+    )
     assert d.files == "cache.py, gone.py" and d.alternatives == "raw redis calls"
     snap = json.loads((agent / "snapshots" / "snapshot-001.json").read_text())
     assert snap["git_head"] == git(tmp_path, "rev-parse", "HEAD")
-    assert snap["files"] == {"cache.py": git(tmp_path, "hash-object", "cache.py"),
-                             "gone.py": None}  # fmt: skip
+    assert snap["files"] == {"cache.py": git(tmp_path, "hash-object", "cache.py"), "gone.py": None}
     assert snap["task"] == "cache layer" and snap["decision"] == "one cache_manager"
     decisions_md = (agent / "decisions.md").read_text()
     assert "## 1. [arch] one cache_manager\n\n- date: " in decisions_md
@@ -213,8 +241,9 @@ def test_memento_decide_keeps_key_decisions(tmp_path: Path) -> None:
     state(tmp_path, "init", "--layout", "memento")
     state(tmp_path, "decide", "unified cache_manager", "--why", "one place to monitor")
     data = json.loads((tmp_path / ".agent" / "state.json").read_text())
-    assert data["key_decisions"] == [{"decision": "unified cache_manager",
-                                      "reason": "one place to monitor"}]  # fmt: skip
+    assert data["key_decisions"] == [
+        {"decision": "unified cache_manager", "reason": "one place to monitor"}
+    ]
 
 
 @pytest.mark.parametrize(
@@ -262,8 +291,10 @@ def test_layout_without_a_record_comes_from_env_or_the_files(tmp_path: Path) -> 
 @pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="needs Linux /proc/self/io")
 def test_show_on_a_300k_line_log_reads_only_its_end(tmp_path: Path) -> None:
     state(tmp_path, "init")
-    good = "[2026-11-30 14:32] [arch] decision: d | why: because x so y | files: a.py | " \
-           "snapshot: snapshot-001 | alternatives: none\n"  # fmt: skip
+    good = (
+        "[2026-11-30 14:32] [arch] decision: d | why: because x so y | files: a.py | "
+        "snapshot: snapshot-001 | alternatives: none\n"
+    )
     log = tmp_path / ".agent" / "decisions.log"
     log.write_text(good * 300_000 + good.replace(" d |", " the newest |"))
     before = _bytes_read()
@@ -329,9 +360,15 @@ WRITER = textwrap.dedent("""
 def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
     state(tmp_path, "init")
     agent = str(tmp_path / ".agent")
-    procs = [subprocess.Popen([sys.executable, "-P", "-c", WRITER, who, "30", agent],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-             for who in ("a", "b")]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-P", "-c", WRITER, who, "30", agent],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for who in ("a", "b")
+    ]
     try:
         errors = [p.communicate(timeout=60)[1] for p in procs]
     finally:
@@ -345,8 +382,9 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
     parsed = [parse_line(line) for line in lines]
     assert all(parsed), lines
     assert sorted(d.snapshot for d in parsed if d) == [f"snapshot-{n:03d}" for n in range(1, 51)]
-    assert {d.decision for d in parsed if d} == {f"{w} decision {i}" for w in "ab"
-                                                 for i in range(30) if i % 6}  # fmt: skip
+    assert {d.decision for d in parsed if d} == {
+        f"{w} decision {i}" for w in "ab" for i in range(30) if i % 6
+    }
     steps = json.loads((tmp_path / ".agent" / "state.json").read_text())["completed_steps"]
     assert len(steps) == 10
     r = real(tmp_path, "check")
@@ -354,8 +392,11 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
 
 
 def test_lock_waits_are_bounded(tmp_path: Path) -> None:
-    with (fileio.locked(tmp_path), pytest.raises(LockTimeout, match="another writer"),
-          fileio.locked(tmp_path, timeout=0.2)):  # fmt: skip
+    with (
+        fileio.locked(tmp_path),
+        pytest.raises(LockTimeout, match="another writer"),
+        fileio.locked(tmp_path, timeout=0.2),
+    ):
         pass  # pragma: no cover
 
 
@@ -367,8 +408,9 @@ def test_archive_epochs_of_50(tmp_path: Path, decisions: int, epochs: int, left:
     state(tmp_path, "init")
     agent = tmp_path / ".agent"
     good = "[2026-11-30 14:32] decision: d{} | why: w | files: - | snapshot: snapshot-{:03d}"
-    (agent / "decisions.log").write_text("".join(good.format(i, i) + "\n"
-                                                 for i in range(decisions)))  # fmt: skip
+    (agent / "decisions.log").write_text(
+        "".join(good.format(i, i) + "\n" for i in range(decisions))
+    )
     r = state(tmp_path, "archive")
     assert r.exit_code == 0
     kept = (agent / "decisions.log").read_text().splitlines()
@@ -394,8 +436,10 @@ def test_archive_moves_old_steps_and_snapshots(tmp_path: Path) -> None:
     assert archived == [f"- [x] step {i}" for i in range(4)]
     doc = (agent / "TASK_STATE.md").read_text()
     assert "step 3\n" not in doc and "- [x] step 4\n" in doc and "- [x] step 13\n" in doc
-    assert sorted(p.name for p in (agent / "snapshots" / "archive").iterdir())[0] == \
-        "snapshot-001.json"  # fmt: skip
+    assert (
+        sorted(p.name for p in (agent / "snapshots" / "archive").iterdir())[0]
+        == "snapshot-001.json"
+    )
     state(tmp_path, "decide", "after", "--why", "w")  # numbering goes on past the archived
     assert (agent / "snapshots" / "snapshot-026.json").exists()
     assert "moved 1 older snapshots" in state(tmp_path, "archive").stdout  # 21 were left

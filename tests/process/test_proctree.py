@@ -188,7 +188,11 @@ def test_cancelled_ending_still_kills_what_it_found(spawn: Spawn) -> None:
         signalled = asyncio.Event()
         task = asyncio.create_task(
             end_session_tree(
-                leader=leader.pid, marker=marker, sid=leader.pid, sig=signal.SIGTERM, grace=30.0,
+                leader=leader.pid,
+                marker=marker,
+                sid=leader.pid,
+                sig=signal.SIGTERM,
+                grace=30.0,
                 on_signal=lambda _sig, _pids: signalled.set(),
             )
         )
@@ -300,8 +304,13 @@ def test_a_grandchild_under_a_middle_that_left_the_session_and_the_marker_is_fou
     found = find_session_processes(leader=leader.pid, marker=marker, sid=leader.pid)
     assert {p.pid for p in found} == {leader.pid, middle, grandchild}
 
-    result = _end(marker, leader=leader.pid, sid=leader.pid, grace=0.3,
-                  on_signal=lambda sig, pids: batches.append((sig, pids)))
+    result = _end(
+        marker,
+        leader=leader.pid,
+        sid=leader.pid,
+        grace=0.3,
+        on_signal=lambda sig, pids: batches.append((sig, pids)),
+    )
     # One batch reaches all three levels: the grandchild is not left to a re-scan.
     assert batches[0][0] == signal.SIGTERM
     assert {leader.pid, middle, grandchild} <= set(batches[0][1])
@@ -311,7 +320,9 @@ def test_a_grandchild_under_a_middle_that_left_the_session_and_the_marker_is_fou
 
 
 def test_the_group_hears_the_signal_before_the_first_scan(
-    spawn: Spawn, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    spawn: Spawn,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     """The agent hears the decision at once: killpg comes before the (slow) /proc scan."""
     heard = tmp_path / "heard"
@@ -378,8 +389,12 @@ def test_proc_scan_agrees_with_psutil(spawn: Spawn) -> None:
 def marked() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """A process carrying a marker that session_env_marker did not make."""
     marker = f"{os.environ['AGENTD_MARKER_PREFIX']}old:7:{os.getpid()}"
-    proc = subprocess.Popen(fake("wait"), env={**os.environ, MARKER_VAR: marker},
-                            start_new_session=True, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        fake("wait"),
+        env={**os.environ, MARKER_VAR: marker},
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+    )
     yield proc, marker
     proc.kill()
     proc.wait(timeout=10)
@@ -391,14 +406,17 @@ def test_a_marker_made_elsewhere_is_found_by_reading_every_environ(
     # After a daemon restart the marker comes from history: its time is unknown.
     proc, marker = marked
     assert proctable.carriers_since(marker) is None
-    found = poll_for(lambda: find_session_processes(leader=None, marker=marker, sid=None),
-                     what="the marked process")
+    found = poll_for(
+        lambda: find_session_processes(leader=None, marker=marker, sid=None),
+        what="the marked process",
+    )
     assert [p.pid for p in found] == [proc.pid]
 
 
 @pytest.mark.skipif(not proctable.LINUX_PROC, reason="start times come from /proc")
 def test_processes_started_before_a_marker_was_made_are_not_read(
-    marked: tuple[subprocess.Popen[bytes], str], monkeypatch: pytest.MonkeyPatch,
+    marked: tuple[subprocess.Popen[bytes], str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _, marker = marked
     poll_for(lambda: find_session_processes(leader=None, marker=marker, sid=None), what="marked")

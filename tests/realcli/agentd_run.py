@@ -35,8 +35,11 @@ def running(home: Path, unit: str, *, sessions: int = 2, timeout: float = 90) ->
     stopped with SIGINT at the end whatever happens."""
     proc = agentd_popen(home, "run", unit)
     try:
-        poll_for(lambda: len(session_starts(home, unit)) >= sessions, timeout=timeout,
-                 what=f"session {sessions} of {unit}")
+        poll_for(
+            lambda: len(session_starts(home, unit)) >= sessions,
+            timeout=timeout,
+            what=f"session {sessions} of {unit}",
+        )
         yield
     finally:
         _stop(proc)
@@ -44,8 +47,14 @@ def running(home: Path, unit: str, *, sessions: int = 2, timeout: float = 90) ->
 
 def agentctl(*args: str, cwd: Path) -> None:
     """`agentctl ARGS` run by the test (the state dir, hooks); it must succeed."""
-    done = subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [sys.executable, "-m", "agentd.cli.agentctl", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr
 
 

@@ -37,23 +37,40 @@ def _install(package: str, version: str, prefix: Path, exe: Path) -> Path:
         pytest.skip(f"REAL CLI TESTS SKIPPED: npm is not on PATH, cannot install {package}")
     try:
         done = subprocess.run(
-            [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-             f"{package}@{version}"],
-            capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+            [
+                npm,
+                "install",
+                "--prefix",
+                str(prefix),
+                "--no-audit",
+                "--no-fund",
+                f"{package}@{version}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         pytest.skip(f"REAL CLI TESTS SKIPPED: npm install {package}@{version} took over 240 s")
     if done.returncode != 0 or not exe.exists():
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        pytest.skip(f"REAL CLI TESTS SKIPPED: npm install {package}@{version} failed: "
-                    + " | ".join(tail))
+        pytest.skip(
+            f"REAL CLI TESTS SKIPPED: npm install {package}@{version} failed: " + " | ".join(tail)
+        )
     return exe
 
 
 def _pinned(package: str, version: str, prefix: Path, exe: Path) -> Path:
     """``exe`` of ``package@version``, installed on first use, checked by its --version."""
     _install(package, version, prefix, exe)
-    said = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
+    said = subprocess.run(
+        [str(exe), "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     if version not in said.stdout:
         pytest.skip(f"REAL CLI TESTS SKIPPED: {exe} says {said.stdout.strip()!r}, not {version}")
     return exe
@@ -63,8 +80,12 @@ def _pinned(package: str, version: str, prefix: Path, exe: Path) -> Path:
 def claude_bin() -> Path:
     """The real Claude Code, pinned (installed into the cache on first use)."""
     prefix = CACHE / f"claude-code-{CLAUDE_CODE}"
-    return _pinned("@anthropic-ai/claude-code", CLAUDE_CODE, prefix,
-                   prefix / "node_modules" / ".bin" / "claude")
+    return _pinned(
+        "@anthropic-ai/claude-code",
+        CLAUDE_CODE,
+        prefix,
+        prefix / "node_modules" / ".bin" / "claude",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -86,11 +107,16 @@ class ClaudeProject:
         self.claude = claude
 
     def env(self, model_url: str, **extra: str) -> dict[str, str]:
-        return {"HOME": str(self.home), "ANTHROPIC_BASE_URL": model_url,
-                "ANTHROPIC_AUTH_TOKEN": "sk-fake", "IS_SANDBOX": "1",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                # the smallest window Claude Code accepts: ~97k reported tokens compact it
-                "CLAUDE_CODE_AUTO_COMPACT_WINDOW": "100000", **extra}
+        return {
+            "HOME": str(self.home),
+            "ANTHROPIC_BASE_URL": model_url,
+            "ANTHROPIC_AUTH_TOKEN": "sk-fake",
+            "IS_SANDBOX": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            # the smallest window Claude Code accepts: ~97k reported tokens compact it
+            "CLAUDE_CODE_AUTO_COMPACT_WINDOW": "100000",
+            **extra,
+        }
 
     def unit(self, model_url: str, **overrides: Any) -> dict[str, Any]:
         """A unit on the claude-code preset running this Claude Code against the model
@@ -137,8 +163,12 @@ class CodexProject:
         _program, *flags, bootstrap = load_cli_preset("codex")["command"]
         unit: dict[str, Any] = {
             "preset": "codex",
-            "command": [str(self.codex), *flags, "--dangerously-bypass-approvals-and-sandbox",
-                        bootstrap],
+            "command": [
+                str(self.codex),
+                *flags,
+                "--dangerously-bypass-approvals-and-sandbox",
+                bootstrap,
+            ],
             "workdir": str(self.project),
             "env": {"CODEX_HOME": str(self.home), "FAKE_API_KEY": "x"},
             "restart": {"min_uptime": 0, "delay": "100ms"},

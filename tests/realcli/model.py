@@ -33,8 +33,13 @@ class _Handler(fa.Handler):
     def do_POST(self) -> None:
         raw, body = self._read_body()
         # Only main-loop requests (they carry tools) that are not summaries get a thought.
-        if (self.brain is not None and isinstance(body, dict) and body.get("tools")
-                and self.path.split("?")[0] == "/v1/messages" and not fa.is_summary_request(body)):
+        if (
+            self.brain is not None
+            and isinstance(body, dict)
+            and body.get("tools")
+            and self.path.split("?")[0] == "/v1/messages"
+            and not fa.is_summary_request(body)
+        ):
             step = self.brain(body)
             if step is not None:
                 with fa.LOCK:
@@ -51,8 +56,9 @@ class FakeModel(ServedModel):
 
     def main_requests(self) -> list[dict[str, Any]]:
         """Requests of the agent loop (they carry tools), summaries included."""
-        return [r for r in self.requests()
-                if isinstance(r.get("body"), dict) and r["body"].get("tools")]
+        return [
+            r for r in self.requests() if isinstance(r.get("body"), dict) and r["body"].get("tools")
+        ]
 
 
 def first_user_text(body: dict[str, Any]) -> str:
@@ -70,8 +76,11 @@ def tool_results(body: dict[str, Any]) -> list[str]:
         content = message.get("content")
         if message.get("role") != "user" or not isinstance(content, list):
             continue
-        out += [fa.all_text(c.get("content")) for c in content
-                if isinstance(c, dict) and c.get("type") == "tool_result"]
+        out += [
+            fa.all_text(c.get("content"))
+            for c in content
+            if isinstance(c, dict) and c.get("type") == "tool_result"
+        ]
     return out
 
 

@@ -28,8 +28,11 @@ _BASE = json.loads(json.dumps(fo.CONFIG))  # the defaults, before any test chang
 def is_main_request(body: dict[str, Any]) -> bool:
     """A request of Codex's agent loop: it offers tools; a title request offers none
     and asks for a JSON schema (`text`), a compaction asks for a summary."""
-    return (bool(body.get("tools")) and "text" not in body
-            and not fo.is_summary_request(fo.last_user_text(body)))
+    return (
+        bool(body.get("tools"))
+        and "text" not in body
+        and not fo.is_summary_request(fo.last_user_text(body))
+    )
 
 
 def user_texts(body: dict[str, Any]) -> str:
@@ -38,14 +41,20 @@ def user_texts(body: dict[str, Any]) -> str:
     items = body.get("input")
     if isinstance(items, str):
         return items
-    return "\n".join(fo.all_text(m.get("content")) for m in items or []
-                     if isinstance(m, dict) and m.get("role") == "user")
+    return "\n".join(
+        fo.all_text(m.get("content"))
+        for m in items or []
+        if isinstance(m, dict) and m.get("role") == "user"
+    )
 
 
 def tool_outputs(body: dict[str, Any]) -> list[str]:
     """The output of every tool call in the conversation, oldest first."""
-    return [str(item.get("output")) for item in body.get("input") or []
-            if isinstance(item, dict) and item.get("type") == "function_call_output"]
+    return [
+        str(item.get("output"))
+        for item in body.get("input") or []
+        if isinstance(item, dict) and item.get("type") == "function_call_output"
+    ]
 
 
 class _Handler(fo.Handler):
@@ -64,22 +73,43 @@ class _Handler(fo.Handler):
     def _function_call(self, body: dict[str, Any], command: str, tokens: int) -> None:
         """An `exec_command` call as the Responses API streams it."""
         n = fo.COUNTER[0]
-        item = {"type": "function_call", "id": f"fc_fake_{n}", "call_id": f"call_fake_{n}",
-                "status": "completed", "name": "exec_command",
-                "arguments": json.dumps({"cmd": command})}
-        usage = {"input_tokens": tokens, "input_tokens_details": {"cached_tokens": 0},
-                 "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
-                 "total_tokens": tokens + 5}
-        resp = {"id": f"resp_fake_{n}", "object": "response", "created_at": int(time.time()),
-                "status": "completed", "model": body.get("model", "fake"), "output": [item],
-                "usage": usage}
+        item = {
+            "type": "function_call",
+            "id": f"fc_fake_{n}",
+            "call_id": f"call_fake_{n}",
+            "status": "completed",
+            "name": "exec_command",
+            "arguments": json.dumps({"cmd": command}),
+        }
+        usage = {
+            "input_tokens": tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 5,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": tokens + 5,
+        }
+        resp = {
+            "id": f"resp_fake_{n}",
+            "object": "response",
+            "created_at": int(time.time()),
+            "status": "completed",
+            "model": body.get("model", "fake"),
+            "output": [item],
+            "usage": usage,
+        }
         self._sse_start()
-        events = [("response.created",
-                   {"response": dict(resp, status="in_progress", output=[], usage=None)}),
-                  ("response.output_item.added",
-                   {"output_index": 0, "item": dict(item, status="in_progress", arguments="")}),
-                  ("response.output_item.done", {"output_index": 0, "item": item}),
-                  ("response.completed", {"response": resp})]
+        events = [
+            (
+                "response.created",
+                {"response": dict(resp, status="in_progress", output=[], usage=None)},
+            ),
+            (
+                "response.output_item.added",
+                {"output_index": 0, "item": dict(item, status="in_progress", arguments="")},
+            ),
+            ("response.output_item.done", {"output_index": 0, "item": item}),
+            ("response.completed", {"response": resp}),
+        ]
         for seq, (name, data) in enumerate(events):
             payload = json.dumps(dict(data, type=name, sequence_number=seq))
             self._chunk(f"event: {name}\ndata: {payload}\n\n".encode())
@@ -93,5 +123,8 @@ class FakeOpenAI(ServedModel):
         super().__init__(fo, _BASE, log, _Handler, brain)
 
     def main_requests(self) -> list[dict[str, Any]]:
-        return [r for r in self.requests()
-                if isinstance(r.get("body"), dict) and is_main_request(r["body"])]
+        return [
+            r
+            for r in self.requests()
+            if isinstance(r.get("body"), dict) and is_main_request(r["body"])
+        ]

@@ -21,8 +21,14 @@ class ServedModel:
     """One fake model server on 127.0.0.1, in a thread of this process; it serves
     from construction until ``close`` (or the end of its ``with`` block)."""
 
-    def __init__(self, api: ModuleType, defaults: dict[str, Any], log: Path,
-                 handler: type[BaseHTTPRequestHandler], brain: Callable[..., Any] | None) -> None:
+    def __init__(
+        self,
+        api: ModuleType,
+        defaults: dict[str, Any],
+        log: Path,
+        handler: type[BaseHTTPRequestHandler],
+        brain: Callable[..., Any] | None,
+    ) -> None:
         """``handler`` has a class attribute ``brain``: each server gets its own."""
         self._api = api
         with api.LOCK:

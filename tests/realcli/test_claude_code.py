@@ -34,17 +34,25 @@ from tests.realcli.model import (
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
+
 def test_screen_sentinel_restarts_with_a_bootstrap_that_says_why(
-    home: Path, tmp_path: Path, claude_project: ClaudeProject,
+    home: Path,
+    tmp_path: Path,
+    claude_project: ClaudeProject,
 ) -> None:
     """No hooks: Claude Code draws `Compacting conversation`, the preset's sentinel
     ends the session, and session 2 is started with a fresh bootstrap naming why."""
     with FakeModel(tmp_path / "requests.jsonl", brain=compacting_brain) as model:
         write_unit(home, "cc", claude_project.unit(model.url))
         with running(home, "cc", timeout=90):
-            poll_for(lambda: any("# agentd bootstrap: cc, session 2" in given(r["body"])
-                                 for r in model.main_requests()),
-                     timeout=60, what="session 2's prompt at the model")
+            poll_for(
+                lambda: any(
+                    "# agentd bootstrap: cc, session 2" in given(r["body"])
+                    for r in model.main_requests()
+                ),
+                timeout=60,
+                what="session 2's prompt at the model",
+            )
     second = home / "logs" / "cc" / "bootstrap-2.md"
     header = "\n\n".join(second.read_text(encoding="utf-8").split("\n\n")[:2])
     sentinel = events(home, "session.sentinel")[0]
@@ -53,7 +61,9 @@ def test_screen_sentinel_restarts_with_a_bootstrap_that_says_why(
 
 
 def test_precompact_hook_ends_the_session_before_any_summary_request(
-    home: Path, tmp_path: Path, claude_project: ClaudeProject,
+    home: Path,
+    tmp_path: Path,
+    claude_project: ClaudeProject,
 ) -> None:
     """`agentctl hooks claude-code` installed: Claude Code runs the PreCompact hook,
     which reaches agentd through AGENTD_SOCKET; the session ends while the CLI waits
@@ -62,13 +72,21 @@ def test_precompact_hook_ends_the_session_before_any_summary_request(
     with FakeModel(tmp_path / "requests.jsonl", brain=compacting_brain) as model:
         write_unit(home, "hk", claude_project.unit(model.url))
         with running(home, "hk", timeout=90):
-            poll_for(lambda: any("# agentd bootstrap: hk, session 2" in given(r["body"])
-                                 for r in model.main_requests()),
-                     timeout=60, what="session 2's prompt at the model")
+            poll_for(
+                lambda: any(
+                    "# agentd bootstrap: hk, session 2" in given(r["body"])
+                    for r in model.main_requests()
+                ),
+                timeout=60,
+                what="session 2's prompt at the model",
+            )
     assert session_starts(home, "hk")[1]["reason"] == "sentinel:precompact"
     assert model.summaries() == [], "a summary request reached the model"
-    outcome = next(r for r in records(home / "logs" / "hk" / "history.jsonl")
-                   if r.get("kind") == "outcome" and r["session"] == 1)
+    outcome = next(
+        r
+        for r in records(home / "logs" / "hk" / "history.jsonl")
+        if r.get("kind") == "outcome" and r["session"] == 1
+    )
     assert outcome["outcome"] == "context"
 
 
@@ -80,7 +98,9 @@ def _restarting_brain(body: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def test_agentctl_restart_from_the_cli_bash_tool_under_agentd_run(
-    home: Path, tmp_path: Path, claude_project: ClaudeProject,
+    home: Path,
+    tmp_path: Path,
+    claude_project: ClaudeProject,
 ) -> None:
     """The bootstrap's own rule, `agentctl restart "$AGENTD_UNIT"`, run by Claude
     Code's Bash tool: the session's socket is agentd run's private one."""
@@ -111,7 +131,9 @@ def _handoff_brain(body: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def test_graceful_handoff_records_state_before_the_wall(
-    home: Path, tmp_path: Path, claude_project: ClaudeProject,
+    home: Path,
+    tmp_path: Path,
+    claude_project: ClaudeProject,
 ) -> None:
     """The model reports usage that puts `10% until auto-compact` in the footer; agentd
     types its request, the model records a handoff, and session 2's bootstrap has it."""
@@ -148,12 +170,17 @@ def _task_brain(body: dict[str, Any]) -> dict[str, Any] | None:
     step = int(found.group(2)) + len(tool_results(body)) - 1  # the first result: the bootstrap
     if step > STEPS:
         return {"reply": "ALL STEPS DONE", "input_tokens": 1000}
-    return bash(f'echo step-{step} >> work.log && agentctl state done "step-{step}" '
-                f'&& agentctl state next "step-{step + 1}"', BIG)
+    return bash(
+        f'echo step-{step} >> work.log && agentctl state done "step-{step}" '
+        f'&& agentctl state next "step-{step + 1}"',
+        BIG,
+    )
 
 
 def test_a_task_advances_through_three_compactions_each_step_once_in_order(
-    home: Path, tmp_path: Path, claude_project: ClaudeProject,
+    home: Path,
+    tmp_path: Path,
+    claude_project: ClaudeProject,
 ) -> None:
     """Claude Code compacts after every two steps (hooks installed): each time agentd
     ends the session first and the next one goes on from the bootstrap's next action."""
@@ -167,10 +194,16 @@ def test_a_task_advances_through_three_compactions_each_step_once_in_order(
         unit["env"] = with_agentctl_on_path(unit["env"])
         write_unit(home, "task", unit)
         with running(home, "task", sessions=1):
-            poll_for(lambda: work.exists() and len(work.read_text().split()) >= STEPS,
-                     timeout=150, what="six steps in work.log")
-            poll_for(lambda: any(r.get("note") == "scripted" for r in model.requests()),
-                     timeout=60, what="the model to find no step left")
+            poll_for(
+                lambda: work.exists() and len(work.read_text().split()) >= STEPS,
+                timeout=150,
+                what="six steps in work.log",
+            )
+            poll_for(
+                lambda: any(r.get("note") == "scripted" for r in model.requests()),
+                timeout=60,
+                what="the model to find no step left",
+            )
     assert work.read_text().split() == [f"step-{n}" for n in range(1, STEPS + 1)]
     starts = session_starts(home, "task")
     assert len(starts) >= 4 and all(s["reason"] == "sentinel:precompact" for s in starts[1:4])

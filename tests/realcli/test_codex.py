@@ -55,7 +55,9 @@ def _compacting_brain(body: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def test_auto_compaction_restarts_with_a_bootstrap_that_says_why(
-    home: Path, tmp_path: Path, codex_project: CodexProject,
+    home: Path,
+    tmp_path: Path,
+    codex_project: CodexProject,
 ) -> None:
     """Codex compacts in the middle of its first turn and draws `• Context compacted`;
     the preset's `compacted` sentinel ends the session, and session 2 is started with
@@ -64,9 +66,14 @@ def test_auto_compaction_restarts_with_a_bootstrap_that_says_why(
         codex_project.seed(model.port, LIMIT)
         write_unit(home, "cx", codex_project.unit())
         with running(home, "cx", timeout=60):
-            poll_for(lambda: any("# agentd bootstrap: cx, session 2" in given(r["body"])
-                                 for r in model.main_requests()),
-                     timeout=45, what="session 2's prompt at the model")
+            poll_for(
+                lambda: any(
+                    "# agentd bootstrap: cx, session 2" in given(r["body"])
+                    for r in model.main_requests()
+                ),
+                timeout=45,
+                what="session 2's prompt at the model",
+            )
     assert (codex_project.project / "one.txt").read_text() == "one\n", "the command did not run"
     assert model.summaries(), "Codex sent no compaction request"
     sentinel = events(home, "session.sentinel")[0]
@@ -92,13 +99,17 @@ def _handoff_brain(body: dict[str, Any]) -> dict[str, Any] | None:
     if HANDOFF_ASK in fo.last_user_text(body):
         if (body.get("input") or [{}])[-1].get("type") == "function_call_output":
             return {"reply": "handoff recorded", "input_tokens": NEAR_WALL}
-        return {"exec": 'agentctl state handoff "refactor half done: order_service next"',
-                "input_tokens": NEAR_WALL}
+        return {
+            "exec": 'agentctl state handoff "refactor half done: order_service next"',
+            "input_tokens": NEAR_WALL,
+        }
     return {"reply": "step one done", "input_tokens": NEAR_WALL}
 
 
 def test_graceful_handoff_records_state_before_the_wall(
-    home: Path, tmp_path: Path, codex_project: CodexProject,
+    home: Path,
+    tmp_path: Path,
+    codex_project: CodexProject,
 ) -> None:
     """The model reports usage that puts `Context 8% left` in Codex's status line (the
     preset's command asks for it; Codex redraws only the digits); agentd types its

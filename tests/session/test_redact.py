@@ -19,13 +19,16 @@ def in_chunks(r: Redactor, data: bytes, points: list[int]) -> bytes:
     return b"".join(r.redact(data[a:b]) for a, b in itertools.pairwise(cuts)) + r.flush()
 
 
-@pytest.mark.parametrize("split", [
-    b"\x1b[31m",  # a colour code
-    b"\x1b[0m\x1b[1;33m",  # two of them
-    b"\x1b[5C",  # a cursor move
-    b"\r\n",  # a wrap
-    b"\x1b[K\r\n\x1b[2G",  # a TUI's wrap: erase, new line, move back
-])
+@pytest.mark.parametrize(
+    "split",
+    [
+        b"\x1b[31m",  # a colour code
+        b"\x1b[0m\x1b[1;33m",  # two of them
+        b"\x1b[5C",  # a cursor move
+        b"\r\n",  # a wrap
+        b"\x1b[K\r\n\x1b[2G",  # a TUI's wrap: erase, new line, move back
+    ],
+)
 def test_a_secret_split_by_what_a_terminal_draws_is_hidden_at_any_chunking(split: bytes) -> None:
     shown = KEY.encode()
     data = b"token: " + shown[:9] + split + shown[9:] + b" ok\r\n"
@@ -54,11 +57,18 @@ def test_learned_secrets_are_hidden_from_then_on_and_held_back_at_a_chunk_end() 
 
 
 def test_secrets_in_state_text() -> None:
-    text = (f"GITHUB_TOKEN=ghp_{'a' * 36}\napi_key: 'abcdefgh12345'\npassword: yes\n"
-            f"tokens: 3000\nuse {KEY} for the api\nAKIAABCDEFGHIJKLMNOP\nmy vpn corp-12345678\n")
+    text = (
+        f"GITHUB_TOKEN=ghp_{'a' * 36}\napi_key: 'abcdefgh12345'\npassword: yes\n"
+        f"tokens: 3000\nuse {KEY} for the api\nAKIAABCDEFGHIJKLMNOP\nmy vpn corp-12345678\n"
+    )
     found = secrets_in(text, [re.compile(r"corp-\d{8}")])
-    assert set(found) == {f"ghp_{'a' * 36}", "abcdefgh12345", KEY, "AKIAABCDEFGHIJKLMNOP",
-                          "corp-12345678"}
+    assert set(found) == {
+        f"ghp_{'a' * 36}",
+        "abcdefgh12345",
+        KEY,
+        "AKIAABCDEFGHIJKLMNOP",
+        "corp-12345678",
+    }
 
 
 SECRETS = ["abcd", "bcdzz", "abcdef", "cdxy"]
@@ -66,8 +76,10 @@ SECRETS = ["abcd", "bcdzz", "abcdef", "cdxy"]
 
 @settings(max_examples=300, deadline=None)
 @given(
-    parts=st.lists(st.sampled_from(["a", "b", "c", "d", "e", "f", "x", "y", "z", " ",
-                                    "\x1b[1m", "\r"]), max_size=40),
+    parts=st.lists(
+        st.sampled_from(["a", "b", "c", "d", "e", "f", "x", "y", "z", " ", "\x1b[1m", "\r"]),
+        max_size=40,
+    ),
     cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=8),
 )
 def test_split_redaction_does_not_depend_on_chunking(parts: list[str], cuts: list[int]) -> None:

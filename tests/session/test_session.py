@@ -30,15 +30,21 @@ def test_output_buffered_at_the_exit_is_matched_before_the_exit_is_reported(
     hits: list[Hit] = []
 
     async def main() -> None:
-        child = Child.spawn([sys.executable, "-c", "print('FINAL LINE of the agent')"],
-                            cwd=tmp_path, env=os.environ)
+        child = Child.spawn(
+            [sys.executable, "-c", "print('FINAL LINE of the agent')"], cwd=tmp_path, env=os.environ
+        )
         # Exited, its output waiting in the pty, nothing read yet: the state
         # the loop sees when the exit and the last output come together.
-        poll_for(lambda: psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE,
-                 what="the child to exit")
+        poll_for(
+            lambda: psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE,
+            what="the child to exit",
+        )
         assert select.select([child.fd], [], [], 10)[0], "no output came"
         session = Session(
-            number=1, child=child, marker="", on_output=hits.extend,
+            number=1,
+            child=child,
+            marker="",
+            on_output=hits.extend,
             matcher=LineMatcher([Rule("final", re.compile("FINAL LINE"))]),
             transcript=Transcript(tmp_path / "t.log", max_bytes=0, backups=0),
         )
@@ -67,14 +73,31 @@ def test_a_resize_reaches_the_agent_and_the_screens(tmp_path: Path) -> None:
     raw = bytearray()
 
     async def main() -> None:
-        child = Child.spawn(fake("out:TASK COMPLETE", "size", "winch", "raw:\\x1b[H\\x1b[2J",
-                                 "out:TASK COMPLETE", "size", "exit:0"),
-                            cwd=tmp_path, env=os.environ, cols=100, rows=30)
+        child = Child.spawn(
+            fake(
+                "out:TASK COMPLETE",
+                "size",
+                "winch",
+                "raw:\\x1b[H\\x1b[2J",
+                "out:TASK COMPLETE",
+                "size",
+                "exit:0",
+            ),
+            cwd=tmp_path,
+            env=os.environ,
+            cols=100,
+            rows=30,
+        )
         ring = ScreenRing(100, 30, session=1)
         session = Session(
-            number=1, child=child, marker="", on_output=hits.extend, on_raw=raw.extend,
+            number=1,
+            child=child,
+            marker="",
+            on_output=hits.extend,
+            on_raw=raw.extend,
             matcher=LineMatcher([Rule("done", re.compile("TASK COMPLETE"))], cols=100, rows=30),
-            transcript=Transcript(tmp_path / "t.log", max_bytes=0, backups=0), screen=ring,
+            transcript=Transcript(tmp_path / "t.log", max_bytes=0, backups=0),
+            screen=ring,
         )
         session.start()
         await until(lambda: b"SIZE:100x30" in raw, "the agent's first size")

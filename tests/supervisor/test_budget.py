@@ -28,8 +28,9 @@ def test_usage_counts_today_only() -> None:
 
 
 def test_reached_names_the_first_budget() -> None:
-    budget = Budget(max_sessions_per_day=3, max_runtime_per_day="1h",
-                    max_output_tokens_per_day=1000)
+    budget = Budget(
+        max_sessions_per_day=3, max_runtime_per_day="1h", max_output_tokens_per_day=1000
+    )
     assert reached(budget, Usage(2, 100.0, 10)) is None
     assert reached(budget, Usage(3, 100.0, 10)) == "max_sessions_per_day"
     assert reached(budget, Usage(1, 3600.0, 10)) == "max_runtime_per_day"

@@ -12,20 +12,34 @@ WHEN = r"(?P<left>\d+)% until auto-compact"
 
 
 def _unit(home: Path, rec: Path, steps: list[str], **handoff: object) -> None:
-    write_unit(home, "ho", {
-        "command": fake(f"record:{rec}", "if-session:2:exit:0", *steps),
-        "inject": {"mode": "none"},
-        "handoff": {"when": WHEN, "below": 15, **handoff},
-        "restart": QUICK,
-    })
+    write_unit(
+        home,
+        "ho",
+        {
+            "command": fake(f"record:{rec}", "if-session:2:exit:0", *steps),
+            "inject": {"mode": "none"},
+            "handoff": {"when": WHEN, "below": 15, **handoff},
+            "restart": QUICK,
+        },
+    )
 
 
 def test_handoff_types_the_request_waits_for_the_state_then_restarts(
-        home: Path, tmp_path: Path) -> None:
+    home: Path, tmp_path: Path
+) -> None:
     rec = tmp_path / "rec.jsonl"
-    _unit(home, rec, ["ctl:state init", "out:  12% until auto-compact", "prompt:",
-                      "ctl:state handoff saved-by-me",
-                      "wait"], wait="20s")
+    _unit(
+        home,
+        rec,
+        [
+            "ctl:state init",
+            "out:  12% until auto-compact",
+            "prompt:",
+            "ctl:state handoff saved-by-me",
+            "wait",
+        ],
+        wait="20s",
+    )
     res = agentd(home, "run", "ho", timeout=60)
     assert res.returncode == 0, res.stderr
     assert [r["reason"] for r in records(rec)] == ["start", "context"]
@@ -38,8 +52,7 @@ def test_handoff_types_the_request_waits_for_the_state_then_restarts(
     assert "saved-by-me" in (home / "logs" / "ho" / "bootstrap-2.md").read_text()
 
 
-def test_handoff_without_a_state_change_restarts_after_the_wait(
-        home: Path, tmp_path: Path) -> None:
+def test_handoff_without_a_state_change_restarts_after_the_wait(home: Path, tmp_path: Path) -> None:
     rec = tmp_path / "rec.jsonl"
     _unit(home, rec, ["out:9% until auto-compact", "wait"], wait="300ms")
     res = agentd(home, "run", "ho", timeout=60)
@@ -60,7 +73,8 @@ def test_no_handoff_above_the_threshold(home: Path, tmp_path: Path) -> None:
 
 
 def test_an_agent_that_exits_during_the_handoff_is_not_waited_for(
-        home: Path, tmp_path: Path) -> None:
+    home: Path, tmp_path: Path
+) -> None:
     rec = tmp_path / "rec.jsonl"
     _unit(home, rec, ["out:5% until auto-compact", "prompt:", "exit:42"], wait="30s")
     res = agentd(home, "run", "ho", timeout=60)

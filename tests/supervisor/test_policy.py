@@ -33,11 +33,19 @@ def end(n: int = 1, *, t0: float = 0.0, up: float = 60.0, **kw: object) -> Sessi
         ({"trigger": "manual"}, "start", "manual", False),
         ({"trigger": "manual", "action": "stop"}, "stopped", "manual", False),
         ({"trigger": "sentinel:done", "action": "stop"}, "stopped", "sentinel:done", False),
-        ({"trigger": "sentinel:limit", "action": "pause", "pause_until": 99.0}, "paused",
-         "sentinel:limit", False),
+        (
+            {"trigger": "sentinel:limit", "action": "pause", "pause_until": 99.0},
+            "paused",
+            "sentinel:limit",
+            False,
+        ),
         ({"spawn_error": "[Errno 2] No such file"}, "failed", "spawn-error", True),
-        ({"spawn_error": "[Errno 11] try again", "spawn_retry": True}, "backoff", "spawn-error",
-         True),
+        (
+            {"spawn_error": "[Errno 11] try again", "spawn_retry": True},
+            "backoff",
+            "spawn-error",
+            True,
+        ),
         # exit 0 after a sentinel asked for a restart is a hand-over, not "done"
         ({"trigger": "sentinel:compaction", "exit_code": 0}, "start", "sentinel:compaction", False),
         # the state says the mission is complete: done, whatever ended the session
@@ -45,8 +53,12 @@ def end(n: int = 1, *, t0: float = 0.0, up: float = 60.0, **kw: object) -> Sessi
         ({"exit_code": 0, "complete": "all ported"}, "done", "complete", False),
         ({"signal": signal.SIGTERM, "complete": "x"}, "done", "complete", False),
         ({"trigger": "sentinel:compaction", "complete": "x"}, "done", "complete", False),
-        ({"trigger": "sentinel:limit", "action": "pause", "complete": "x"}, "done", "complete",
-         False),
+        (
+            {"trigger": "sentinel:limit", "action": "pause", "complete": "x"},
+            "done",
+            "complete",
+            False,
+        ),
         ({"trigger": "manual", "action": "stop", "complete": "x"}, "stopped", "manual", False),
     ],
 )
@@ -57,8 +69,11 @@ def test_classification(kw: dict[str, object], next_: str, reason: str, failure:
 
 def test_complete_says_why_and_is_no_failure_in_a_burst() -> None:
     d = policy(burst=0).decide(end(exit_code=1, complete="ported all 12 modules"), [], now=60.0)
-    assert (d.next, d.outcome, d.detail) == ("done", "done", "mission complete: ported all 12 "
-                                                             "modules")  # fmt: skip
+    assert (d.next, d.outcome, d.detail) == (
+        "done",
+        "done",
+        "mission complete: ported all 12 modules",
+    )
     assert not policy().is_failure(end(exit_code=1, complete="x"))
 
 
@@ -145,16 +160,22 @@ def test_manual_restart_with_reason_is_not_a_failure() -> None:
 
 @pytest.mark.parametrize(
     ("trigger", "outcome"),
-    [("sentinel:compaction", "context"), ("sentinel:context-limit", "context"),
-     ("sentinel:handoff", "handoff"), ("context", "context"), ("idle", "idle")],
+    [
+        ("sentinel:compaction", "context"),
+        ("sentinel:context-limit", "context"),
+        ("sentinel:handoff", "handoff"),
+        ("context", "context"),
+        ("idle", "idle"),
+    ],
 )
 def test_outcomes(trigger: str, outcome: str) -> None:
     assert policy().decide(end(trigger=trigger), [], now=60).outcome == outcome
 
 
 def test_a_command_that_cannot_be_executed_fails_at_once_with_the_os_error() -> None:
-    d = policy(burst=100).decide(end(spawn_error="cannot start 'x': [Errno 8] Exec format error",
-                                     up=0.0), [], now=1)
+    d = policy(burst=100).decide(
+        end(spawn_error="cannot start 'x': [Errno 8] Exec format error", up=0.0), [], now=1
+    )
     assert d.next == "failed" and d.delay == 0 and "Exec format error" in d.detail
 
 
@@ -174,8 +195,10 @@ def test_the_brake_holds_with_min_uptime_0() -> None:
             break
     assert nexts == ["start", "start", "backoff", "backoff", "backoff", "failed"]
     assert delays[2:5] == [1, 2, 4]
-    assert "in a row ended within 1s" in p.decide(end(9, up=0.1, exit_code=42), history[-2:],
-                                                  now=20).detail
+    assert (
+        "in a row ended within 1s"
+        in p.decide(end(9, up=0.1, exit_code=42), history[-2:], now=20).detail
+    )
 
 
 def test_quick_ends_with_a_slow_one_between_are_no_loop() -> None:

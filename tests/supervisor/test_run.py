@@ -23,13 +23,24 @@ def test_exit_42_restarts_and_session_2_gets_the_state(home: Path, tmp_path: Pat
     rec = tmp_path / "rec.jsonl"
     work = home / "work"
     (work / ".agent").mkdir(parents=True)
-    (work / ".agent" / "state.json").write_text(json.dumps(
-        {"schema_version": 1, "mission": "Port the billing module",
-         "next_action": "Rewrite invoice totals in src/billing.py", "completed_steps": []}))
-    write_unit(home, "a", {
-        "command": fake(f"record:{rec}", "if-session:1:exit:42", "exit:0", "--", "{bootstrap}"),
-        "restart": QUICK,
-    })
+    (work / ".agent" / "state.json").write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "mission": "Port the billing module",
+                "next_action": "Rewrite invoice totals in src/billing.py",
+                "completed_steps": [],
+            }
+        )
+    )
+    write_unit(
+        home,
+        "a",
+        {
+            "command": fake(f"record:{rec}", "if-session:1:exit:42", "exit:0", "--", "{bootstrap}"),
+            "restart": QUICK,
+        },
+    )
     res = agentd(home, "run", "a")
     assert res.returncode == 0, res.stderr
     got = records(rec)
@@ -49,16 +60,22 @@ def test_exit_42_restarts_and_session_2_gets_the_state(home: Path, tmp_path: Pat
 
 def test_sentinel_split_by_ansi_gets_sigterm_and_restarts(home: Path, tmp_path: Path) -> None:
     rec = tmp_path / "rec.jsonl"
-    write_unit(home, "s", {
-        "command": fake(
-            f"record:{rec}", "if-session:2:exit:0", "out:working...",
-            "split:\\x1b[97m*\\x1b[3GCompact\\x1b[1mi\\x1b[0mng\\x1b[1Cconversation\\u2026\\r",
-            "wait",
-        ),
-        "sentinels": [{"name": "compaction", "match": "Compacting conversation"}],
-        "restart": QUICK,
-        "inject": {"mode": "none"},  # no typed Enter whose echo could land inside the line
-    })
+    write_unit(
+        home,
+        "s",
+        {
+            "command": fake(
+                f"record:{rec}",
+                "if-session:2:exit:0",
+                "out:working...",
+                "split:\\x1b[97m*\\x1b[3GCompact\\x1b[1mi\\x1b[0mng\\x1b[1Cconversation\\u2026\\r",
+                "wait",
+            ),
+            "sentinels": [{"name": "compaction", "match": "Compacting conversation"}],
+            "restart": QUICK,
+            "inject": {"mode": "none"},  # no typed Enter whose echo could land inside the line
+        },
+    )
     res = agentd(home, "run", "s")
     assert res.returncode == 0, res.stderr
     got = records(rec)
@@ -72,11 +89,15 @@ def test_sentinel_split_by_ansi_gets_sigterm_and_restarts(home: Path, tmp_path: 
 
 
 def test_stdin_injection_after_a_prompt(home: Path) -> None:
-    write_unit(home, "p", {
-        "command": fake("out:booting", "sleep:0.2", "prompt:ready> ", "exit:0"),
-        "inject": {"mode": "stdin", "after": "ready> $"},
-        "state": {"budget_tokens": 400},
-    })
+    write_unit(
+        home,
+        "p",
+        {
+            "command": fake("out:booting", "sleep:0.2", "prompt:ready> ", "exit:0"),
+            "inject": {"mode": "stdin", "after": "ready> $"},
+            "state": {"budget_tokens": 400},
+        },
+    )
     res = agentd(home, "run", "p")
     assert res.returncode == 0, res.stderr
     transcript = (home / "logs" / "p" / "transcript.log").read_text()
@@ -87,11 +108,15 @@ def test_stdin_injection_after_a_prompt(home: Path) -> None:
 
 def test_stdin_bracketed_paste_sends_one_paste(home: Path, tmp_path: Path) -> None:
     pasted = tmp_path / "paste.bin"
-    write_unit(home, "bp", {
-        "command": fake("paste", "exit:0"),
-        "env": {"FAKE_PASTE_FILE": str(pasted)},
-        "inject": {"mode": "stdin", "after": "> $"},
-    })
+    write_unit(
+        home,
+        "bp",
+        {
+            "command": fake("paste", "exit:0"),
+            "env": {"FAKE_PASTE_FILE": str(pasted)},
+            "inject": {"mode": "stdin", "after": "> $"},
+        },
+    )
     res = agentd(home, "run", "bp")
     assert res.returncode == 0, res.stderr
     text = pasted.read_text()
@@ -102,10 +127,14 @@ def test_stdin_bracketed_paste_sends_one_paste(home: Path, tmp_path: Path) -> No
 
 
 def test_crash_loop_backs_off_then_fails(home: Path) -> None:
-    write_unit(home, "c", {
-        "command": fake("exit:3"),
-        "restart": {"delay": "100ms", "max_delay": "1s", "burst": 3, "window": "1m"},
-    })
+    write_unit(
+        home,
+        "c",
+        {
+            "command": fake("exit:3"),
+            "restart": {"delay": "100ms", "max_delay": "1s", "burst": 3, "window": "1m"},
+        },
+    )
     res = agentd(home, "run", "c")
     assert res.returncode == 1
     states = [(e["to"], e.get("reason", "")) for e in events(home, "unit.state")]
@@ -124,11 +153,15 @@ def test_crash_loop_backs_off_then_fails(home: Path) -> None:
 
 def test_setsid_grandchild_ignoring_sigterm_is_gone(home: Path, tmp_path: Path) -> None:
     pids = tmp_path / "pids"
-    write_unit(home, "o", {
-        "command": fake("orphan", "child", "exit:0"),
-        "env": {"FAKE_PIDS": str(pids)},
-        "stop": {"grace": "300ms"},
-    })
+    write_unit(
+        home,
+        "o",
+        {
+            "command": fake("orphan", "child", "exit:0"),
+            "env": {"FAKE_PIDS": str(pids)},
+            "stop": {"grace": "300ms"},
+        },
+    )
     res = agentd(home, "run", "o")
     assert res.returncode == 0, res.stderr
     left = [int(p) for p in pids.read_text().split()]
@@ -140,11 +173,15 @@ def test_setsid_grandchild_ignoring_sigterm_is_gone(home: Path, tmp_path: Path) 
 
 
 def test_stop_signal_then_sigkill_after_grace(home: Path, tmp_path: Path) -> None:
-    write_unit(home, "k", {
-        "command": fake("ignore-term", "out:Compacting conversation", "wait"),
-        "sentinels": [{"name": "c", "match": "Compacting conversation", "action": "stop"}],
-        "stop": {"grace": "200ms"},
-    })
+    write_unit(
+        home,
+        "k",
+        {
+            "command": fake("ignore-term", "out:Compacting conversation", "wait"),
+            "sentinels": [{"name": "c", "match": "Compacting conversation", "action": "stop"}],
+            "stop": {"grace": "200ms"},
+        },
+    )
     res = agentd(home, "run", "k")
     assert res.returncode == 1  # stopped by a sentinel is not "done"
     sigs = [e["signal"] for e in events(home, "session.kill")]
@@ -154,11 +191,15 @@ def test_stop_signal_then_sigkill_after_grace(home: Path, tmp_path: Path) -> Non
 
 
 def test_20mb_line_keeps_supervisor_memory_bounded(home: Path) -> None:
-    write_unit(home, "big", {
-        "command": fake("bigline:20000000", "out:Compacting conversation", "wait"),
-        "sentinels": [{"name": "c", "match": "Compacting conversation", "action": "stop"}],
-        "logs": {"max_bytes": "1MB", "backups": 1},
-    })
+    write_unit(
+        home,
+        "big",
+        {
+            "command": fake("bigline:20000000", "out:Compacting conversation", "wait"),
+            "sentinels": [{"name": "c", "match": "Compacting conversation", "action": "stop"}],
+            "logs": {"max_bytes": "1MB", "backups": 1},
+        },
+    )
     proc = agentd_popen(home, "run", "big")
     peak_kib = 0
     try:
@@ -193,14 +234,18 @@ def _vm_hwm_kib(pid: int) -> int:
 
 def test_secret_env_value_never_reaches_the_transcript(home: Path) -> None:
     secret = "sk-test-5f1c0ffee5ecret"
-    write_unit(home, "sec", {
-        "command": fake("env:MY_API_KEY", f"split:{secret}\\n", "exit:0"),
-        "env": {"MY_API_KEY": secret},
-        # No bootstrap typed: the tty's echo of its Enter, typed a moment later,
-        # could land inside the secret written byte by byte (then no redactor
-        # sees it whole; reported).
-        "inject": {"mode": "none"},
-    })
+    write_unit(
+        home,
+        "sec",
+        {
+            "command": fake("env:MY_API_KEY", f"split:{secret}\\n", "exit:0"),
+            "env": {"MY_API_KEY": secret},
+            # No bootstrap typed: the tty's echo of its Enter, typed a moment later,
+            # could land inside the secret written byte by byte (then no redactor
+            # sees it whole; reported).
+            "inject": {"mode": "none"},
+        },
+    )
     res = agentd(home, "run", "sec")
     assert res.returncode == 0, res.stderr
     transcript = (home / "logs" / "sec" / "transcript.log").read_text()
@@ -214,11 +259,15 @@ def test_malformed_state_json_still_restarts_with_a_warning(home: Path, tmp_path
     work = home / "work"
     (work / ".agent").mkdir(parents=True)
     (work / ".agent" / "state.json").write_text('{"mission": "x", "next_action": ')
-    write_unit(home, "m", {
-        "command": fake(f"record:{rec}", "if-session:1:exit:42", "exit:0"),
-        "restart": QUICK,
-        "inject": {"mode": "file"},
-    })
+    write_unit(
+        home,
+        "m",
+        {
+            "command": fake(f"record:{rec}", "if-session:1:exit:42", "exit:0"),
+            "restart": QUICK,
+            "inject": {"mode": "file"},
+        },
+    )
     res = agentd(home, "run", "m")
     assert res.returncode == 0, res.stderr
     got = records(rec)
@@ -235,16 +284,32 @@ def test_echoed_bootstrap_never_triggers_a_sentinel(home: Path, tmp_path: Path) 
     rec = tmp_path / "rec.jsonl"
     work = home / "work"
     (work / ".agent").mkdir(parents=True)
-    (work / ".agent" / "state.json").write_text(json.dumps({
-        "schema_version": 1, "mission": "Make the Compacting conversation banner blue",
-        "next_action": "Find where Compacting conversation is printed"}))
-    write_unit(home, "e", {
-        # session 1 echoes its bootstrap, then (later) really compacts; session 2 ends
-        "command": fake(f"record:{rec}", "if-session:2:exit:0", "bootstrap", "sleep:0.1",
-                        "out:\\u273b Compacting conversation\\u2026", "wait"),
-        "sentinels": [{"name": "compaction", "match": "Compacting conversation"}],
-        "restart": QUICK,
-    })
+    (work / ".agent" / "state.json").write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "mission": "Make the Compacting conversation banner blue",
+                "next_action": "Find where Compacting conversation is printed",
+            }
+        )
+    )
+    write_unit(
+        home,
+        "e",
+        {
+            # session 1 echoes its bootstrap, then (later) really compacts; session 2 ends
+            "command": fake(
+                f"record:{rec}",
+                "if-session:2:exit:0",
+                "bootstrap",
+                "sleep:0.1",
+                "out:\\u273b Compacting conversation\\u2026",
+                "wait",
+            ),
+            "sentinels": [{"name": "compaction", "match": "Compacting conversation"}],
+            "restart": QUICK,
+        },
+    )
     res = agentd(home, "run", "e")
     assert res.returncode == 0, res.stderr
     assert [r["reason"] for r in records(rec)] == ["start", "sentinel:compaction"]
@@ -252,21 +317,30 @@ def test_echoed_bootstrap_never_triggers_a_sentinel(home: Path, tmp_path: Path) 
     assert len(hits) == 1 and hits[0]["line"].startswith("\u273b")
 
 
-@pytest.mark.parametrize(("limits", "reason"), [
-    ({"session_timeout": "300ms"}, "timeout"),  # no idle limit: only the timeout can end it
-    ({"idle_timeout": "150ms"}, "idle"),  # no session_timeout: only idleness can
-])
+@pytest.mark.parametrize(
+    ("limits", "reason"),
+    [
+        ({"session_timeout": "300ms"}, "timeout"),  # no idle limit: only the timeout can end it
+        ({"idle_timeout": "150ms"}, "idle"),  # no session_timeout: only idleness can
+    ],
+)
 def test_one_time_limit_alone_ends_a_silent_session(
-    home: Path, limits: dict[str, str], reason: str,
+    home: Path,
+    limits: dict[str, str],
+    reason: str,
 ) -> None:
     """The session prints a line and waits forever: the one limit set must end
     it. One session only (a second would be held to the same short limit, and
     may not get as far as exiting by itself on a loaded machine)."""
-    write_unit(home, "t", {
-        "command": fake("out:hi", "wait"),
-        "limits": limits,
-        "restart": {**QUICK, "max_sessions": 1},
-    })
+    write_unit(
+        home,
+        "t",
+        {
+            "command": fake("out:hi", "wait"),
+            "limits": limits,
+            "restart": {**QUICK, "max_sessions": 1},
+        },
+    )
     res = agentd(home, "run", "t")
     assert res.returncode == 1, res.stderr  # failed: max_sessions reached
     assert [e["reason"] for e in events(home, "session.exit")] == [reason]
@@ -274,18 +348,30 @@ def test_one_time_limit_alone_ends_a_silent_session(
 
 
 def test_ignore_and_notify_sentinels_leave_the_session_and_inject_none_types_nothing(
-    home: Path, tmp_path: Path,
+    home: Path,
+    tmp_path: Path,
 ) -> None:
     notified = tmp_path / "notified"
-    write_unit(home, "q", {
-        "command": fake("out:an IGNORED line", "out:a NOTIFIED line", "out:up", "wait"),
-        "inject": {"mode": "none"},
-        "sentinels": [{"name": "ign", "match": "IGNORED", "action": "ignore"},
-                      {"name": "note", "match": "NOTIFIED", "action": "notify"},
-                      {"name": "up", "match": "^up$", "action": "stop"}],
-        "notify": {"command": [sys.executable, "-c",
-                               f"open({str(notified)!r}, 'w').write('{{event}}')"]},
-    })
+    write_unit(
+        home,
+        "q",
+        {
+            "command": fake("out:an IGNORED line", "out:a NOTIFIED line", "out:up", "wait"),
+            "inject": {"mode": "none"},
+            "sentinels": [
+                {"name": "ign", "match": "IGNORED", "action": "ignore"},
+                {"name": "note", "match": "NOTIFIED", "action": "notify"},
+                {"name": "up", "match": "^up$", "action": "stop"},
+            ],
+            "notify": {
+                "command": [
+                    sys.executable,
+                    "-c",
+                    f"open({str(notified)!r}, 'w').write('{{event}}')",
+                ]
+            },
+        },
+    )
     res = agentd(home, "run", "q")
     assert res.returncode == 1, res.stderr  # stopped by the `up` sentinel
     assert [e["name"] for e in events(home, "session.sentinel")] == ["ign", "note", "up"]
@@ -301,11 +387,15 @@ def test_ignore_and_notify_sentinels_leave_the_session_and_inject_none_types_not
 
 def test_context_limit_restarts(home: Path, tmp_path: Path) -> None:
     rec = tmp_path / "rec.jsonl"
-    write_unit(home, "ctx", {
-        "command": fake(f"record:{rec}", "if-session:2:exit:0", "spam:200", "wait"),
-        "limits": {"context_tokens": 1000},
-        "restart": QUICK,
-    })
+    write_unit(
+        home,
+        "ctx",
+        {
+            "command": fake(f"record:{rec}", "if-session:2:exit:0", "spam:200", "wait"),
+            "limits": {"context_tokens": 1000},
+            "restart": QUICK,
+        },
+    )
     res = agentd(home, "run", "ctx")
     assert res.returncode == 0, res.stderr
     assert [r["reason"] for r in records(rec)] == ["start", "context"]
@@ -313,11 +403,15 @@ def test_context_limit_restarts(home: Path, tmp_path: Path) -> None:
 
 def test_ctrl_c_stops_the_whole_tree(home: Path, tmp_path: Path) -> None:
     pids = tmp_path / "pids"
-    write_unit(home, "i", {
-        "command": fake("child", "out:started", "wait"),
-        "env": {"FAKE_PIDS": str(pids)},
-        "stop": {"grace": "5s"},
-    })
+    write_unit(
+        home,
+        "i",
+        {
+            "command": fake("child", "out:started", "wait"),
+            "env": {"FAKE_PIDS": str(pids)},
+            "stop": {"grace": "5s"},
+        },
+    )
     proc = agentd_popen(home, "run", "i")
     try:
         child = poll_for(lambda: noted_pid(pids), what="the child pid")
@@ -336,14 +430,18 @@ def test_ctrl_c_stops_the_whole_tree(home: Path, tmp_path: Path) -> None:
     assert "stopped" in err
 
 
-@pytest.mark.parametrize(("command", "says"), [
-    (["/nonexistent/agent-cli", "--flag"], "[Errno 2] No such file or directory"),
-    (["agent-cli-that-is-not-installed"], "command not found (searched PATH="),
-    (["./notes.txt"], "[Errno 13] Permission denied (not executable: chmod +x)"),
-    (["./garbage.bin"], "[Errno 8] Exec format error"),
-])
-def test_a_command_that_cannot_be_executed_fails_at_once(home: Path, command: list[str],
-                                                         says: str) -> None:
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        (["/nonexistent/agent-cli", "--flag"], "[Errno 2] No such file or directory"),
+        (["agent-cli-that-is-not-installed"], "command not found (searched PATH="),
+        (["./notes.txt"], "[Errno 13] Permission denied (not executable: chmod +x)"),
+        (["./garbage.bin"], "[Errno 8] Exec format error"),
+    ],
+)
+def test_a_command_that_cannot_be_executed_fails_at_once(
+    home: Path, command: list[str], says: str
+) -> None:
     work = home / "work"
     work.mkdir()
     (work / "notes.txt").write_text("not a program\n")
@@ -365,8 +463,10 @@ def test_a_command_that_cannot_be_executed_fails_at_once(home: Path, command: li
 def test_check_names_file_line_and_key(home: Path) -> None:
     good = write_unit(home, "good", {"command": fake("exit:0")})
     bad = home / "units" / "bad.yaml"
-    bad.write_text(f"command: [{sys.executable}, {FAKE_AGENT}]\nworkdir: {home}\n"
-                   "restart:\n  delay: 1s\n  dealy: 2s\n")
+    bad.write_text(
+        f"command: [{sys.executable}, {FAKE_AGENT}]\nworkdir: {home}\n"
+        "restart:\n  delay: 1s\n  dealy: 2s\n"
+    )
     bad.chmod(0o600)
     res = agentd(home, "check")
     assert res.returncode == 1
@@ -390,11 +490,16 @@ def test_run_unknown_unit_is_a_clear_error(home: Path) -> None:
 
 
 def test_first_session_env(home: Path) -> None:
-    write_unit(home, "f", {
-        "command": fake("env:AGENTD_RESTART_REASON", "env:AGENTD_LAYOUT", "env:NOTIFY_SOCKET",
-                        "exit:0"),
-        "state": {"layout": "memento"},
-    })
+    write_unit(
+        home,
+        "f",
+        {
+            "command": fake(
+                "env:AGENTD_RESTART_REASON", "env:AGENTD_LAYOUT", "env:NOTIFY_SOCKET", "exit:0"
+            ),
+            "state": {"layout": "memento"},
+        },
+    )
     res = agentd(home, "run", "f", env={"NOTIFY_SOCKET": "/run/systemd/notify"})
     assert res.returncode == 0
     transcript = (home / "logs" / "f" / "transcript.log").read_text()
@@ -418,12 +523,22 @@ def test_real_claude_code_output_restarts_with_the_preset(
     from tests.conftest import FIXTURES
 
     rec = tmp_path / "rec.jsonl"
-    write_unit(home, "cc", {
-        "preset": "claude-code",
-        "command": fake(f"record:{rec}", "if-session:2:exit:0", f"replay:{FIXTURES / capture}",
-                        "wait", "--", "{bootstrap}"),
-        "restart": QUICK,
-    })
+    write_unit(
+        home,
+        "cc",
+        {
+            "preset": "claude-code",
+            "command": fake(
+                f"record:{rec}",
+                "if-session:2:exit:0",
+                f"replay:{FIXTURES / capture}",
+                "wait",
+                "--",
+                "{bootstrap}",
+            ),
+            "restart": QUICK,
+        },
+    )
     res = agentd(home, "run", "cc")
     assert res.returncode == 0, res.stderr
     assert [r["reason"] for r in records(rec)] == ["start", f"sentinel:{sentinel}"]
@@ -432,13 +547,17 @@ def test_real_claude_code_output_restarts_with_the_preset(
 
 def test_output_written_just_before_exit_is_not_lost(home: Path) -> None:
     """The kernel hands the last pty output over after the exit is visible."""
-    write_unit(home, "last", {
-        "command": fake("spam:3000", "out:FINAL LINE of the agent", "exit:0"),
-        "sentinels": [{"name": "final", "match": "FINAL LINE", "action": "notify"}],
-        # No bootstrap typed: the tty's echo of its Enter (typed 0.3 s after the
-        # text) could land inside the last line, and the sentinel miss it.
-        "inject": {"mode": "none"},
-    })
+    write_unit(
+        home,
+        "last",
+        {
+            "command": fake("spam:3000", "out:FINAL LINE of the agent", "exit:0"),
+            "sentinels": [{"name": "final", "match": "FINAL LINE", "action": "notify"}],
+            # No bootstrap typed: the tty's echo of its Enter (typed 0.3 s after the
+            # text) could land inside the last line, and the sentinel miss it.
+            "inject": {"mode": "none"},
+        },
+    )
     res = agentd(home, "run", "last")
     assert res.returncode == 0, res.stderr
     transcript = (home / "logs" / "last" / "transcript.log").read_text()
@@ -448,8 +567,15 @@ def test_output_written_just_before_exit_is_not_lost(home: Path) -> None:
 
 def test_a_unit_is_supervised_by_one_agentd_only(home: Path, tmp_path: Path) -> None:
     pids = tmp_path / "pids"
-    write_unit(home, "one", {"command": fake("child", "wait"), "env": {"FAKE_PIDS": str(pids)},
-                             "stop": {"grace": "2s"}})
+    write_unit(
+        home,
+        "one",
+        {
+            "command": fake("child", "wait"),
+            "env": {"FAKE_PIDS": str(pids)},
+            "stop": {"grace": "2s"},
+        },
+    )
     first = agentd_popen(home, "run", "one")
     try:
         child = poll_for(lambda: noted_pid(pids), what="the first session")
@@ -467,11 +593,21 @@ def test_a_unit_is_supervised_by_one_agentd_only(home: Path, tmp_path: Path) -> 
 def test_precompact_hook_restarts_with_fresh_state(home: Path, tmp_path: Path) -> None:
     """The hook `agentctl hooks claude-code` installs, run from inside a session."""
     rec = tmp_path / "rec.jsonl"
-    write_unit(home, "hk", {
-        "command": fake(f"record:{rec}", "if-session:2:hook:session-start", "if-session:2:exit:0",
-                        "sleep:0.2", "hook:pre-compact", "wait"),
-        "restart": QUICK,
-    })
+    write_unit(
+        home,
+        "hk",
+        {
+            "command": fake(
+                f"record:{rec}",
+                "if-session:2:hook:session-start",
+                "if-session:2:exit:0",
+                "sleep:0.2",
+                "hook:pre-compact",
+                "wait",
+            ),
+            "restart": QUICK,
+        },
+    )
     res = agentd(home, "run", "hk")
     assert res.returncode == 0, res.stderr
     assert [r["reason"] for r in records(rec)] == ["start", "sentinel:precompact"]
@@ -480,7 +616,8 @@ def test_precompact_hook_restarts_with_fresh_state(home: Path, tmp_path: Path) -
 
 
 def test_precompact_hook_outlives_a_cli_that_takes_its_time_to_exit(
-        home: Path, tmp_path: Path) -> None:
+    home: Path, tmp_path: Path
+) -> None:
     """Claude Code exits some 100 ms after SIGTERM and, should its PreCompact hook
     end first, goes on compacting in that time (a killed hook is a failed hook, not
     a blocking one): the hook `agentctl hooks` installs outlives the CLI, and the
@@ -492,19 +629,24 @@ def test_precompact_hook_outlives_a_cli_that_takes_its_time_to_exit(
     work = home / "work"
     work.mkdir()
     hooks.write_settings("claude-code", work)
-    write_unit(home, "cc", {
-        "command": fake("if-session:2:exit:0", f"compact:{rec}", "wait"),
-        "restart": QUICK,
-        "stop": {"signal": "TERM", "grace": "20s"},
-    })
+    write_unit(
+        home,
+        "cc",
+        {
+            "command": fake("if-session:2:exit:0", f"compact:{rec}", "wait"),
+            "restart": QUICK,
+            "stop": {"signal": "TERM", "grace": "20s"},
+        },
+    )
     res = agentd(home, "run", "cc", timeout=60)
     assert res.returncode == 0, res.stderr
     steps = records(rec)
     assert [s["step"] for s in steps] == ["hook", "exit"], steps  # no summary request
     assert steps[-1]["hook"] == "running"
     killed, ended = events(home, "session.kill")[0], events(home, "session.exit")[0]
-    took = (datetime.fromisoformat(ended["timestamp"])
-            - datetime.fromisoformat(killed["timestamp"])).total_seconds()
+    took = (
+        datetime.fromisoformat(ended["timestamp"]) - datetime.fromisoformat(killed["timestamp"])
+    ).total_seconds()
     assert GRACEFUL_EXIT <= took < GRACEFUL_EXIT + 2, took
 
 
@@ -513,8 +655,18 @@ def test_hooks_settings_merge_and_replace(tmp_path: Path) -> None:
 
     settings = tmp_path / ".claude" / "settings.json"
     settings.parent.mkdir()
-    settings.write_text(json.dumps({"model": "x", "hooks": {"PreCompact": [
-        {"matcher": "auto", "hooks": [{"type": "command", "command": "backup.sh"}]}]}}))
+    settings.write_text(
+        json.dumps(
+            {
+                "model": "x",
+                "hooks": {
+                    "PreCompact": [
+                        {"matcher": "auto", "hooks": [{"type": "command", "command": "backup.sh"}]}
+                    ]
+                },
+            }
+        )
+    )
     hooks.write_settings("claude-code", tmp_path)
     hooks.write_settings("claude-code", tmp_path)  # idempotent: ours replaced, not doubled
     data = json.loads(settings.read_text())
@@ -529,7 +681,8 @@ def test_hooks_settings_merge_and_replace(tmp_path: Path) -> None:
 
 
 def test_precompact_hook_lets_the_cli_compact_when_agentd_will_not_end_it(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Outside agentd, for /compact typed by a person, or with no agentd answering,
     the hook returns at once (it would otherwise hold the CLI for its timeout)."""
     from agentd.cli.agentctl import hooks
@@ -548,10 +701,14 @@ def test_precompact_hook_lets_the_cli_compact_when_agentd_will_not_end_it(
 
 
 def test_binary_output_is_drained_and_matching_goes_on(home: Path) -> None:
-    write_unit(home, "bin", {
-        "command": fake("binary:300000", "out:\\x1b[0m", "out:Compacting conversation", "wait"),
-        "sentinels": [{"name": "c", "match": "Compacting conversation", "action": "stop"}],
-    })
+    write_unit(
+        home,
+        "bin",
+        {
+            "command": fake("binary:300000", "out:\\x1b[0m", "out:Compacting conversation", "wait"),
+            "sentinels": [{"name": "c", "match": "Compacting conversation", "action": "stop"}],
+        },
+    )
     res = agentd(home, "run", "bin")
     assert res.returncode == 1, res.stderr  # stopped by the sentinel, not crashed
     assert [e["name"] for e in events(home, "session.sentinel")] == ["c"]
@@ -564,9 +721,16 @@ def test_the_restart_brake_holds_with_min_uptime_0(home: Path) -> None:
     loop: the third quick end in a row backs off, and the burst fails the unit."""
     quick = {"min_uptime": 0, "delay": "10ms", "max_delay": "50ms", "burst": 3}
     write_unit(home, "exits", {"command": fake("exit:42"), "restart": quick})
-    write_unit(home, "matches", {"command": fake("out:GO", "wait"), "restart": quick,
-                                 "sentinels": [{"name": "go", "match": "GO"}],
-                                 "stop": {"grace": "300ms"}})
+    write_unit(
+        home,
+        "matches",
+        {
+            "command": fake("out:GO", "wait"),
+            "restart": quick,
+            "sentinels": [{"name": "go", "match": "GO"}],
+            "stop": {"grace": "300ms"},
+        },
+    )
     for name in ("exits", "matches"):
         res = agentd(home, "run", name)
         assert res.returncode == 1 and "failed after 6 session(s)" in res.stderr, res.stderr

@@ -22,8 +22,9 @@ from tests.conftest import fake, poll_for
 from tests.helpers import agentd_popen, events, noted_pid, records, write_unit
 
 
-def run_with(home: Path, name: str, unit: dict[str, Any],
-             body: Callable[[Supervisor], Awaitable[None]]) -> list[dict[str, Any]]:
+def run_with(
+    home: Path, name: str, unit: dict[str, Any], body: Callable[[Supervisor], Awaitable[None]]
+) -> list[dict[str, Any]]:
     """Load ``unit``, run ``body`` against a live supervisor, shut it down; return events."""
     path = write_unit(home, name, unit)
     paths = Paths.resolve(home)
@@ -71,15 +72,23 @@ def test_manual_restart_is_immediate_and_not_a_failure(home: Path, tmp_path: Pat
         svc.start()
         await svc.wait(lambda s: s == State.RUNNING)
         # session 1 has recorded itself, whole (else the restart could come first)
-        await asyncio.to_thread(poll_for, lambda: rec.exists() and rec.read_text().endswith("\n"),
-                                what="session 1's record")
+        await asyncio.to_thread(
+            poll_for,
+            lambda: rec.exists() and rec.read_text().endswith("\n"),
+            what="session 1's record",
+        )
         sup.restart("r", "deploy")
         await svc.wait(lambda s: s == State.DONE)
 
-    seen = run_with(home, "r", {
-        "command": fake(f"record:{rec}", "if-session:2:exit:0", "wait"),
-        "restart": {"min_uptime": "1h"},  # a short session would be a failure, but not manual
-    }, body)
+    seen = run_with(
+        home,
+        "r",
+        {
+            "command": fake(f"record:{rec}", "if-session:2:exit:0", "wait"),
+            "restart": {"min_uptime": "1h"},  # a short session would be a failure, but not manual
+        },
+        body,
+    )
     assert [r["reason"] for r in records(rec)] == ["start", "manual:deploy"]
     assert "backoff" not in states(seen)
 
@@ -96,12 +105,26 @@ def test_pause_sentinel_waits_until_the_reset_time(home: Path, tmp_path: Path) -
         assert status["state"] == "paused" and status["paused_until"]
         await svc.wait(lambda s: s == State.DONE)
 
-    seen = run_with(home, "p", {
-        "command": fake(f"record:{rec}", "if-session:2:exit:0",
-                        f"out:usage limit reached, resets at {until}.", "wait"),
-        "sentinels": [{"name": "limit", "action": "pause",
-                       "match": r"usage limit reached, resets at (?P<until>\d+)"}],
-    }, body)
+    seen = run_with(
+        home,
+        "p",
+        {
+            "command": fake(
+                f"record:{rec}",
+                "if-session:2:exit:0",
+                f"out:usage limit reached, resets at {until}.",
+                "wait",
+            ),
+            "sentinels": [
+                {
+                    "name": "limit",
+                    "action": "pause",
+                    "match": r"usage limit reached, resets at (?P<until>\d+)",
+                }
+            ],
+        },
+        body,
+    )
     got = records(rec)
     assert [r["reason"] for r in got] == ["start", "sentinel:limit"]
     assert states(seen)[:5] == ["starting", "running", "stopping", "paused", "starting"]
@@ -117,25 +140,41 @@ def test_notify_command_runs_on_done(home: Path, tmp_path: Path) -> None:
         # logged when the command has ended, so its file is written whole
         await asyncio.to_thread(poll_for, lambda: events(home, "unit.notify"), what="unit.notify")
 
-    run_with(home, "n", {
-        "command": fake("exit:0"),
-        "notify": {"command": [sys.executable, "-c",
-                               f"open({str(out)!r}, 'w').write('{{unit}} {{event}} {{session}}')"],
-                   "on": ["done"]},
-    }, body)
+    run_with(
+        home,
+        "n",
+        {
+            "command": fake("exit:0"),
+            "notify": {
+                "command": [
+                    sys.executable,
+                    "-c",
+                    f"open({str(out)!r}, 'w').write('{{unit}} {{event}} {{session}}')",
+                ],
+                "on": ["done"],
+            },
+        },
+        body,
+    )
     assert out.read_text() == "n done 1"
-    assert any(e.get("notify_event") == "done" and e.get("code") == 0
-               for e in events(home, "unit.notify"))
+    assert any(
+        e.get("notify_event") == "done" and e.get("code") == 0 for e in events(home, "unit.notify")
+    )
 
 
-def test_a_session_left_by_a_killed_agentd_is_ended_at_next_start(home: Path,
-                                                                   tmp_path: Path) -> None:
+def test_a_session_left_by_a_killed_agentd_is_ended_at_next_start(
+    home: Path, tmp_path: Path
+) -> None:
     pids = tmp_path / "pids"
-    write_unit(home, "k", {
-        "command": fake("orphan", "if-session:2:exit:0", "wait"),
-        "env": {"FAKE_PIDS": str(pids)},
-        "stop": {"grace": "300ms"},
-    })
+    write_unit(
+        home,
+        "k",
+        {
+            "command": fake("orphan", "if-session:2:exit:0", "wait"),
+            "env": {"FAKE_PIDS": str(pids)},
+            "stop": {"grace": "300ms"},
+        },
+    )
     proc = agentd_popen(home, "run", "k", stderr=subprocess.DEVNULL)
     try:
         orphan = poll_for(lambda: noted_pid(pids), what="the orphan's pid")
@@ -149,8 +188,10 @@ def test_a_session_left_by_a_killed_agentd_is_ended_at_next_start(home: Path,
 
     res = agentd(home, "run", "k")
     assert res.returncode == 0, res.stderr
-    poll_for(lambda: not psutil.pid_exists(leader) or psutil.Process(leader).status() == "zombie",
-             what="the old leader to be gone")
+    poll_for(
+        lambda: not psutil.pid_exists(leader) or psutil.Process(leader).status() == "zombie",
+        what="the old leader to be gone",
+    )
     assert not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == "zombie"
     killed = events(home, "session.orphan_killed")
     assert killed and orphan in killed[0]["pids"] and killed[0]["session"] == 1
@@ -170,11 +211,16 @@ def test_daily_session_budget_pauses_until_midnight(home: Path) -> None:
         await sup.stop("bud")
         assert svc.state == State.STOPPED
 
-    seen = run_with(home, "bud", {
-        "command": fake("exit:42"),
-        "restart": {"min_uptime": "0s"},
-        "budget": {"max_sessions_per_day": 2},
-    }, body)
+    seen = run_with(
+        home,
+        "bud",
+        {
+            "command": fake("exit:42"),
+            "restart": {"min_uptime": "0s"},
+            "budget": {"max_sessions_per_day": 2},
+        },
+        body,
+    )
     assert sum(1 for e in seen if e["event"] == "session.start") == 2
     [spent] = [e for e in seen if e["event"] == "unit.budget"]
     assert spent["budget"] == "max_sessions_per_day" and spent["used"] == 2
@@ -188,10 +234,15 @@ def test_daily_output_budget_pauses_mid_session(home: Path) -> None:
         await svc.wait(lambda s: s == State.PAUSED)
         assert svc.state_reason.startswith("budget:max_output_tokens_per_day")
 
-    seen = run_with(home, "out", {
-        "command": fake("spam:500", "wait"),
-        "budget": {"max_output_tokens_per_day": 2000},
-    }, body)
+    seen = run_with(
+        home,
+        "out",
+        {
+            "command": fake("spam:500", "wait"),
+            "budget": {"max_output_tokens_per_day": 2000},
+        },
+        body,
+    )
     [spent] = [e for e in seen if e["event"] == "unit.budget"]
     assert spent["budget"] == "max_output_tokens_per_day" and spent["used"] >= 2000
     exits = [e for e in seen if e["event"] == "session.exit"]
@@ -199,7 +250,8 @@ def test_daily_output_budget_pauses_mid_session(home: Path) -> None:
 
 
 def test_sessions_that_leave_the_state_dir_unchanged_stall_and_count_as_restarts(
-    home: Path, tmp_path: Path,
+    home: Path,
+    tmp_path: Path,
 ) -> None:
     """Stall detection through a real service: the state dir's fingerprint is
     taken around each session; session 1 writes state, 2 and 3 do not."""
@@ -212,12 +264,16 @@ def test_sessions_that_leave_the_state_dir_unchanged_stall_and_count_as_restarts
         status = sup.status(["st"])[0]
         assert (status["state"], status["session"], status["restarts"]) == ("stalled", 3, 2)
 
-    seen = run_with(home, "st", {
-        "command": fake(f"record:{rec}", "if-session:1:state:{\"schema_version\": 1}",
-                        "exit:42"),
-        "restart": {"min_uptime": "0s", "max_sessions": 5},
-        "limits": {"stall_sessions": 2},
-    }, body)
+    seen = run_with(
+        home,
+        "st",
+        {
+            "command": fake(f"record:{rec}", 'if-session:1:state:{"schema_version": 1}', "exit:42"),
+            "restart": {"min_uptime": "0s", "max_sessions": 5},
+            "limits": {"stall_sessions": 2},
+        },
+        body,
+    )
     assert [r["session"] for r in records(rec)] == ["1", "2", "3"]
     assert states(seen)[-1] == "stalled"
 
@@ -229,8 +285,9 @@ def test_a_resize_reaches_the_running_session_and_the_ones_after_it(home: Path) 
         svc.start()
         await svc.wait(lambda s: s == State.RUNNING)
         log = svc.transcript.path
-        await asyncio.to_thread(poll_for, lambda: "SIZE:100x30" in log.read_text(),
-                                what="session 1's size")
+        await asyncio.to_thread(
+            poll_for, lambda: "SIZE:100x30" in log.read_text(), what="session 1's size"
+        )
         svc.resize(90, 25)
         await svc.wait(lambda s: s == State.DONE)
         text = log.read_text()
@@ -239,9 +296,16 @@ def test_a_resize_reaches_the_running_session_and_the_ones_after_it(home: Path) 
         drawn = svc.screen().draw()
         assert drawn.session == 2 and (drawn.cols, len(drawn.rows)) == (90, 25)
 
-    run_with(home, "w", {"command": fake("size", "if-session:1:winch", "if-session:1:exit:42",
-                                         "exit:0"),
-                         "inject": {"mode": "none"}, "restart": {"min_uptime": 0}}, body)
+    run_with(
+        home,
+        "w",
+        {
+            "command": fake("size", "if-session:1:winch", "if-session:1:exit:42", "exit:0"),
+            "inject": {"mode": "none"},
+            "restart": {"min_uptime": 0},
+        },
+        body,
+    )
 
 
 def test_a_reload_keeps_the_size_unless_the_file_changes_its_pty(home: Path) -> None:

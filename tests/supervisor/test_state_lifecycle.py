@@ -12,23 +12,31 @@ from tests.helpers import agentd, events, records, write_unit
 QUICK = {"min_uptime": "0s", "delay": "50ms", "max_delay": "200ms"}
 
 
-def test_state_complete_ends_the_unit_done_under_a_failure_exit_code(home: Path,
-                                                                   tmp_path: Path) -> None:
+def test_state_complete_ends_the_unit_done_under_a_failure_exit_code(
+    home: Path, tmp_path: Path
+) -> None:
     rec = tmp_path / "rec.jsonl"
-    write_unit(home, "c", {
-        "command": fake(f"record:{rec}", "if-session:2:ctl:state complete ported-every-module",
-                        "exit:143"),
-        # 143 is neither a success nor a restart code: without the mark, a crash loop
-        "restart": {**QUICK, "burst": 5, "success_codes": [0], "exit_codes": [42]},
-    })
+    write_unit(
+        home,
+        "c",
+        {
+            "command": fake(
+                f"record:{rec}", "if-session:2:ctl:state complete ported-every-module", "exit:143"
+            ),
+            # 143 is neither a success nor a restart code: without the mark, a crash loop
+            "restart": {**QUICK, "burst": 5, "success_codes": [0], "exit_codes": [42]},
+        },
+    )
     res = agentd(home, "run", "c")
     assert res.returncode == 0, res.stderr
     assert [r["session"] for r in records(rec)] == ["1", "2"]  # session 1: a failure, backoff
     last = events(home, "unit.state")[-1]
     assert (last["to"], last["reason"]) == ("done", "complete")
     assert last["detail"] == "mission complete: ported-every-module"
-    history = [json.loads(line) for line in
-               (home / "logs" / "c" / "history.jsonl").read_text().splitlines()]  # fmt: skip
+    history = [
+        json.loads(line)
+        for line in (home / "logs" / "c" / "history.jsonl").read_text().splitlines()
+    ]
     outcome = [h for h in history if h.get("kind") == "outcome"][-1]
     assert (outcome["outcome"], outcome["next"]) == ("done", "done")
     assert outcome["detail"] == "mission complete: ported-every-module"
@@ -36,15 +44,24 @@ def test_state_complete_ends_the_unit_done_under_a_failure_exit_code(home: Path,
 
 
 def test_the_first_session_creates_the_state_dir_and_a_handoff_is_shown_once(
-    home: Path, tmp_path: Path,
+    home: Path,
+    tmp_path: Path,
 ) -> None:
     rec = tmp_path / "rec.jsonl"
-    write_unit(home, "h", {
-        "command": fake(f"record:{rec}", "if-session:1:ctl:state handoff parser-half-done",
-                        "if-session:3:exit:0", "exit:42"),
-        "state": {"layout": "contract"},
-        "restart": QUICK,
-    })
+    write_unit(
+        home,
+        "h",
+        {
+            "command": fake(
+                f"record:{rec}",
+                "if-session:1:ctl:state handoff parser-half-done",
+                "if-session:3:exit:0",
+                "exit:42",
+            ),
+            "state": {"layout": "contract"},
+            "restart": QUICK,
+        },
+    )
     res = agentd(home, "run", "h")
     assert res.returncode == 0, res.stderr
     state = home / "work" / ".agent"
@@ -52,7 +69,8 @@ def test_the_first_session_creates_the_state_dir_and_a_handoff_is_shown_once(
     assert made["dir"] == str(state) and made["layout"] == "contract" and made["session"] == 1
     assert (state / ".layout").read_text() == "contract\n"
     assert {"PROJECT_CONTRACT.md", "TASK_STATE.md", "SCRATCH.md", "decisions.log"} <= {
-        p.name for p in state.iterdir()}
+        p.name for p in state.iterdir()
+    }
     boots = [r["bootstrap"] for r in records(rec)]
     assert "parser-half-done" not in boots[0]
     assert "parser-half-done" in boots[1] and "· session 1]" in boots[1]  # dated, by session 1

@@ -34,7 +34,8 @@ def phases(scenario: str) -> list[tuple[int, int, bytes]]:
 @pytest.mark.parametrize("scenario", ["fits", "scrolled"])
 @pytest.mark.parametrize("chunk", [1, 13, 512, 1 << 20])
 def test_a_sentinel_on_claude_codes_screen_fires_once_through_its_redraws(
-        scenario: str, chunk: int) -> None:
+    scenario: str, chunk: int
+) -> None:
     # Claude Code draws its last screenful again after each SIGWINCH: from the
     # top when its output fits (the line stays in its row), else moved up or down
     # by the rows the screen lost or gained.

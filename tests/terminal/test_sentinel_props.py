@@ -136,9 +136,19 @@ def drawn_holds(stream: bytes, max_line_chars: int) -> bool:
 @given(pieces=st.lists(PIECE, max_size=40))
 # A row drawn with a sentinel wraps into a row below whose line fired it: the
 # row's own draw must fire whether or not a feed ended before the wrap (CI).
-@example(pieces=[b"\x1b[2f", b":", b"::::", ":::::::中中中".encode(), b"Compacting conversation",
-                 b"Compacting conversation", b"\x1b[3A", b"Compacting conversation",
-                 ":中:".encode()])
+@example(
+    pieces=[
+        b"\x1b[2f",
+        b":",
+        b"::::",
+        ":::::::中中中".encode(),
+        b"Compacting conversation",
+        b"Compacting conversation",
+        b"\x1b[3A",
+        b"Compacting conversation",
+        ":中:".encode(),
+    ]
+)
 # A CSI cut short by an ESC whose own sequence is held back for the next read:
 # gone, as when both come in one read (a hypothesis find).
 @example(pieces=[b"\x1b[", b":", b"\x1b[0m"])
@@ -181,8 +191,9 @@ def test_plain_lines_hit_as_a_per_line_search_says(lines: list[str], cut: int) -
     cut %= len(stream) + 1
     m = LineMatcher(RULES, cols=80, rows=6)  # lines scroll; none wraps
     hits = m.feed(stream[:cut]) + m.feed(stream[cut:]) + m.flush()
-    final = Counter((h.rule.name, h.line, tuple(sorted(h.groups.items())))
-                    for h in hits if h.rule.has_groups)
+    final = Counter(
+        (h.rule.name, h.line, tuple(sorted(h.groups.items()))) for h in hits if h.rule.has_groups
+    )
     drawn = Counter(h.rule.name for h in hits if not h.rule.has_groups)
     assert (final, drawn) == reference_hits(lines)
 
@@ -260,11 +271,35 @@ def test_rewrite_bounds() -> None:
 
 # --- the literal pre-filter -------------------------------------------------------------
 # Patterns built from pieces that may or may not force characters into a match.
-PATTERN_PIECE = st.sampled_from([
-    "ab", "abc", "bca", "c", " ", "a?", "b*", "(?:ab|ac)", "(?:abc|b)", "(abc)", "(?:ba)+",
-    "(?P<g>cab)", "[ab]", ".", ".*?", r"\b", "^", "$", "(?i:abc)", "a{2}", "(?:bc){0,2}",
-    "(?=ab)", "(?!c)", r"\s*", "[^a]",
-])
+PATTERN_PIECE = st.sampled_from(
+    [
+        "ab",
+        "abc",
+        "bca",
+        "c",
+        " ",
+        "a?",
+        "b*",
+        "(?:ab|ac)",
+        "(?:abc|b)",
+        "(abc)",
+        "(?:ba)+",
+        "(?P<g>cab)",
+        "[ab]",
+        ".",
+        ".*?",
+        r"\b",
+        "^",
+        "$",
+        "(?i:abc)",
+        "a{2}",
+        "(?:bc){0,2}",
+        "(?=ab)",
+        "(?!c)",
+        r"\s*",
+        "[^a]",
+    ]
+)
 SUBJECT = st.text(alphabet="abcABC \n", max_size=40)
 
 
@@ -283,14 +318,16 @@ def test_every_match_contains_the_required_literal(pieces: list[str], subject: s
 
 
 @settings(max_examples=500, deadline=None)
-@given(branches=st.lists(st.lists(PATTERN_PIECE, min_size=1, max_size=4), min_size=1,
-                         max_size=4),
-       group=st.sampled_from(["{}", "(?:{})", "({})"]), subject=SUBJECT)
+@given(
+    branches=st.lists(st.lists(PATTERN_PIECE, min_size=1, max_size=4), min_size=1, max_size=4),
+    group=st.sampled_from(["{}", "(?:{})", "({})"]),
+    subject=SUBJECT,
+)
 def test_every_match_of_an_alternation_contains_one_of_its_literals(
-        branches: list[list[str]], group: str, subject: str) -> None:
+    branches: list[list[str]], group: str, subject: str
+) -> None:
     try:
-        pattern = re.compile(group.format("|".join("".join(b) for b in branches)),
-                             re.MULTILINE)
+        pattern = re.compile(group.format("|".join("".join(b) for b in branches)), re.MULTILINE)
     except re.error:
         assume(False)
     literals = required_literals(pattern)

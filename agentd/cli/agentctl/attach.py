@@ -34,17 +34,23 @@ from agentd.paths import Paths
 
 DETACH = b"\x1d"  # Ctrl-]
 INTERRUPT = 0x03  # Ctrl-C
-ENDS = {"daemon stopping": "{who} is stopping", "client too slow":
-        "{who} dropped this client: it fell behind the output"}
+ENDS = {
+    "daemon stopping": "{who} is stopping",
+    "client too slow": "{who} dropped this client: it fell behind the output",
+}
 
 
 @click.command()
 @click.argument("unit", callback=unit_name)
-@click.option("--raw-keys", is_flag=True,
-              help="Pass every key on at once, Ctrl-C too (only Ctrl-] is kept).")
-@click.option("--no-resize", is_flag=True,
-              help="Leave the agent's terminal size alone (e.g. to watch from a smaller "
-                   "terminal while someone else works in it).")
+@click.option(
+    "--raw-keys", is_flag=True, help="Pass every key on at once, Ctrl-C too (only Ctrl-] is kept)."
+)
+@click.option(
+    "--no-resize",
+    is_flag=True,
+    help="Leave the agent's terminal size alone (e.g. to watch from a smaller "
+    "terminal while someone else works in it).",
+)
 def attach(unit: str, raw_keys: bool, no_resize: bool) -> None:
     """Watch UNIT's live terminal and type into it; Ctrl-] detaches.
 
@@ -61,15 +67,20 @@ def attach(unit: str, raw_keys: bool, no_resize: bool) -> None:
     a terminal of another size than yours.
     """
     if not sys.stdin.isatty():
-        fail("attach needs a terminal: stdin is not one. To read the screen from a "
-             f"script use `agentctl screen {unit}`; to follow the output, "
-             f"`agentctl logs {unit} -f`")
+        fail(
+            "attach needs a terminal: stdin is not one. To read the screen from a "
+            f"script use `agentctl screen {unit}`; to follow the output, "
+            f"`agentctl logs {unit} -f`"
+        )
     with connected("attach", timeout=30.0, unit=unit) as client:
         run = client.path == Paths.resolve().run_socket(unit)
         who = f"the agentd run of {unit}" if run else "agentd"
         info = client.request("attach", unit=unit)["result"]
-        click.echo(f"agentctl: attached to {unit} (session {info['session']}, {info['state']}); "
-                   "Ctrl-] detaches", err=True)
+        click.echo(
+            f"agentctl: attached to {unit} (session {info['session']}, {info['state']}); "
+            "Ctrl-] detaches",
+            err=True,
+        )
         out = sys.stdout.buffer
         ended: list[str] = []
 
@@ -141,8 +152,11 @@ class Resizer:
         except (AgentdError, OSError) as exc:
             if not self._failed:
                 self._failed = True
-                os.write(sys.stderr.fileno(), f"\r\nagentctl: could not give the agent this "
-                         f"terminal's size: {exc}\r\n".encode())
+                os.write(
+                    sys.stderr.fileno(),
+                    f"\r\nagentctl: could not give the agent this "
+                    f"terminal's size: {exc}\r\n".encode(),
+                )
 
     def close(self) -> None:
         """No more resizing (detached): the agent keeps the last size."""
@@ -176,9 +190,12 @@ def _type_until_detach(client: Any, raw_keys: bool, resizer: Resizer | None) -> 
             if not raw_keys:
                 data, armed, held = hold_interrupts(data, armed)
                 if held:
-                    os.write(sys.stderr.fileno(), b"\r\nagentctl: Ctrl-C not sent (it may end "
-                             b"the agent's session): press it again to send it; Ctrl-] "
-                             b"detaches\r\n")
+                    os.write(
+                        sys.stderr.fileno(),
+                        b"\r\nagentctl: Ctrl-C not sent (it may end "
+                        b"the agent's session): press it again to send it; Ctrl-] "
+                        b"detaches\r\n",
+                    )
             if data:
                 client.send({"input": base64.b64encode(data).decode()})
             if detach:

@@ -34,17 +34,23 @@ def fail(message: str, code: int = 1) -> NoReturn:
     sys.exit(code)
 
 
-def call(cmd: str, *, timeout: float | None = 30.0,
-         offline: Callable[[str], Any] | None = None, via: str | None = None,
-         **args: Any) -> Any:
+def call(
+    cmd: str,
+    *,
+    timeout: float | None = 30.0,
+    offline: Callable[[str], Any] | None = None,
+    via: str | None = None,
+    **args: Any,
+) -> Any:
     """One request about unit ``via`` (default ``args["unit"]``), to whoever supervises
     it (the daemon when none is named); its result, or exit with a message.
     ``offline(why)`` answers instead when no agentd does (why: the message)."""
     from agentd.daemon.control.client import Unreachable
 
     try:
-        with connected(cmd, timeout=timeout,
-                       unit=via or args.get("unit"), offline=offline is not None) as client:
+        with connected(
+            cmd, timeout=timeout, unit=via or args.get("unit"), offline=offline is not None
+        ) as client:
             reply = client.request(cmd, **args)
             say_degraded(reply)
             return reply["result"]
@@ -53,16 +59,16 @@ def call(cmd: str, *, timeout: float | None = 30.0,
         return offline(str(exc))
 
 
-def call_units(cmd: str, units: list[str], *, timeout: float | None = 30.0,
-               **args: Any) -> list[dict[str, Any]]:
+def call_units(
+    cmd: str, units: list[str], *, timeout: float | None = 30.0, **args: Any
+) -> list[dict[str, Any]]:
     """``cmd`` (a verb taking ``units``, replying one status per unit) for each of
     ``units`` from its supervisor: the ``agentd run`` of it, else the daemon (one
     request for all of those); the replies in the order of ``units``."""
     paths = Paths.resolve()
     runs = [u for u in units if answers(paths.run_socket(u))]
     rest = [u for u in units if u not in runs]
-    got = [s for u in runs for s in call(cmd, timeout=timeout, units=[u], via=u,
-                                          **args)]
+    got = [s for u in runs for s in call(cmd, timeout=timeout, units=[u], via=u, **args)]
     if rest:
         got += call(cmd, timeout=timeout, units=rest, **args)
     by_unit = {s["unit"]: s for s in got}
@@ -72,9 +78,12 @@ def call_units(cmd: str, units: list[str], *, timeout: float | None = 30.0,
 def say_degraded(reply: dict[str, Any]) -> None:
     """A warning on stderr when the daemon says some of its writes fail (a full disk)."""
     for spell in reply.get("degraded") or []:
-        print(f"agentctl: warning: agentd is degraded: {spell.get('what')} writes fail "
-              f"since {spell.get('since')} ({spell.get('failed')}x): {spell.get('path')}: "
-              f"{spell.get('error')}", file=sys.stderr)
+        print(
+            f"agentctl: warning: agentd is degraded: {spell.get('what')} writes fail "
+            f"since {spell.get('since')} ({spell.get('failed')}x): {spell.get('path')}: "
+            f"{spell.get('error')}",
+            file=sys.stderr,
+        )
 
 
 def every_status() -> list[dict[str, Any]]:
@@ -117,8 +126,9 @@ def open_client(unit: str | None, *, timeout: float | None) -> Client:
 
 
 @contextlib.contextmanager
-def connected(cmd: str, *, timeout: float | None = 30.0, unit: str | None = None,
-              offline: bool = False) -> Iterator[Client]:
+def connected(
+    cmd: str, *, timeout: float | None = 30.0, unit: str | None = None, offline: bool = False
+) -> Iterator[Client]:
     """A client for whoever supervises ``unit`` (the daemon when None); any failure
     becomes a message and an exit code (with ``offline``, Unreachable is raised)."""
     from agentd.daemon.control.client import RemoteError, Unreachable
@@ -136,8 +146,10 @@ def connected(cmd: str, *, timeout: float | None = 30.0, unit: str | None = None
     except RemoteError as exc:
         fail(str(exc), exc.code)  # the reply's code is the exit code: 4 an unknown unit
     except TimeoutError:
-        fail(f"agentd did not answer {cmd!r} within {timeout:g}s; is it stuck? "
-             "(see its log: journalctl --user -u agentd)")
+        fail(
+            f"agentd did not answer {cmd!r} within {timeout:g}s; is it stuck? "
+            "(see its log: journalctl --user -u agentd)"
+        )
     except OSError as exc:
         fail(f"lost the connection to agentd during {cmd!r}: {exc}")
 

@@ -26,8 +26,10 @@ def dashboard(open_it: bool) -> None:
 
     url = call("ping").get("dashboard")
     if not url:
-        fail("this agentd serves no dashboard: start it with agentd serve --http "
-             "127.0.0.1:8765 (or set AGENTD_HTTP=127.0.0.1:8765 where it starts)")
+        fail(
+            "this agentd serves no dashboard: start it with agentd serve --http "
+            "127.0.0.1:8765 (or set AGENTD_HTTP=127.0.0.1:8765 where it starts)"
+        )
     path = Paths.resolve().run / TOKEN_FILE
     try:
         token = path.read_text(encoding="ascii").strip()

@@ -68,8 +68,12 @@ class LazyGroup(OneLineErrors):
 
 
 @click.group(cls=LazyGroup, lazy=VERBS, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--home", type=click.Path(file_okay=False), default=None,
-              help="agentd's home (as agentd --home / AGENTD_HOME): socket, logs, units.")
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="agentd's home (as agentd --home / AGENTD_HOME): socket, logs, units.",
+)
 @click.version_option(__version__, prog_name="agentctl")
 def main(home: str | None) -> None:
     """Control agentd units: status, start, stop, restart, logs, state."""

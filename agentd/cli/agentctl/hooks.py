@@ -47,8 +47,10 @@ from typing import Any
 
 import click
 
-SETTINGS = {"claude-code": Path(".claude") / "settings.json",
-            "codex": Path(".codex") / "hooks.json"}
+SETTINGS = {
+    "claude-code": Path(".claude") / "settings.json",
+    "codex": Path(".codex") / "hooks.json",
+}
 # The CLI waits for the hook up to its timeout; agentd ends the session (hook
 # included) well within it. Should agentd not, the hook gives up first and the
 # CLI compacts after all: lossy, but the agent goes on.
@@ -69,11 +71,26 @@ def hook_command(verb: str) -> str:
 
 def agentd_hooks() -> dict[str, list[dict[str, Any]]]:
     return {
-        "PreCompact": [{"matcher": "manual|auto", "hooks": [
-            {"type": "command", "command": hook_command("pre-compact"),
-             "timeout": PRECOMPACT_TIMEOUT}]}],
-        "SessionStart": [{"matcher": "compact|clear|resume", "hooks": [
-            {"type": "command", "command": hook_command("session-start"), "timeout": 10}]}],
+        "PreCompact": [
+            {
+                "matcher": "manual|auto",
+                "hooks": [
+                    {
+                        "type": "command",
+                        "command": hook_command("pre-compact"),
+                        "timeout": PRECOMPACT_TIMEOUT,
+                    }
+                ],
+            }
+        ],
+        "SessionStart": [
+            {
+                "matcher": "compact|clear|resume",
+                "hooks": [
+                    {"type": "command", "command": hook_command("session-start"), "timeout": 10}
+                ],
+            }
+        ],
     }
 
 
@@ -92,8 +109,10 @@ def merged(settings: dict[str, Any]) -> dict[str, Any]:
 def _is_ours(entry: Any) -> bool:
     if not isinstance(entry, dict):
         return False
-    return any(isinstance(h, dict) and _OURS.search(str(h.get("command", "")))
-               for h in entry.get("hooks") or [])
+    return any(
+        isinstance(h, dict) and _OURS.search(str(h.get("command", "")))
+        for h in entry.get("hooks") or []
+    )
 
 
 def write_settings(cli: str, project: Path) -> Path:
@@ -183,9 +202,14 @@ def session_start() -> str:
 
 @click.command("hooks")
 @click.argument("cli", type=click.Choice(sorted(SETTINGS)))
-@click.option("--dir", "project", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              default=".", show_default=True,
-              help="The project (the unit's workdir); it must exist.")
+@click.option(
+    "--dir",
+    "project",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    help="The project (the unit's workdir); it must exist.",
+)
 @click.option("--print", "to_stdout", is_flag=True, help="Print the settings, write nothing.")
 def hooks_cmd(cli: str, project: Path, to_stdout: bool) -> None:
     """Write CLI's hook settings: PreCompact restarts the session with fresh state,

@@ -32,8 +32,12 @@ UNIT_LINES, EVERY_UNIT_LINES = 50, 15  # the default tail: of one unit, of each 
 
 @click.command()
 @click.argument("unit", required=False, callback=unit_name)
-@click.option("-n", "--lines", type=click.IntRange(0, 100_000),
-              help=f"The last N lines [default: {UNIT_LINES}; of each unit: {EVERY_UNIT_LINES}].")
+@click.option(
+    "-n",
+    "--lines",
+    type=click.IntRange(0, 100_000),
+    help=f"The last N lines [default: {UNIT_LINES}; of each unit: {EVERY_UNIT_LINES}].",
+)
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new output (Ctrl-C ends).")
 @click.option("--raw", is_flag=True, help="Keep escape sequences (colours, cursor moves).")
 @json_option
@@ -41,20 +45,31 @@ def logs(unit: str | None, lines: int | None, follow: bool, raw: bool, as_json: 
     """Print the end of UNIT's transcript (the agent's output); without UNIT, of
     every unit, each line after its unit's name."""
     if as_json and follow:
-        raise click.UsageError("--json prints the last lines once; use -f without --json "
-                               "(or `agentctl events UNIT -f --json` for a JSON stream)")
+        raise click.UsageError(
+            "--json prints the last lines once; use -f without --json "
+            "(or `agentctl events UNIT -f --json` for a JSON stream)"
+        )
     if unit is None:
         _every_unit(EVERY_UNIT_LINES if lines is None else lines, follow, raw, as_json)
         return
     lines = UNIT_LINES if lines is None else lines
-    result = call("logs", unit=unit, lines=lines,
-                  offline=lambda why: _offline(why, unit, "transcript.log",
-                                               lambda path: _transcript(path, lines)))
+    result = call(
+        "logs",
+        unit=unit,
+        lines=lines,
+        offline=lambda why: _offline(
+            why, unit, "transcript.log", lambda path: _transcript(path, lines)
+        ),
+    )
     text = result["text"]
     if as_json:
         shown = text if raw else clean(text)
-        click.echo(json.dumps({"unit": unit, "path": result["path"],
-                               "lines": shown.splitlines()}, ensure_ascii=False))
+        click.echo(
+            json.dumps(
+                {"unit": unit, "path": result["path"], "lines": shown.splitlines()},
+                ensure_ascii=False,
+            )
+        )
         return
     click.echo(text if raw else clean(text), nl=False, color=raw or None)
     if follow:
@@ -73,8 +88,9 @@ def _every_unit(lines: int, follow: bool, raw: bool, as_json: bool) -> None:
     for unit, path in found.items():
         text, size = read_tail(path, lines)
         tails[unit] = _Tail(path, size)
-        shown.append({"unit": unit, "path": str(path),
-                      "lines": (text if raw else clean(text)).splitlines()})
+        shown.append(
+            {"unit": unit, "path": str(path), "lines": (text if raw else clean(text)).splitlines()}
+        )
     if as_json:
         print_json(shown)
         return
@@ -117,8 +133,13 @@ class _Tail:
         return data
 
 
-def _follow(tails: dict[str, _Tail], raw: bool, *, named: bool,
-            discover: Callable[[], dict[str, Path]] | None = None) -> None:
+def _follow(
+    tails: dict[str, _Tail],
+    raw: bool,
+    *,
+    named: bool,
+    discover: Callable[[], dict[str, Path]] | None = None,
+) -> None:
     """Print what is appended to the files, as it comes (Ctrl-C ends: exit 130); with
     ``named``, line by line after the unit's name; ``discover`` finds new files."""
     out = sys.stdout.buffer
@@ -182,8 +203,9 @@ def events(unit: str | None, lines: int, follow: bool, as_json: bool) -> None:
     """Print the daemon's last events (of UNIT only, if given); JSON lines with --json."""
     show = (lambda e: json.dumps(e, ensure_ascii=False)) if as_json else format_event
     if not follow:
-        found = call("events", unit=unit, lines=lines,
-                     offline=lambda why: _events(why, unit, lines))
+        found = call(
+            "events", unit=unit, lines=lines, offline=lambda why: _events(why, unit, lines)
+        )
         for event in found:
             click.echo(show(event))
         return
@@ -202,24 +224,41 @@ def events(unit: str | None, lines: int, follow: bool, as_json: bool) -> None:
 
 @click.command()
 @click.argument("unit", callback=unit_name)
-@click.option("-n", "--lines", default=20, show_default=True, type=click.IntRange(0, 100_000),
-              help="The last N sessions.")
+@click.option(
+    "-n",
+    "--lines",
+    default=20,
+    show_default=True,
+    type=click.IntRange(0, 100_000),
+    help="The last N sessions.",
+)
 @json_option
 def history(unit: str, lines: int, as_json: bool) -> None:
     """List UNIT's sessions: start, duration, outcome, reason, bootstrap file."""
-    result = call("history", unit=unit, lines=lines,
-                  offline=lambda why: _offline(why, unit, "history.jsonl",
-                                               lambda path: _history(path, lines)))
+    result = call(
+        "history",
+        unit=unit,
+        lines=lines,
+        offline=lambda why: _offline(
+            why, unit, "history.jsonl", lambda path: _history(path, lines)
+        ),
+    )
     if as_json:
         print_json(result)
         return
     rows = [["SESSION", "STARTED", "DURATION", "OUTCOME", "REASON", "BOOTSTRAP"]]
     for s in result:
         ended = s.get("reason") is not None
-        rows.append([str(s["session"]), str(s.get("started_at") or "-"),
-                     span(s.get("duration_s")) if s.get("duration_s") is not None else "-",
-                     s.get("outcome") or ("-" if ended else "running"),
-                     s.get("reason") or "-", s.get("bootstrap") or "-"])
+        rows.append(
+            [
+                str(s["session"]),
+                str(s.get("started_at") or "-"),
+                span(s.get("duration_s")) if s.get("duration_s") is not None else "-",
+                s.get("outcome") or ("-" if ended else "running"),
+                s.get("reason") or "-",
+                s.get("bootstrap") or "-",
+            ]
+        )
     click.echo(table(rows) if len(rows) > 1 else f"{unit}: no sessions yet")
 
 
@@ -244,5 +283,6 @@ def _history(path: Path, lines: int) -> list[dict[str, Any]]:
 def _events(why: str, unit: str | None, lines: int) -> list[dict[str, Any]]:
     from agentd.supervisor.records.history import recent_events_of
 
-    return _from_file(why, Paths.resolve().events_file,
-                      lambda path: recent_events_of(path, unit, lines))
+    return _from_file(
+        why, Paths.resolve().events_file, lambda path: recent_events_of(path, unit, lines)
+    )

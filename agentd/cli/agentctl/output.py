@@ -14,8 +14,9 @@ from agentd.times import parse_iso, span
 def table(rows: list[list[str]]) -> str:
     """Columns padded to their widest cell; the last column is not padded."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1]
-                     for r in rows).rstrip()
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1] for r in rows
+    ).rstrip()
 
 
 def status_rows(statuses: list[dict[str, Any]], now: float) -> str:
@@ -31,13 +32,24 @@ def status_rows(statuses: list[dict[str, Any]], now: float) -> str:
         if s.get("detail") and s["state"] in ("failed", "stalled", "stopped"):
             last += f": {s['detail']}"
         if s.get("invalid"):
-            last = problem_line(s["invalid"]) if s["state"] == "invalid" else \
-                f"{last}; its file does not load (agentctl status --json)"
+            last = (
+                problem_line(s["invalid"])
+                if s["state"] == "invalid"
+                else f"{last}; its file does not load (agentctl status --json)"
+            )
         running = s.get("pid") is not None
         shown = "paused-by-signal" if s.get("process") == "stopped" else s["state"]
-        rows.append([s["unit"], shown, str(s["pid"]) if running else "-",
-                     str(s.get("session", 0)), span(s.get("uptime_s")) if running else "-",
-                     str(s.get("restarts", 0)), last])
+        rows.append(
+            [
+                s["unit"],
+                shown,
+                str(s["pid"]) if running else "-",
+                str(s.get("session", 0)),
+                span(s.get("uptime_s")) if running else "-",
+                str(s.get("restarts", 0)),
+                last,
+            ]
+        )
     return table(rows)
 
 
@@ -52,7 +64,10 @@ def problem_line(problem: dict[str, Any]) -> str:
 def format_event(e: dict[str, Any]) -> str:
     head = ("timestamp", "level", "event", "unit", "session")
     where = str(e.get("unit", "-")) + (f"#{e['session']}" if e.get("session") else "")
-    rest = " ".join(f"{k}={v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
-                    for k, v in e.items() if k not in head)
+    rest = " ".join(
+        f"{k}={v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
+        for k, v in e.items()
+        if k not in head
+    )
     stamp = str(e.get("timestamp", ""))[:19].replace("T", " ")
     return f"{stamp}  {e.get('event', '?'):<22} {where:<14} {rest}".rstrip()

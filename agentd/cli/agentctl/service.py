@@ -13,8 +13,12 @@ from agentd.paths import Paths
 
 
 @click.command("install-service")
-@click.option("--kind", type=click.Choice(["systemd", "launchd"]), default=None,
-              help="Default: launchd on macOS, systemd elsewhere.")
+@click.option(
+    "--kind",
+    type=click.Choice(["systemd", "launchd"]),
+    default=None,
+    help="Default: launchd on macOS, systemd elsewhere.",
+)
 @click.option("--print", "to_stdout", is_flag=True, help="Print the file instead of writing it.")
 @click.option("--force", is_flag=True, help="Replace an existing, different file.")
 def install_service(kind: str | None, to_stdout: bool, force: bool) -> None:
@@ -38,8 +42,10 @@ def install_service(kind: str | None, to_stdout: bool, force: bool) -> None:
         sys.stdout.buffer.write(data)
         return
     if target.exists() and target.read_bytes() != data and not force:
-        fail(f"{target} exists and differs; compare with `agentctl install-service --print`, "
-             "then give --force to replace it")
+        fail(
+            f"{target} exists and differs; compare with `agentctl install-service --print`, "
+            "then give --force to replace it"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
     click.echo(f"wrote {target}\nnext: {then}")
@@ -50,7 +56,9 @@ def install_service(kind: str | None, to_stdout: bool, force: bool) -> None:
             "manager from here. Log in directly (not through su or sudo), or let your user "
             f"manager run without a login: `loginctl enable-linger {_user()}`, then log in "
             "again. Without systemd, run `agentd serve` under whatever supervises your "
-            "services.", err=True)
+            "services.",
+            err=True,
+        )
 
 
 def _user() -> str:

@@ -59,9 +59,15 @@ class _DirAfterVerb(click.Group):
     """Every verb also takes ``--dir`` after its name (``state next TEXT --dir D``)."""
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
-        cmd.params.append(click.Option(
-            ["--dir", "state_dir"], type=click.Path(file_okay=False, path_type=Path),
-            expose_value=False, callback=_set_dir, help="The state dir (as before the verb)."))
+        cmd.params.append(
+            click.Option(
+                ["--dir", "state_dir"],
+                type=click.Path(file_okay=False, path_type=Path),
+                expose_value=False,
+                callback=_set_dir,
+                help="The state dir (as before the verb).",
+            )
+        )
         super().add_command(cmd, name)
 
 
@@ -71,9 +77,15 @@ def _set_dir(ctx: click.Context, _param: click.Parameter, value: Path | None) ->
 
 
 @click.group("state", cls=_DirAfterVerb)
-@click.option("--dir", "state_dir", type=click.Path(file_okay=False, path_type=Path),
-              envvar="AGENTD_STATE_DIR", default=Path(".agent"), show_default=True,
-              help="The state dir (default: $AGENTD_STATE_DIR, else ./.agent).")  # fmt: skip
+@click.option(
+    "--dir",
+    "state_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="AGENTD_STATE_DIR",
+    default=Path(".agent"),
+    show_default=True,
+    help="The state dir (default: $AGENTD_STATE_DIR, else ./.agent).",
+)
 @click.pass_context
 def state(ctx: click.Context, state_dir: Path) -> None:
     """Read and record an agent's state files (works without the daemon)."""
@@ -85,9 +97,14 @@ def _open(ctx: click.Context) -> StateDir:
 
 
 @state.command()
-@click.option("--layout", "layout", type=click.Choice(preset_names()), default=None,
-              help="The layout (default: the one recorded, else $AGENTD_LAYOUT, else the "
-                   "one whose files are there, else agentd).")  # fmt: skip
+@click.option(
+    "--layout",
+    "layout",
+    type=click.Choice(preset_names()),
+    default=None,
+    help="The layout (default: the one recorded, else $AGENTD_LAYOUT, else the "
+    "one whose files are there, else agentd).",
+)
 @click.pass_context
 @_failures
 def init(ctx: click.Context, layout: str | None) -> None:
@@ -99,18 +116,28 @@ def init(ctx: click.Context, layout: str | None) -> None:
 
 
 @state.command()
-@click.option("--budget", type=click.IntRange(min=1), default=DEFAULT_BUDGET, show_default=True,
-              help="Token budget of the bootstrap.")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=DEFAULT_BUDGET,
+    show_default=True,
+    help="Token budget of the bootstrap.",
+)
 @click.option("--unit", default=None, help="Unit name for the header (default: $AGENTD_UNIT).")
-@click.option("--explain", is_flag=True,
-              help="Instead of the text: per file, tokens shown of its total, what was cut "
-                   "and why.")  # fmt: skip
-@click.option("--all", "show_all", is_flag=True,
-              help="Everything, without the budget, and the handoffs already shown.")
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Instead of the text: per file, tokens shown of its total, what was cut and why.",
+)
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="Everything, without the budget, and the handoffs already shown.",
+)
 @click.pass_context
 @_failures
-def show(ctx: click.Context, budget: int, unit: str | None, explain: bool,
-         show_all: bool) -> None:  # fmt: skip
+def show(ctx: click.Context, budget: int, unit: str | None, explain: bool, show_all: bool) -> None:
     """Print the bootstrap a fresh session would get from this state dir."""
     from agentd.memory.bootstrap import render as bootstrap
     from agentd.memory.verbs import handoffs
@@ -119,10 +146,14 @@ def show(ctx: click.Context, budget: int, unit: str | None, explain: bool,
     workdir = sd.workdir.resolve()
     context = bootstrap.BootstrapContext(
         unit=unit or os.environ.get("AGENTD_UNIT") or workdir.name or "agent",
-        session=_session(), last_reason=None, state_dir=sd.path.resolve(), workdir=workdir,
-        layout=sd.layout.files, budget_tokens=ALL_BUDGET if show_all else budget,
+        session=_session(),
+        last_reason=None,
+        state_dir=sd.path.resolve(),
+        workdir=workdir,
+        layout=sd.layout.files,
+        budget_tokens=ALL_BUDGET if show_all else budget,
         now=time.time(),
-    )  # fmt: skip
+    )
     boot = bootstrap.render(context)
     if explain:
         click.echo(explained(boot))
@@ -136,14 +167,23 @@ def explained(boot: Any) -> str:
     """``boot.account`` as a table: one row per part, then the total."""
     rows = [("PART", "KEEP", "SHOWN", "TOTAL", "WHAT WAS CUT, AND WHY")]
     for row in boot.account:
-        rows.append((row.name, row.keep, str(row.tokens), str(round(row.total)),
-                     "; ".join(row.notes) or "-"))  # fmt: skip
+        rows.append(
+            (
+                row.name,
+                row.keep,
+                str(row.tokens),
+                str(round(row.total)),
+                "; ".join(row.notes) or "-",
+            )
+        )
     shown = sum(row.tokens for row in boot.account)
     cut = f"not shown in full: {', '.join(boot.cut)}" if boot.cut else "-"
     rows.append(("total", "", str(shown), f"budget {boot.budget}", cut))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4]
-                     for r in rows)  # fmt: skip
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4]
+        for r in rows
+    )
 
 
 def _session() -> int:
@@ -165,8 +205,11 @@ def check(ctx: click.Context) -> None:
     for problem in problems:
         click.echo(str(problem))
     if problems:
-        click.echo(f"{len(problems)} problem(s) in {sd.path} (layout {sd.layout.name}): fix "
-                   "the lines named above, then run `agentctl state check` again", err=True)
+        click.echo(
+            f"{len(problems)} problem(s) in {sd.path} (layout {sd.layout.name}): fix "
+            "the lines named above, then run `agentctl state check` again",
+            err=True,
+        )
         sys.exit(1)
     click.echo(f"ok: {sd.path} (layout {sd.layout.name})")
 
@@ -174,14 +217,20 @@ def check(ctx: click.Context) -> None:
 @state.command()
 @click.argument("text")
 @click.option("--why", required=True, help='The reason: "because ... so ...".')
-@click.option("--files", "files", multiple=True, metavar="PATH",
-              help="A file the decision affects (repeat for more).")
+@click.option(
+    "--files",
+    "files",
+    multiple=True,
+    metavar="PATH",
+    help="A file the decision affects (repeat for more).",
+)
 @click.option("--alt", default="", help="Alternatives considered and why they lost.")
 @click.option("--tag", default="", help="A tag: arch, naming, deps, gotcha ...")
 @click.pass_context
 @_failures
-def decide(ctx: click.Context, text: str, why: str, files: tuple[str, ...], alt: str,
-           tag: str) -> None:  # fmt: skip
+def decide(
+    ctx: click.Context, text: str, why: str, files: tuple[str, ...], alt: str, tag: str
+) -> None:
     """Record a decision (one decisions.log line) and a snapshot of the files it affects."""
     now = time.time()
     d = decision(_text(text), _text(why, "--why"), files, alt, tag, now)  # a usage error first
@@ -215,9 +264,12 @@ def complete(ctx: click.Context, summary: str) -> None:
 
 @state.command()
 @click.argument("text")
-@click.option("--verified", default=None, metavar="HOW",
-              help="How it was verified (a command and its result); without it the step "
-                   "is shown as pending.")  # fmt: skip
+@click.option(
+    "--verified",
+    default=None,
+    metavar="HOW",
+    help="How it was verified (a command and its result); without it the step is shown as pending.",
+)
 @click.pass_context
 @_failures
 def done(ctx: click.Context, text: str, verified: str | None) -> None:

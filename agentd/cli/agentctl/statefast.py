@@ -54,8 +54,9 @@ def run(argv: Sequence[str]) -> int | None:
     d = None
     if w.verb == "decide":
         try:
-            d = decision(w.text, w.last("--why").strip(), files, w.last("--alt"),
-                         w.last("--tag"), now)  # fmt: skip
+            d = decision(
+                w.text, w.last("--why").strip(), files, w.last("--alt"), w.last("--tag"), now
+            )
         except ValueError:  # a usage error, nothing written: the click command words it
             return None
     try:
@@ -83,16 +84,21 @@ def record_text(sd: StateDir, verb: str, text: str, verified: str | None = None)
     return record.write(sd, verb, text, time.time(), verified=how, cwd=Path.cwd())
 
 
-def decision(text: str, why: str, files: Sequence[str], alt: str, tag: str,
-             now: float) -> Decision:  # fmt: skip
+def decision(text: str, why: str, files: Sequence[str], alt: str, tag: str, now: float) -> Decision:
     """The decision to record; ValueError (a usage error) when it does not fit its
     line, before anything is locked or written. The click command calls it too."""
     from agentd.memory.formats.decisions import Decision
     from agentd.memory.verbs import record
     from agentd.memory.verbs.ops import stamp
 
-    d = Decision(at=stamp(now), decision=text, why=why, files=", ".join(files) or "-",
-                 tag=tag, alternatives=alt)  # fmt: skip
+    d = Decision(
+        at=stamp(now),
+        decision=text,
+        why=why,
+        files=", ".join(files) or "-",
+        tag=tag,
+        alternatives=alt,
+    )
     record.check_decision(d)
     return d
 

@@ -119,10 +119,17 @@ class Top(App[None]):
 
     def _cells(self, s: dict[str, Any], now: float) -> list[str]:
         running = s.get("pid") is not None
-        return [s["unit"], s["state"], str(s["pid"]) if running else "-", str(s["session"]),
-                span(s.get("uptime_s")) if running else "-", str(s.get("restarts", 0)),
-                s.get("last_reason") or "-", self._rate(s, now) if running else "-",
-                self._screens.get(s["unit"], "")]
+        return [
+            s["unit"],
+            s["state"],
+            str(s["pid"]) if running else "-",
+            str(s["session"]),
+            span(s.get("uptime_s")) if running else "-",
+            str(s.get("restarts", 0)),
+            s.get("last_reason") or "-",
+            self._rate(s, now) if running else "-",
+            self._screens.get(s["unit"], ""),
+        ]
 
     def _rate(self, s: dict[str, Any], now: float) -> str:
         """Output bytes per second since the unit's previous refresh."""
@@ -169,8 +176,9 @@ class Top(App[None]):
         if unit is None:
             return
         with self.suspend():
-            subprocess.run([sys.executable, "-m", "agentd.cli.agentctl", "attach", unit],
-                           check=False)
+            subprocess.run(
+                [sys.executable, "-m", "agentd.cli.agentctl", "attach", unit], check=False
+            )
         self.refresh_units(activity=True)
 
 
@@ -184,8 +192,10 @@ def _statuses() -> tuple[list[dict[str, Any]], str]:
     except (Unreachable, RemoteError, OSError) as exc:
         why = str(exc).split(". ")[0]
     for unit in run_units():
-        with contextlib.suppress(Unreachable, RemoteError, OSError), \
-                open_client(unit, timeout=10.0) as client:
+        with (
+            contextlib.suppress(Unreachable, RemoteError, OSError),
+            open_client(unit, timeout=10.0) as client,
+        ):
             found[unit] = client.call("status", units=[unit])[0]
     if found:
         why = ""

@@ -43,8 +43,11 @@ def _units_verb(name: str, doc: str, **extra: Any) -> click.Command:
             raise click.UsageError("name one or more units, or give --all")
         stopping = name == "stop" or (name == "disable" and opts.get("now"))
         timeout = None if stopping else 180.0
-        result = call(name, timeout=timeout, units=[], all=True, **opts) if all_units \
+        result = (
+            call(name, timeout=timeout, units=[], all=True, **opts)
+            if all_units
             else call_units(name, units, timeout=timeout, **opts)
+        )
         if as_json:
             print_json(result)
         for s in [] if as_json else result:
@@ -71,22 +74,35 @@ def _units_verb(name: str, doc: str, **extra: Any) -> click.Command:
     return click.argument("units", nargs=-1, callback=unit_names)(cmd)
 
 
-start = _units_verb("start", "Start units now (also from done, failed, backoff or paused); "
-                    "a disabled unit starts too, and stays disabled.")
+start = _units_verb(
+    "start",
+    "Start units now (also from done, failed, backoff or paused); "
+    "a disabled unit starts too, and stays disabled.",
+)
 stop = _units_verb("stop", "Stop units; waits until their processes are gone.")
 restart = _units_verb(
-    "restart", "End the running sessions and start fresh ones with a new bootstrap.",
-    reason=click.option("--reason", default="manual", show_default=True,
-                        help="Why (the next bootstrap says manual:REASON)."))
+    "restart",
+    "End the running sessions and start fresh ones with a new bootstrap.",
+    reason=click.option(
+        "--reason",
+        default="manual",
+        show_default=True,
+        help="Why (the next bootstrap says manual:REASON).",
+    ),
+)
 
 
 _NOW = "Also {} the units now (else only when the daemon starts)."
 enable = _units_verb(
-    "enable", "Start units whenever the daemon starts (kept across restarts and reboots).",
-    now=click.option("--now", is_flag=True, help=_NOW.format("start")))
+    "enable",
+    "Start units whenever the daemon starts (kept across restarts and reboots).",
+    now=click.option("--now", is_flag=True, help=_NOW.format("start")),
+)
 disable = _units_verb(
-    "disable", "Do not start units when the daemon starts; a running unit goes on.",
-    now=click.option("--now", is_flag=True, help=_NOW.format("stop")))
+    "disable",
+    "Do not start units when the daemon starts; a running unit goes on.",
+    now=click.option("--now", is_flag=True, help=_NOW.format("stop")),
+)
 
 
 @click.command()

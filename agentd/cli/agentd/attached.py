@@ -56,8 +56,10 @@ class AttachedView:
         loop.add_reader(self._in, self._on_keys)
         loop.add_signal_handler(signal.SIGWINCH, self._on_resize)
         self._on_resize()
-        self._line(f"agentd: {self._service.unit.name} in this terminal; keys go to the agent "
-                   "(Ctrl-C too); Ctrl-] detaches")
+        self._line(
+            f"agentd: {self._service.unit.name} in this terminal; keys go to the agent "
+            "(Ctrl-C too); Ctrl-] detaches"
+        )
 
     def on_event(self, event: dict[str, Any]) -> None:
         """An event of the run: one status line while attached, else the console's."""
@@ -83,8 +85,9 @@ class AttachedView:
         with contextlib.suppress(termios.error):
             termios.tcsetattr(self._in, termios.TCSADRAIN, saved)
         if why:
-            self._console.say(f"\nagentd: detached ({why}); the run goes on, Ctrl-C stops it",
-                              always=True)
+            self._console.say(
+                f"\nagentd: detached ({why}); the run goes on, Ctrl-C stops it", always=True
+            )
 
     def _on_keys(self) -> None:
         try:
@@ -108,7 +111,7 @@ class AttachedView:
     def _show(self, data: bytes) -> None:
         with contextlib.suppress(OSError):  # a closed terminal: the run goes on
             while data:
-                data = data[os.write(self._out, data):]
+                data = data[os.write(self._out, data) :]
 
     def _line(self, text: str) -> None:
         # Reverse video, on a line of its own: told apart from the agent's output.

@@ -23,10 +23,18 @@ from agentd.errors import AgentdError, UnitError
 from agentd.paths import Paths
 
 
-@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]},
-             invoke_without_command=True)
-@click.option("--home", type=click.Path(file_okay=False, path_type=Path), default=None,
-              envvar="AGENTD_HOME", help="Keep units, logs and run files under DIR.")
+@click.group(
+    cls=OneLineErrors,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    invoke_without_command=True,
+)
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    envvar="AGENTD_HOME",
+    help="Keep units, logs and run files under DIR.",
+)
 @click.version_option(__version__, prog_name="agentd")
 @click.pass_context
 def main(ctx: click.Context, home: Path | None) -> None:
@@ -41,10 +49,19 @@ def main(ctx: click.Context, home: Path | None) -> None:
 
 @main.command()
 @click.option("-q", "--quiet", is_flag=True, help="Print only the daemon's own lines.")
-@click.option("--http", metavar="HOST:PORT", envvar="AGENTD_HTTP", default=None,
-              help="Also serve the web dashboard there (loopback only, e.g. 127.0.0.1:8765).")
-@click.option("--http-allow-remote", is_flag=True, envvar="AGENTD_HTTP_ALLOW_REMOTE",
-              help="Let --http bind other addresses than loopback (still with the token).")
+@click.option(
+    "--http",
+    metavar="HOST:PORT",
+    envvar="AGENTD_HTTP",
+    default=None,
+    help="Also serve the web dashboard there (loopback only, e.g. 127.0.0.1:8765).",
+)
+@click.option(
+    "--http-allow-remote",
+    is_flag=True,
+    envvar="AGENTD_HTTP_ALLOW_REMOTE",
+    help="Let --http bind other addresses than loopback (still with the token).",
+)
 @click.pass_obj
 def serve(paths: Paths, quiet: bool, http: str | None, http_allow_remote: bool) -> None:
     """Run the daemon in the foreground (for systemd Type=notify and launchd).
@@ -75,8 +92,12 @@ def serve(paths: Paths, quiet: bool, http: str | None, http_allow_remote: bool) 
 @main.command()
 @click.argument("unit")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the final summary.")
-@click.option("-i", "--attach", is_flag=True,
-              help="Show the agent's terminal in yours and pass your keys to it.")
+@click.option(
+    "-i",
+    "--attach",
+    is_flag=True,
+    help="Show the agent's terminal in yours and pass your keys to it.",
+)
 @click.pass_obj
 def run(paths: Paths, unit: str, quiet: bool, attach: bool) -> None:
     """Supervise one unit (a name in the units dir, or a FILE) in the foreground.
@@ -127,8 +148,9 @@ def check(paths: Paths, files: tuple[Path, ...]) -> None:
         findings = lint(unit, os.environ, limits)
         for f in findings:
             label = "warning: " if f.level == "warning" else ""
-            click.echo(f"{path}:{line_of(f.key, lines)}: {format_key(f.key)}: {label}"
-                       f"{f.message}", err=True)
+            click.echo(
+                f"{path}:{line_of(f.key, lines)}: {format_key(f.key)}: {label}{f.message}", err=True
+            )
         if any(f.level == "error" for f in findings):
             bad += 1
             continue

@@ -41,8 +41,9 @@ FINAL = frozenset({State.DONE, State.FAILED, State.STALLED, State.STOPPED})
 TAIL_LINES = 12  # of the transcript, after a run that did not end done
 
 
-def run_unit(unit: Unit, paths: Paths, *, console: Console | None = None,
-             attach: bool = False) -> int:
+def run_unit(
+    unit: Unit, paths: Paths, *, console: Console | None = None, attach: bool = False
+) -> int:
     """Supervise ``unit`` until it settles; returns the process exit code. With
     ``attach`` (stdin and stdout must be a terminal) the agent's terminal is ours,
     its pty of our terminal's size."""
@@ -71,8 +72,11 @@ async def _run(unit: Unit, paths: Paths, console: Console, *, attach: bool) -> i
             print(f"agentd: killed {pids or 'nothing'}", file=console.stream, flush=True)
             return
         signals.append(sig)
-        print(f"agentd: {signal.Signals(sig).name}, stopping {unit.name} "
-              "(again to kill at once)", file=console.stream, flush=True)
+        print(
+            f"agentd: {signal.Signals(sig).name}, stopping {unit.name} (again to kill at once)",
+            file=console.stream,
+            flush=True,
+        )
         stopping.append(loop.create_task(service.stop()))
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -107,8 +111,11 @@ async def _run(unit: Unit, paths: Paths, console: Console, *, attach: bool) -> i
     if signals:
         why = f"interrupted by {signal.Signals(signals[0]).name}"
     detail = f"; {why}" if why else ""
-    console.say(f"agentd: {unit.name} {service.state} after {service.session_no} session(s) in "
-                f"{took:.1f}s (last: {status['last_reason'] or '-'}{detail})", always=True)
+    console.say(
+        f"agentd: {unit.name} {service.state} after {service.session_no} session(s) in "
+        f"{took:.1f}s (last: {status['last_reason'] or '-'}{detail})",
+        always=True,
+    )
     if service.state != State.DONE or signals:
         _show_transcript(service.transcript.path, console)
     # SPEC 8: 0 ok, 1 failure; only `done` is ok (an interrupted run is not).
@@ -122,8 +129,9 @@ def _show_transcript(path: Path, console: Console) -> None:
 
     text, _ = read_tail(path, TAIL_LINES)
     lines = clean(text).splitlines()
-    console.say(f"agentd: transcript: {path}" + (", last lines:" if lines else " (empty)"),
-                always=True)
+    console.say(
+        f"agentd: transcript: {path}" + (", last lines:" if lines else " (empty)"), always=True
+    )
     for line in lines:
         console.say(f"  | {line}", always=True)
 
@@ -141,5 +149,8 @@ async def _listen(sup: Supervisor, console: Console) -> ControlServer | None:
 
 
 async def _no_reload(_source: str) -> dict[str, Any]:
-    raise ProtocolError("`agentd run` supervises one unit file and has no units dir to reload; "
-                        "stop the run and start it again to apply a changed unit", Code.FAILURE)
+    raise ProtocolError(
+        "`agentd run` supervises one unit file and has no units dir to reload; "
+        "stop the run and start it again to apply a changed unit",
+        Code.FAILURE,
+    )

@@ -64,8 +64,10 @@ class Client:
             _connect(sock, self.path, self.timeout)
         except OSError as exc:
             sock.close()
-            why = {FileNotFoundError: "no socket there", ConnectionRefusedError:
-                   "nobody listens (a stale socket)"}.get(type(exc), exc.strerror or str(exc))
+            why = {
+                FileNotFoundError: "no socket there",
+                ConnectionRefusedError: "nobody listens (a stale socket)",
+            }.get(type(exc), exc.strerror or str(exc))
             raise Unreachable(
                 f"cannot reach agentd at {self.path}: {why}. Is it running? Start it with "
                 "`agentd serve` (or `systemctl --user start agentd`); AGENTD_HOME and "

@@ -57,17 +57,24 @@ HANDLERS: dict[str, Handler] = {}
 
 def command(name: str) -> Callable[[H], H]:
     """Register the decorated handler as the one for ``name``."""
+
     def register(handler: H) -> H:
         HANDLERS[name] = handler
         return handler
+
     return register
 
 
 @command("ping")
 async def ping(ctx: Context, _args: NoArgs) -> dict[str, Any]:
     """Is the daemon there, and which one (and where its dashboard is, if it serves one)."""
-    return {"pid": os.getpid(), "version": __version__, "units": len(ctx.sup.names()),
-            "socket": str(ctx.sup.paths.socket), "dashboard": ctx.dashboard}
+    return {
+        "pid": os.getpid(),
+        "version": __version__,
+        "units": len(ctx.sup.names()),
+        "socket": str(ctx.sup.paths.socket),
+        "dashboard": ctx.dashboard,
+    }
 
 
 @command("status")
@@ -101,9 +108,14 @@ async def restart(ctx: Context, args: RestartArgs) -> list[dict[str, Any]]:
         ctx.sup.restart(name, args.reason)
     # Done once a new session runs, or the unit settled without one
     # (paused by a budget, backoff, failed...): never wait out START_WAIT for it.
-    return await _wait(ctx, names, lambda before, now: (
-        now["state"] not in ("starting", "stopping")
-        and (now["session"] > before["session"] or now["state"] != "running")))
+    return await _wait(
+        ctx,
+        names,
+        lambda before, now: (
+            now["state"] not in ("starting", "stopping")
+            and (now["session"] > before["session"] or now["state"] != "running")
+        ),
+    )
 
 
 @command("enable")
@@ -149,7 +161,7 @@ async def events(ctx: Context, args: EventsArgs) -> list[dict[str, Any]]:
 async def history(ctx: Context, args: TailArgs) -> list[dict[str, Any]]:
     """The unit's sessions: start, duration, outcome, reason, bootstrap."""
     rows = sessions(ctx.sup.history(args.unit))
-    return rows[-args.lines:] if args.lines else []
+    return rows[-args.lines :] if args.lines else []
 
 
 @command("bootstrap")
@@ -157,8 +169,14 @@ async def bootstrap(ctx: Context, args: UnitArgs) -> dict[str, Any]:
     """What the unit's next session would be given, rendered now."""
     # rendered off the loop: it reads the agent's state dir
     number, boot = await asyncio.to_thread(ctx.sup.preview_bootstrap, args.unit)
-    return {"unit": args.unit, "session": number, "text": boot.text, "tokens": boot.tokens,
-            "warnings": boot.warnings, "cut": boot.cut}
+    return {
+        "unit": args.unit,
+        "session": number,
+        "text": boot.text,
+        "tokens": boot.tokens,
+        "warnings": boot.warnings,
+        "cut": boot.cut,
+    }
 
 
 @command("screen")
@@ -190,8 +208,11 @@ async def precompact(ctx: Context, args: SessionArgs) -> dict[str, Any]:
 def recent_events(sup: Supervisor, args: EventsArgs) -> list[dict[str, Any]]:
     """The last ``args.lines`` events of the event log (of one unit, if named); a unit
     neither loaded nor ever run is unknown."""
-    if args.unit is not None and not sup.known(args.unit) \
-            and not sup.paths.unit_logs(args.unit).exists():
+    if (
+        args.unit is not None
+        and not sup.known(args.unit)
+        and not sup.paths.unit_logs(args.unit).exists()
+    ):
         raise UnknownUnit(args.unit)
     return recent_events_of(sup.paths.events_file, args.unit, args.lines)
 
@@ -199,9 +220,11 @@ def recent_events(sup: Supervisor, args: EventsArgs) -> list[dict[str, Any]]:
 def _known(ctx: Context, names: list[str]) -> list[str]:
     unknown = [n for n in names if not ctx.sup.known(n)]
     if unknown:
-        raise ProtocolError(f"unknown unit{'s' if len(unknown) > 1 else ''}: "
-                            f"{', '.join(unknown)} (agentctl status lists the loaded units)",
-                            Code.UNKNOWN_UNIT)
+        raise ProtocolError(
+            f"unknown unit{'s' if len(unknown) > 1 else ''}: "
+            f"{', '.join(unknown)} (agentctl status lists the loaded units)",
+            Code.UNKNOWN_UNIT,
+        )
     return list(dict.fromkeys(names))
 
 
@@ -213,9 +236,11 @@ def _targets(ctx: Context, args: UnitsArgs) -> list[str]:
     return ctx.sup.names() if args.all else _known(ctx, args.units)
 
 
-async def _wait(ctx: Context, names: list[str],
-                done: Callable[[dict[str, Any], dict[str, Any]], bool]) -> list[dict[str, Any]]:
+async def _wait(
+    ctx: Context, names: list[str], done: Callable[[dict[str, Any], dict[str, Any]], bool]
+) -> list[dict[str, Any]]:
     before = {s["unit"]: s for s in ctx.sup.status(names)}
-    await asyncio.gather(*(ctx.sup.wait(n, lambda now, b=before[n]: done(b, now), START_WAIT)
-                           for n in names))
+    await asyncio.gather(
+        *(ctx.sup.wait(n, lambda now, b=before[n]: done(b, now), START_WAIT) for n in names)
+    )
     return ctx.sup.status(names)

@@ -90,8 +90,9 @@ class _Client:
 class Clients:
     """The connections of one control server, counted by uid."""
 
-    def __init__(self, emit: Callable[..., None], *, cap: int | None = None,
-                 per_uid: int = MAX_PER_UID) -> None:
+    def __init__(
+        self, emit: Callable[..., None], *, cap: int | None = None, per_uid: int = MAX_PER_UID
+    ) -> None:
         self._emit = emit
         if cap is None:
             raise_fd_limit()
@@ -105,8 +106,9 @@ class Clients:
     def __len__(self) -> int:
         return len(self._open)
 
-    def admit(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-              uid: int | None) -> bool:
+    def admit(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, uid: int | None
+    ) -> bool:
         """Count a new connection in, making room if a cap is reached; False: refused."""
         if self._per_uid[uid] >= self.per_uid and not self._evict(uid):
             return self._refuse(uid, f"{self.per_uid} connections of uid {uid}")
@@ -156,6 +158,10 @@ class Clients:
     def _refuse(self, uid: int | None, why: str) -> bool:
         if not self._refusing:  # once, until a connection is admitted again
             self._refusing = True
-            self._emit(CONTROL_REFUSED, level="warning", uid=uid,
-                       error=f"control socket: {why} busy, none idle; refusing new ones")
+            self._emit(
+                CONTROL_REFUSED,
+                level="warning",
+                uid=uid,
+                error=f"control socket: {why} busy, none idle; refusing new ones",
+            )
         return False

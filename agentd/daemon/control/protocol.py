@@ -108,8 +108,9 @@ class Code(IntEnum):
 
 def check_unit_name(name: str) -> str:
     if not re.fullmatch(UNIT_NAME, name):
-        raise ValueError(f"invalid unit name {name!r}: a unit is named by its file stem, "
-                         f"{UNIT_NAME} (no paths)")
+        raise ValueError(
+            f"invalid unit name {name!r}: a unit is named by its file stem, {UNIT_NAME} (no paths)"
+        )
     return name
 
 

@@ -78,11 +78,22 @@ class EventsArgs(Args):
 
 
 COMMANDS: dict[str, type[Args]] = {
-    "ping": NoArgs, "status": StatusArgs, "start": UnitsArgs, "stop": UnitsArgs,
-    "restart": RestartArgs, "enable": EnableArgs, "disable": EnableArgs, "reload": NoArgs,
-    "logs": LogsArgs, "events": EventsArgs,
-    "history": TailArgs, "bootstrap": UnitArgs, "attach": UnitArgs, "precompact": SessionArgs,
-    "screen": UnitArgs, "resize": ResizeArgs,
+    "ping": NoArgs,
+    "status": StatusArgs,
+    "start": UnitsArgs,
+    "stop": UnitsArgs,
+    "restart": RestartArgs,
+    "enable": EnableArgs,
+    "disable": EnableArgs,
+    "reload": NoArgs,
+    "logs": LogsArgs,
+    "events": EventsArgs,
+    "history": TailArgs,
+    "bootstrap": UnitArgs,
+    "attach": UnitArgs,
+    "precompact": SessionArgs,
+    "screen": UnitArgs,
+    "resize": ResizeArgs,
 }
 
 

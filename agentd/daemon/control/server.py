@@ -50,8 +50,14 @@ CLOSE_GRACE = 0.5  # closing waits this long for the replies under way and strea
 
 
 class ControlServer:
-    def __init__(self, sup: Supervisor, *, reload: Reload, uid: int | None = None,
-                 dashboard: str | None = None) -> None:
+    def __init__(
+        self,
+        sup: Supervisor,
+        *,
+        reload: Reload,
+        uid: int | None = None,
+        dashboard: str | None = None,
+    ) -> None:
         self.sup = sup
         self.paths: Paths = sup.paths
         self._uid = os.geteuid() if uid is None else uid
@@ -75,8 +81,9 @@ class ControlServer:
         st = os.stat(self.paths.socket)
         self._bound = (st.st_dev, st.st_ino)
         # limit: readuntil fails past it, so a huge line is never buffered whole
-        self._server = await asyncio.start_unix_server(self._serve, sock=sock,
-                                                       limit=MAX_REQUEST + 1)
+        self._server = await asyncio.start_unix_server(
+            self._serve, sock=sock, limit=MAX_REQUEST + 1
+        )
 
     def open(self) -> None:
         """Serve requests from now on (those already waiting first)."""
@@ -107,12 +114,18 @@ class ControlServer:
         try:
             uid = peer_uid(writer.get_extra_info("socket"))
             if uid is not None and uid != self._uid:
-                writer.write(error(f"refused: uid {uid} may not control this agentd "
-                                   f"(run agentctl as uid {self._uid})", Code.FAILURE))
+                writer.write(
+                    error(
+                        f"refused: uid {uid} may not control this agentd "
+                        f"(run agentctl as uid {self._uid})",
+                        Code.FAILURE,
+                    )
+                )
                 return
             if not self.clients.admit(reader, writer, uid):
-                writer.write(error("refused: too many connections to this agentd; try again",
-                                   Code.FAILURE))
+                writer.write(
+                    error("refused: too many connections to this agentd; try again", Code.FAILURE)
+                )
                 return
             await self._open.wait()
             while await self._one(reader, writer):
@@ -139,8 +152,9 @@ class ControlServer:
         except asyncio.IncompleteReadError as exc:  # the end: serve an unterminated last line
             line, more = exc.partial, False
         except asyncio.LimitOverrunError:
-            writer.write(error(f"request too large (over {MAX_REQUEST} bytes); closing",
-                               Code.BAD_REQUEST))
+            writer.write(
+                error(f"request too large (over {MAX_REQUEST} bytes); closing", Code.BAD_REQUEST)
+            )
             return False
         if not line.strip():
             return more
@@ -158,8 +172,11 @@ class ControlServer:
             degraded = self.sup.degraded()
             extra = {"degraded": degraded} if degraded else {}
             # a transcript or the event log can be megabytes of JSON: encoded off the loop
-            reply = (await asyncio.to_thread(ok, result, **extra) if cmd in BULKY
-                     else ok(result, **extra))
+            reply = (
+                await asyncio.to_thread(ok, result, **extra)
+                if cmd in BULKY
+                else ok(result, **extra)
+            )
         except ProtocolError as exc:
             reply = error(str(exc), exc.code)
         except UnknownUnit as exc:
@@ -195,8 +212,10 @@ def bind_socket(paths: Paths) -> socket.socket:
     _private_dir(path.parent, ours=ours)
     with contextlib.suppress(FileNotFoundError):
         if not stat.S_ISSOCK(os.lstat(path).st_mode):
-            raise PathError(f"{path} exists and is not a socket; move it away or set "
-                            "AGENTD_SOCKET to another path")
+            raise PathError(
+                f"{path} exists and is not a socket; move it away or set "
+                "AGENTD_SOCKET to another path"
+            )
         if listening(path):
             raise PathError(f"another agentd already listens on {path}")
         os.unlink(path)  # stale: its daemon died

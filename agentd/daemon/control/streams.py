@@ -58,8 +58,9 @@ class Streams:
             with contextlib.suppress(ValueError):  # already dropped
                 unsubscribe()
 
-    async def follow(self, args: EventsArgs, reader: asyncio.StreamReader,
-                     writer: asyncio.StreamWriter) -> None:
+    async def follow(
+        self, args: EventsArgs, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         """Recent events, then each new one as it is emitted (see the protocol)."""
         with self.event_feed(args.unit) as feed:
             gone = asyncio.ensure_future(reader.read(1))  # the client closing ends the stream
@@ -71,8 +72,9 @@ class Streams:
             finally:
                 gone.cancel()
 
-    async def attach(self, args: UnitArgs, reader: asyncio.StreamReader,
-                     writer: asyncio.StreamWriter) -> None:
+    async def attach(
+        self, args: UnitArgs, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         """Repaint the unit's current screen, then relay its terminal both ways until
         either side closes (see the protocol)."""
         status = self.sup.status([args.unit])[0]  # UnknownUnit: an error reply
@@ -86,8 +88,9 @@ class Streams:
             drawn = await asyncio.to_thread(screen.draw, redraw=True)
             writer.write(encode({"data": base64.b64encode(drawn.redraw).decode()}))
             await drain(writer)
-            await _pump(feed, typing, writer,
-                        lambda data: {"data": base64.b64encode(data).decode()})
+            await _pump(
+                feed, typing, writer, lambda data: {"data": base64.b64encode(data).decode()}
+            )
         finally:
             typing.cancel()
             self._queues.discard(feed.queue)
@@ -134,8 +137,12 @@ class Feed:
         return item
 
 
-async def _pump(feed: Feed, until: asyncio.Future[Any], writer: asyncio.StreamWriter,
-                wrap: Callable[[Any], dict[str, Any]]) -> None:
+async def _pump(
+    feed: Feed,
+    until: asyncio.Future[Any],
+    writer: asyncio.StreamWriter,
+    wrap: Callable[[Any], dict[str, Any]],
+) -> None:
     """Send the feed's items until ``until`` completes (the client left) or it ends."""
     while True:
         item = asyncio.ensure_future(feed.next())

@@ -49,8 +49,10 @@ class Bind:
         """``HOST:PORT`` or ``[V6]:PORT``; BindRefused says what is wrong with it."""
         match = _BIND.fullmatch(text.strip())
         if match is None or int(match["port"]) > 65535:
-            raise BindRefused(f"--http {text!r}: give HOST:PORT, e.g. 127.0.0.1:8765 "
-                              "(an IPv6 host in brackets: [::1]:8765)")
+            raise BindRefused(
+                f"--http {text!r}: give HOST:PORT, e.g. 127.0.0.1:8765 "
+                "(an IPv6 host in brackets: [::1]:8765)"
+            )
         host = match["v6"] or match["host"]
         bind = cls(host, int(match["port"]), allow_remote)
         if not allow_remote:
@@ -60,7 +62,8 @@ class Bind:
                 raise BindRefused(
                     f"--http {text!r} would serve other machines ({where}): the dashboard "
                     "binds loopback addresses only (127.0.0.1, [::1], localhost) unless "
-                    "--http-allow-remote is given")
+                    "--http-allow-remote is given"
+                )
         return bind
 
     def url(self, port: int | None = None) -> str:
@@ -104,8 +107,11 @@ def load_token(run_dir: Path) -> str:
     path = ensure_private_dir(run_dir) / TOKEN_FILE
     try:
         st = os.lstat(path)
-        if (stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
-                and stat.S_IMODE(st.st_mode) == 0o600):
+        if (
+            stat.S_ISREG(st.st_mode)
+            and st.st_uid == os.geteuid()
+            and stat.S_IMODE(st.st_mode) == 0o600
+        ):
             token = path.read_text(encoding="ascii").strip()
             if _TOKEN.fullmatch(token):
                 return token

@@ -67,12 +67,16 @@ class Pages:
         self._open_streams = 0
         self.templates = Environment(
             loader=PackageLoader("agentd.daemon.dashboard", "templates"),
-            autoescape=select_autoescape(["html", "svg"]), trim_blocks=True, lstrip_blocks=True)
+            autoescape=select_autoescape(["html", "svg"]),
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
         self.templates.globals.update(csrf=csrf, colours=COLOURS, spans=list(SPANS), host=host)
         self.templates.filters.update(span=span, when=when)
         folder = resources.files("agentd.daemon.dashboard") / "static"
-        self.static = {f.name: f.read_bytes() for f in folder.iterdir()
-                       if f.name.endswith(tuple(STATIC_TYPES))}
+        self.static = {
+            f.name: f.read_bytes() for f in folder.iterdir() if f.name.endswith(tuple(STATIC_TYPES))
+        }
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -104,21 +108,29 @@ class Pages:
         shown = rows[::-1][:SHOWN_SESSIONS]
         for row in shown:
             row["kept"] = self.ctx.sup.given_bootstrap(name, row["session"]).is_file()
-        return self._page("unit.html", u=self._summary(status, now), sessions=shown,
-                          hidden=len(rows) - len(shown), screen=screen, recent=recent,
-                          timeline=self._timeline(status, rows, now, span_name))
+        return self._page(
+            "unit.html",
+            u=self._summary(status, now),
+            sessions=shown,
+            hidden=len(rows) - len(shown),
+            screen=screen,
+            recent=recent,
+            timeline=self._timeline(status, rows, now, span_name),
+        )
 
     async def timeline(self, request: web.Request) -> web.Response:
         name, span_name = _unit(request), _span(request)
         status = await self._status(name)
         rows = await HANDLERS["history"](self.ctx, TailArgs(unit=name, lines=100_000))
         svg = self.templates.get_template("timeline.svg").render(
-            u=status, timeline=self._timeline(status, rows, time.time(), span_name))
+            u=status, timeline=self._timeline(status, rows, time.time(), span_name)
+        )
         return web.Response(text=svg, content_type="image/svg+xml")
 
     async def screen(self, request: web.Request) -> web.Response:
-        return web.json_response(await _known(HANDLERS["screen"](self.ctx,
-                                                                 UnitArgs(unit=_unit(request)))))
+        return web.json_response(
+            await _known(HANDLERS["screen"](self.ctx, UnitArgs(unit=_unit(request))))
+        )
 
     async def bootstrap(self, request: web.Request) -> web.Response:
         name, which = _unit(request), request.match_info["session"]
@@ -129,12 +141,14 @@ class Pages:
             raise web.HTTPNotFound(text="a session number, or next")
         try:
             text = self.ctx.sup.given_bootstrap(name, int(which)).read_text(
-                encoding="utf-8", errors="replace")
+                encoding="utf-8", errors="replace"
+            )
         except UnknownUnit:
             raise web.HTTPNotFound(text=f"unknown unit: {name}") from None
         except OSError:
-            raise web.HTTPNotFound(text=f"{name}: no bootstrap kept for session {which} "
-                                        "(never given, or pruned)") from None
+            raise web.HTTPNotFound(
+                text=f"{name}: no bootstrap kept for session {which} (never given, or pruned)"
+            ) from None
         return web.Response(text=text)
 
     async def act(self, request: web.Request) -> web.Response:
@@ -157,8 +171,9 @@ class Pages:
             await self._status(name)
         if self._open_streams >= MAX_STREAMS:
             raise web.HTTPServiceUnavailable(text=f"over {MAX_STREAMS} live streams are open")
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
-                                               "Cache-Control": "no-store"})
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
+        )
         self._open_streams += 1
         try:
             with self.streams.event_feed(name) as feed:
@@ -168,8 +183,9 @@ class Pages:
                     try:
                         event = await feed.next()
                     except FeedEnded as end:
-                        await response.write(f"event: end\ndata: {json.dumps(str(end))}\n\n"
-                                             .encode())
+                        await response.write(
+                            f"event: end\ndata: {json.dumps(str(end))}\n\n".encode()
+                        )
                         break
                     await response.write(f"data: {json.dumps(event, default=str)}\n\n".encode())
         except ConnectionError:
@@ -182,15 +198,17 @@ class Pages:
         name = request.match_info["name"]
         if name not in self.static:
             raise web.HTTPNotFound()
-        kind = STATIC_TYPES[name[name.rfind("."):]]
-        return web.Response(body=self.static[name], content_type=kind,
-                            headers={"Cache-Control": "no-cache"})
+        kind = STATIC_TYPES[name[name.rfind(".") :]]
+        return web.Response(
+            body=self.static[name], content_type=kind, headers={"Cache-Control": "no-cache"}
+        )
 
     # -- helpers ----------------------------------------------------------------------------
     def _page(self, template: str, **values: Any) -> web.Response:
         html = self.templates.get_template(template).render(**values)
-        return web.Response(text=html, content_type="text/html",
-                            headers={"Cache-Control": "no-store"})
+        return web.Response(
+            text=html, content_type="text/html", headers={"Cache-Control": "no-store"}
+        )
 
     async def _status(self, name: str) -> dict[str, Any]:
         statuses = await _known(HANDLERS["status"](self.ctx, StatusArgs(units=[name])))
@@ -201,11 +219,17 @@ class Pages:
         usage = usage_today(self.ctx.sup.history(name), now)
         return summary(status, usage, self.ctx.sup.definition(name).budget, now)
 
-    def _timeline(self, status: dict[str, Any], rows: list[dict[str, Any]], now: float,
-                  span_name: str) -> Any:
+    def _timeline(
+        self, status: dict[str, Any], rows: list[dict[str, Any]], now: float, span_name: str
+    ) -> Any:
         running = status["session"] if status.get("pid") is not None else None
-        return layout(rows, now, span_name, running=running,
-                      paused=status if status["state"] == "paused" else None)
+        return layout(
+            rows,
+            now,
+            span_name,
+            running=running,
+            paused=status if status["state"] == "paused" else None,
+        )
 
 
 def _unit(request: web.Request) -> str:

@@ -34,10 +34,16 @@ from agentd.daemon.dashboard.access import (
 from agentd.daemon.dashboard.pages import Pages
 
 MAX_BODY = 64 * 1024  # the forms post a token and nothing else
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-       "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-HEADERS = {"Content-Security-Policy": CSP, "X-Frame-Options": "DENY",
-           "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
 COOKIE_DAYS = 30
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -66,8 +72,9 @@ class Dashboard:
         app.add_routes(self._pages.routes())
         app.on_response_prepare.append(self._headers)
         # handler_cancellation: a browser that leaves ends its live stream at once
-        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True,
-                                     shutdown_timeout=CLOSE_GRACE)
+        self._runner = web.AppRunner(
+            app, access_log=None, handler_cancellation=True, shutdown_timeout=CLOSE_GRACE
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.bind.host or None, self.bind.port)
         try:
@@ -75,8 +82,9 @@ class Dashboard:
         except OSError as exc:
             await self._runner.cleanup()
             self._runner = None
-            raise BindRefused(f"--http: cannot listen on {self.bind.url()}: "
-                              f"{exc.strerror or exc}") from None
+            raise BindRefused(
+                f"--http: cannot listen on {self.bind.url()}: {exc.strerror or exc}"
+            ) from None
         port = int(self._runner.addresses[0][1])
         self.url = self.bind.url(port)
         self._cookie = f"agentd-{port}"  # cookies ignore ports: one per dashboard
@@ -95,14 +103,17 @@ class Dashboard:
         @web.middleware
         async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
             if not peer_allowed(request.remote, allow_remote=self.bind.allow_remote):
-                raise web.HTTPForbidden(text="agentd's dashboard serves this machine only "
-                                             "(agentd serve --http-allow-remote serves others)")
+                raise web.HTTPForbidden(
+                    text="agentd's dashboard serves this machine only "
+                    "(agentd serve --http-allow-remote serves others)"
+                )
             if not same_token(self._given_token(request), self.token):
                 raise web.HTTPUnauthorized(
                     text="agentd's dashboard needs its token: open the link `agentctl "
-                         "dashboard` prints, or send Authorization: Bearer TOKEN (the token "
-                         "is in run/http-token)",
-                    headers={"WWW-Authenticate": 'Bearer realm="agentd"'})
+                    "dashboard` prints, or send Authorization: Bearer TOKEN (the token "
+                    "is in run/http-token)",
+                    headers={"WWW-Authenticate": 'Bearer realm="agentd"'},
+                )
             if request.method == "POST":
                 form = await request.post()
                 given = form.get("csrf") or request.headers.get("X-CSRF-Token")
@@ -113,10 +124,16 @@ class Dashboard:
             except web.HTTPException:
                 raise
             except Exception as exc:  # a bug in a page must not take the daemon down
-                self.ctx.sup.events.emit(CONTROL_ERROR, level="error", path=request.path,
-                                         error=f"{type(exc).__name__}: {exc}")
+                self.ctx.sup.events.emit(
+                    CONTROL_ERROR,
+                    level="error",
+                    path=request.path,
+                    error=f"{type(exc).__name__}: {exc}",
+                )
                 raise web.HTTPInternalServerError(
-                    text=f"internal error: {type(exc).__name__}: {exc}") from None
+                    text=f"internal error: {type(exc).__name__}: {exc}"
+                ) from None
+
         return guard
 
     def _given_token(self, request: web.Request) -> str | None:
@@ -131,6 +148,12 @@ class Dashboard:
             # (set_cookie would be too late here: aiohttp has turned cookies into headers)
             cookie: SimpleCookie = SimpleCookie()
             cookie[self._cookie] = self.token
-            cookie[self._cookie].update({"max-age": str(COOKIE_DAYS * 86400), "path": "/",
-                                         "httponly": True, "samesite": "Strict"})
+            cookie[self._cookie].update(
+                {
+                    "max-age": str(COOKIE_DAYS * 86400),
+                    "path": "/",
+                    "httponly": True,
+                    "samesite": "Strict",
+                }
+            )
             response.headers.add("Set-Cookie", cookie[self._cookie].OutputString())

@@ -18,14 +18,27 @@ from typing import Any
 
 from agentd.times import parse_iso, span
 
-SPANS: dict[str, float | None] = {"1h": 3600, "6h": 6 * 3600, "1d": 86400, "1w": 7 * 86400,
-                                  "all": None}
+SPANS: dict[str, float | None] = {
+    "1h": 3600,
+    "6h": 6 * 3600,
+    "1d": 86400,
+    "1w": 7 * 86400,
+    "all": None,
+}
 DEFAULT_SPAN = "all"
 # Outcomes (SPEC 7) and their colours; "running" is the session under way.
 COLOURS = {
-    "running": "#4caf7a", "done": "#1f7a4d", "handoff": "#3b7fc4", "context": "#8a63d2",
-    "usage-limited": "#d9a21b", "timeout": "#e07b28", "idle": "#9aa5b1", "crashed": "#d64545",
-    "stalled": "#8b1e3f", "stopped": "#5b6775", "unknown": "#c0c4ca",
+    "running": "#4caf7a",
+    "done": "#1f7a4d",
+    "handoff": "#3b7fc4",
+    "context": "#8a63d2",
+    "usage-limited": "#d9a21b",
+    "timeout": "#e07b28",
+    "idle": "#9aa5b1",
+    "crashed": "#d64545",
+    "stalled": "#8b1e3f",
+    "stopped": "#5b6775",
+    "unknown": "#c0c4ca",
 }
 WIDTH, LEFT, RIGHT = 1000.0, 10.0, 10.0
 BAR_Y, BAR_H = 26.0, 28.0
@@ -34,8 +47,26 @@ HEIGHT = AXIS_Y + 40
 MIN_BAR = 2.0  # a session of a few seconds in a week's window is still seen
 MIN_WINDOW = 5.0  # seconds: the whole run of a unit that just started
 LABEL_HALF = 28.0  # about half a tick label's width: labels cut by an edge are left out
-TICK_STEPS = (1, 2, 5, 10, 30, 60, 300, 600, 900, 1800, 3600, 2 * 3600, 3 * 3600, 6 * 3600,
-              12 * 3600, 86400, 2 * 86400, 7 * 86400)
+TICK_STEPS = (
+    1,
+    2,
+    5,
+    10,
+    30,
+    60,
+    300,
+    600,
+    900,
+    1800,
+    3600,
+    2 * 3600,
+    3 * 3600,
+    6 * 3600,
+    12 * 3600,
+    86400,
+    2 * 86400,
+    7 * 86400,
+)
 MAX_TICKS = 10
 
 
@@ -89,8 +120,14 @@ class Timeline:
         return LEFT + (at - self.start) / (self.end - self.start) * (self.width - LEFT - RIGHT)
 
 
-def layout(rows: list[dict[str, Any]], now: float, span_name: str = DEFAULT_SPAN, *,
-           running: int | None = None, paused: Mapping[str, Any] | None = None) -> Timeline:
+def layout(
+    rows: list[dict[str, Any]],
+    now: float,
+    span_name: str = DEFAULT_SPAN,
+    *,
+    running: int | None = None,
+    paused: Mapping[str, Any] | None = None,
+) -> Timeline:
     """The timeline of session ``rows`` (oldest first) at ``now``.
 
     ``running``: the number of the session under way, if any (its bar reaches
@@ -111,10 +148,17 @@ def layout(rows: list[dict[str, Any]], now: float, span_name: str = DEFAULT_SPAN
         number = int(row["session"])
         outcome = "running" if number == running else str(row.get("outcome") or "unknown")
         x0, x1 = line.x(start), line.x(end)
-        line.bars.append(Bar(number, outcome, x0, max(x1 - x0, MIN_BAR),
-                             COLOURS.get(outcome, COLOURS["unknown"]),
-                             _title(row, outcome, start, end)))
-        line.marks += _marks(line, row, number, x0, x1, end, spans[index + 1:], now)
+        line.bars.append(
+            Bar(
+                number,
+                outcome,
+                x0,
+                max(x1 - x0, MIN_BAR),
+                COLOURS.get(outcome, COLOURS["unknown"]),
+                _title(row, outcome, start, end),
+            )
+        )
+        line.marks += _marks(line, row, number, x0, x1, end, spans[index + 1 :], now)
     if paused and not (rows and rows[-1].get("reset_at")):
         since = parse_iso(paused.get("since")) or now
         until = parse_iso(paused.get("paused_until"))
@@ -143,8 +187,16 @@ def _title(row: Mapping[str, Any], outcome: str, start: float, end: float) -> st
     return f"session {number}: {outcome} ({reason}{detail}), {lasted}, started {began}"
 
 
-def _marks(line: Timeline, row: Mapping[str, Any], number: int, x0: float, x1: float, end: float,
-           later: list[tuple[float, float]], now: float) -> list[Mark]:
+def _marks(
+    line: Timeline,
+    row: Mapping[str, Any],
+    number: int,
+    x0: float,
+    x1: float,
+    end: float,
+    later: list[tuple[float, float]],
+    now: float,
+) -> list[Mark]:
     marks = []
     started_by = str(row.get("started_by") or "start")
     if started_by != "start":
@@ -154,8 +206,9 @@ def _marks(line: Timeline, row: Mapping[str, Any], number: int, x0: float, x1: f
         marks.append(Mark("sentinel", x1, 0, f"session {number} ended on {reason}"))
     if row.get("reset_at"):
         stop = later[0][0] if later else now  # the next session ends the pause
-        marks.append(_pause(line, end, stop, parse_iso(row["reset_at"]),
-                            str(row.get("outcome") or "paused")))
+        marks.append(
+            _pause(line, end, stop, parse_iso(row["reset_at"]), str(row.get("outcome") or "paused"))
+        )
     return marks
 
 

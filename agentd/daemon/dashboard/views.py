@@ -21,26 +21,40 @@ def summary(status: dict[str, Any], usage: Usage, budget: Budget, now: float) ->
         last += f" ({span(now - at)} ago)"
     until = parse_iso(status.get("paused_until"))
     since = parse_iso(status.get("since"))
-    return {**status, "running": running,
-            "uptime": span(status.get("uptime_s")) if running else "-",
-            "last": last,
-            "paused": clock(until) if until is not None else None,
-            "since_text": f"{clock(since)} ({span(now - since)} ago)" if since else "-",
-            "budget": budget_used(usage, budget)}
+    return {
+        **status,
+        "running": running,
+        "uptime": span(status.get("uptime_s")) if running else "-",
+        "last": last,
+        "paused": clock(until) if until is not None else None,
+        "since_text": f"{clock(since)} ({span(now - since)} ago)" if since else "-",
+        "budget": budget_used(usage, budget),
+    }
 
 
 def budget_used(usage: Usage, budget: Budget) -> str:
     """Today's sessions, runtime and output tokens, each of its daily limit when set."""
+
     def part(used: str, limit: str | None, what: str) -> str:
         return f"{used}/{limit} {what}" if limit else f"{used} {what}"
 
-    return ", ".join([
-        part(str(usage.sessions), str(budget.max_sessions_per_day or "") or None, "sessions"),
-        part(span(usage.runtime_s), span(budget.max_runtime_per_day)
-             if budget.max_runtime_per_day else None, "run"),
-        part(f"{usage.tokens:,}", f"{budget.max_output_tokens_per_day:,}"
-             if budget.max_output_tokens_per_day else None, "tokens"),
-    ])
+    return ", ".join(
+        [
+            part(str(usage.sessions), str(budget.max_sessions_per_day or "") or None, "sessions"),
+            part(
+                span(usage.runtime_s),
+                span(budget.max_runtime_per_day) if budget.max_runtime_per_day else None,
+                "run",
+            ),
+            part(
+                f"{usage.tokens:,}",
+                f"{budget.max_output_tokens_per_day:,}"
+                if budget.max_output_tokens_per_day
+                else None,
+                "tokens",
+            ),
+        ]
+    )
 
 
 def clock(epoch: float) -> str:

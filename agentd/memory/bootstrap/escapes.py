@@ -16,8 +16,14 @@ import re
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 _CONTROLS = [chr(c) for c in (*range(0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))]
 _SURROGATES = re.compile("[\ud800-\udfff]")
-_NAMES = {"\x00": "NUL", "\x03": "Ctrl-C", "\x04": "Ctrl-D", "\x1b": "ESC", "\r": "CR",
-          "\x7f": "DEL"}
+_NAMES = {
+    "\x00": "NUL",
+    "\x03": "Ctrl-C",
+    "\x04": "Ctrl-D",
+    "\x1b": "ESC",
+    "\r": "CR",
+    "\x7f": "DEL",
+}
 
 
 def _escaped(char: str) -> str:

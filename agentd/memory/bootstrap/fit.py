@@ -51,8 +51,13 @@ class FileAccount:
     tokens: int = 0  # tokens shown, filled in from the final text
 
     def as_dict(self) -> dict[str, object]:
-        return {"name": self.name, "keep": self.keep, "tokens": self.tokens,
-                "total": round(self.total), "notes": self.notes}  # fmt: skip
+        return {
+            "name": self.name,
+            "keep": self.keep,
+            "tokens": self.tokens,
+            "total": round(self.total),
+            "notes": self.notes,
+        }
 
 
 @dataclass
@@ -214,6 +219,7 @@ def _account(block: Block, shares: list[Share]) -> FileAccount:
 
 # -- the decision -------------------------------------------------------------------
 
+
 def fit(blocks: Sequence[Block], budget: float) -> Fitted:
     """``blocks`` rendered within ``budget`` tokens (see the module docstring)."""
     plan = Plan(blocks, budget)
@@ -229,8 +235,10 @@ def must_cost(blocks: Sequence[Block]) -> float:
     each block at most its ``max_tokens``."""
     plan = Plan(blocks, 0.0)
     groups = _by_block(plan.of("must"))
-    return sum(min(plan.frame(i) + sum(s.part.whole_cost() for s in g), plan.limit(i))
-               for i, g in groups.items())  # fmt: skip
+    return sum(
+        min(plan.frame(i) + sum(s.part.whole_cost() for s in g), plan.limit(i))
+        for i, g in groups.items()
+    )
 
 
 def _by_block(shares: list[Share]) -> dict[int, list[Share]]:
@@ -252,8 +260,11 @@ def _spread(plan: Plan, shares: list[Share], keep: Keep) -> float:
     for i, group in groups.items():
         allowance = min(capped[i], level)
         if allowance < capped[i]:
-            why = ("must-keep files alone exceed the budget" if keep == "must"
-                   else "free text gets only what is left")  # fmt: skip
+            why = (
+                "must-keep files alone exceed the budget"
+                if keep == "must"
+                else "free text gets only what is left"
+            )
         else:
             why = f"over its max_tokens ({plan.blocks[i].max_tokens})"
         frame = plan.frame(i)

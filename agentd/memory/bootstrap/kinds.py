@@ -60,7 +60,8 @@ def empty_optional(entry: LayoutFile, block: Block) -> Block | None:
     """An optional file with nothing in it is not worth a heading; a required
     one says it is empty."""
     lines = [ln for p in block.parts for ln in p.lines] + [
-        ln for p in block.parts for item in p.items for ln in item]
+        ln for p in block.parts for item in p.items for ln in item
+    ]
     if not markdown.has_content(lines):
         if entry.optional:
             return None
@@ -77,8 +78,9 @@ def note(block: Block, entry: LayoutFile, text: str) -> Block:
 # -- the structured kinds: entries, a decision log, a task state and its handoff --
 
 
-def entries(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
-             warnings: list[str]) -> Block | None:  # fmt: skip
+def entries(
+    ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block, warnings: list[str]
+) -> Block | None:
     """A Markdown file of ``## `` entries, newest last: a record of them."""
     text, truncated = statedir.read_head(path, MAX_SECTION_BYTES)
     lines = markdown.without_comments(text.splitlines())
@@ -88,27 +90,35 @@ def entries(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
         if not markdown.has_content(body):
             return None if entry.optional else note(block, entry, "_(no entries yet)_")
         # only the file's preamble so far: text, behind the records of other files
-        block.parts = [Part("free" if entry.priority == "record" else entry.priority,
-                            lines=body)]  # fmt: skip
+        block.parts = [Part("free" if entry.priority == "record" else entry.priority, lines=body)]
         return block
     items = [[*markdown.strip_blank(markdown.nest(e, "")), ""] for e in entries]
     items[-1] = items[-1][:-1]
-    block.parts = [list_part(entry.priority, items, entry.tail or DEFAULT_ENTRIES,
-                             what="entries", path=block.shown,
-                             unread=None if truncated else 0)]  # fmt: skip
+    block.parts = [
+        list_part(
+            entry.priority,
+            items,
+            entry.tail or DEFAULT_ENTRIES,
+            what="entries",
+            path=block.shown,
+            unread=None if truncated else 0,
+        )
+    ]
     return block
 
 
-def decision_log(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
-                  warnings: list[str]) -> Block | None:  # fmt: skip
+def decision_log(
+    ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block, warnings: list[str]
+) -> Block | None:
     least = entry.tail or DEFAULT_LOG_TAIL
     # a record reads as much more as the budget could show (4 bytes a token)
     more = min(ctx.budget_tokens * 4, MAX_SECTION_BYTES) if entry.priority == "record" else 0
     with statedir.open_regular(path) as f:
         lines, start = fileio.tail_window(f, least, more)
     before = statedir.count_lines_before(path, start, COUNT_LINES_LIMIT)
-    bad = [str(before + i + 1) if before is not None else str(len(lines) - i)
-           for i in bad_lines(lines)]  # fmt: skip
+    bad = [
+        str(before + i + 1) if before is not None else str(len(lines) - i) for i in bad_lines(lines)
+    ]
     if bad:
         where = ("lines " if len(bad) > 1 else "line ") + ", ".join(bad)
         where += "" if before is not None else " (counted from the end)"
@@ -120,13 +130,23 @@ def decision_log(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Bl
     if not items:
         return None if entry.optional else note(block, entry, "_(no decisions yet)_")
     unread = None if before is None else before
-    block.parts = [list_part(entry.priority, items, least, what="decisions", path=block.shown,
-                             fence="text", unread=unread)]  # fmt: skip
+    block.parts = [
+        list_part(
+            entry.priority,
+            items,
+            least,
+            what="decisions",
+            path=block.shown,
+            fence="text",
+            unread=unread,
+        )
+    ]
     return block
 
 
-def task_state(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
-                warnings: list[str]) -> Block | None:  # fmt: skip
+def task_state(
+    ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block, warnings: list[str]
+) -> Block | None:
     loaded = taskstate.load(path)
     data, raw = loaded.data, loaded.raw
     if loaded.problem:
@@ -135,11 +155,14 @@ def task_state(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Bloc
         if data is not None:  # valid JSON, but not an object (invalid JSON is warned)
             warnings.append(f"{block.shown} should hold a JSON object")
         block.lead = ["_(shown raw: repair it so it parses as a JSON object)_", ""]
-        block.parts = [Part(entry.priority, lines=raw.splitlines() or ["(empty file)"],
-                            fence="json")]  # fmt: skip
+        block.parts = [
+            Part(entry.priority, lines=raw.splitlines() or ["(empty file)"], fence="json")
+        ]
         return block
-    block.parts = [_state_part(p, entry.priority, block.shown)
-                   for p in taskstate.to_parts(data, _warner(block, warnings))]  # fmt: skip
+    block.parts = [
+        _state_part(p, entry.priority, block.shown)
+        for p in taskstate.to_parts(data, _warner(block, warnings))
+    ]
     return block
 
 
@@ -153,8 +176,9 @@ def _state_part(part: list[str] | taskstate.ListPart, keep: Keep, where: str) ->
         return [f"**{label}:**{newest}"]
 
     items = [[line] for line in part.items]
-    made = list_part("record", items, taskstate.SHOWN_ITEMS, what=label.lower(), path=where,
-                     caption=caption)  # fmt: skip
+    made = list_part(
+        "record", items, taskstate.SHOWN_ITEMS, what=label.lower(), path=where, caption=caption
+    )
     made.gap = True
     return made
 
@@ -163,8 +187,9 @@ def _warner(block: Block, warnings: list[str]) -> taskstate.Warn:
     return lambda msg, _key: warnings.append(f"{block.shown}: {msg}")
 
 
-def handoff(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
-             warnings: list[str]) -> Block | None:  # fmt: skip
+def handoff(
+    ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block, warnings: list[str]
+) -> Block | None:
     loaded = taskstate.load(path)
     if loaded.problem:
         warnings.append(f"{block.shown} {loaded.problem}")
@@ -178,6 +203,7 @@ def handoff(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
 # -- the dispatch, Markdown text and the newest file of a directory ---------------
 
 LAYOUT_RECORD = ".layout"  # the layout `agentctl state init` wrote the templates of
+
 
 def file_block(ctx: BootstrapContext, entry: LayoutFile, warnings: list[str]) -> Block | None:
     """The block of one layout file (None: nothing worth a heading); its control
@@ -196,8 +222,10 @@ def _escape_block(block: Block, warnings: list[str]) -> None:
             found += escape_lines(item)
     if found:
         names = ", ".join(dict.fromkeys(found))
-        warnings.append(f"{block.shown} holds control characters ({names}): they are shown "
-                        "escaped (\\xNN), never typed or passed on; remove them")
+        warnings.append(
+            f"{block.shown} holds control characters ({names}): they are shown "
+            "escaped (\\xNN), never typed or passed on; remove them"
+        )
 
 
 def _file_block(ctx: BootstrapContext, entry: LayoutFile, warnings: list[str]) -> Block | None:
@@ -219,8 +247,9 @@ def _file_block(ctx: BootstrapContext, entry: LayoutFile, warnings: list[str]) -
         return note(block, entry, f"_(unreadable: `{where}`)_")
 
 
-def _text(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
-          warnings: list[str]) -> Block | None:  # fmt: skip
+def _text(
+    ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block, warnings: list[str]
+) -> Block | None:
     keep = entry.priority
     if entry.tail and not entry.sections and keep != "record":
         with statedir.open_regular(path) as f:  # a must or free tail: its last lines
@@ -254,14 +283,26 @@ def _text(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
         count = f"{examples} example line{'' if examples == 1 else 's'}"
         block.notes.append(f"{count} of the template, never edited, left out")
         if not markdown.has_content(body):  # still the template: say so, not "(empty)"
-            return note(block, entry, f"_(still the template: {count}, never edited; "
-                                       "examples are not rules)_")  # fmt: skip
-        block.lead += [f"_({count} of the template, never edited, left out: examples are "
-                       "not rules)_", ""]  # fmt: skip
+            return note(
+                block,
+                entry,
+                f"_(still the template: {count}, never edited; examples are not rules)_",
+            )
+        block.lead += [
+            f"_({count} of the template, never edited, left out: examples are not rules)_",
+            "",
+        ]
     if keep == "record":
-        block.parts = [list_part("record", record_items(body), entry.tail or DEFAULT_ENTRIES,
-                                 what="items", path=block.shown,
-                                 unread=None if truncated else 0)]  # fmt: skip
+        block.parts = [
+            list_part(
+                "record",
+                record_items(body),
+                entry.tail or DEFAULT_ENTRIES,
+                what="items",
+                path=block.shown,
+                unread=None if truncated else 0,
+            )
+        ]
     elif keep == "free":
         block.parts = [Part("free", lines=body, keep_end=True)]
     else:
@@ -274,8 +315,7 @@ def _no_section(block: Block, entry: LayoutFile, name: str, warnings: list[str])
     return note(block, entry, f"_(no `## {name}` section)_")
 
 
-def _sections(lines: list[str], names: Sequence[str], shown: str, warnings: list[str]
-              ) -> list[str]:  # fmt: skip
+def _sections(lines: list[str], names: Sequence[str], shown: str, warnings: list[str]) -> list[str]:
     """The sections ``names`` of a Markdown file, in that order, each under
     ``### NAME``; a missing one is warned about, an empty one left out later."""
     out: list[str] = []
@@ -288,8 +328,9 @@ def _sections(lines: list[str], names: Sequence[str], shown: str, warnings: list
     return out
 
 
-def _without_examples(ctx: BootstrapContext, entry: LayoutFile, lines: list[str]
-                      ) -> tuple[list[str], int]:  # fmt: skip
+def _without_examples(
+    ctx: BootstrapContext, entry: LayoutFile, lines: list[str]
+) -> tuple[list[str], int]:
     """``lines`` without the template's example lines nobody edited, and how many."""
     examples = example_lines(ctx.state_dir, entry.path)
     kept = [ln for ln in lines if ln.rstrip() not in examples] if examples else lines
@@ -305,13 +346,15 @@ def example_lines(state_dir: Path, rel: str) -> frozenset[str]:
     except (OSError, ValueError):
         return frozenset()
     return frozenset(
-        ln.rstrip() for ln in markdown.without_comments(template.splitlines())
+        ln.rstrip()
+        for ln in markdown.without_comments(template.splitlines())
         if ln.strip() and not markdown.HEADING.match(ln) and not markdown.is_placeholder(ln)
-    )  # fmt: skip
+    )
 
 
-def _latest(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
-            warnings: list[str]) -> Block | None:  # fmt: skip
+def _latest(
+    ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block, warnings: list[str]
+) -> Block | None:
     """The newest file (by name) of the directory ``path``: snapshots/."""
     if not path.is_dir():
         warnings.append(f"{block.shown} should be a directory")
@@ -329,6 +372,7 @@ def _latest(ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block,
         return block
     inner = replace(entry, kind="text", optional=False, keep=entry.priority)
     return _text(ctx, inner, latest, block, warnings)
+
 
 _KINDS: dict[str, Callable[..., Block | None]] = {
     "text": _text,

@@ -55,8 +55,10 @@ class Part:
         """The cost of the part shown whole."""
         gap = 0.5 if self.gap else 0.0
         if self.keep == "record":
-            body = [*self.caption(len(self.items), self.total),
-                    *(ln for item in self.items for ln in item)]  # fmt: skip
+            body = [
+                *self.caption(len(self.items), self.total),
+                *(ln for item in self.items for ln in item),
+            ]
             return lines_cost(body) + self.fence_cost() + gap
         return lines_cost(self.lines) + self.fence_cost() + gap
 
@@ -84,7 +86,6 @@ def lines_cost(lines: Sequence[str]) -> float:
     return sum(line_cost(line) for line in lines)
 
 
-
 DONE_LEAST = 10  # done items of a Markdown checklist: the newest ten are guaranteed
 
 
@@ -101,15 +102,30 @@ def newest_caption(what: str, path: str, *, counted: bool = True) -> Caption:
     return caption
 
 
-def list_part(keep: Keep, items: list[list[str]], least: int, *, what: str, path: str,
-              fence: str | None = None, caption: Caption | None = None,
-              unread: int | None = 0) -> Part:  # fmt: skip
+def list_part(
+    keep: Keep,
+    items: list[list[str]],
+    least: int,
+    *,
+    what: str,
+    path: str,
+    fence: str | None = None,
+    caption: Caption | None = None,
+    unread: int | None = 0,
+) -> Part:
     """``items`` (oldest first; ``unread`` older ones not read) as a record, or -
     in a must or free file - their newest ``least`` as plain lines."""
     caption = caption or newest_caption(what, path, counted=unread is not None)
     if keep == "record":
-        return Part("record", items=items, least=least, caption=caption, what=what, fence=fence,
-                    unread=unread)
+        return Part(
+            "record",
+            items=items,
+            least=least,
+            caption=caption,
+            what=what,
+            fence=fence,
+            unread=unread,
+        )
     shown = items[-least:] if least else items
     total = len(items) + (unread or 0)
     lines = [*caption(len(shown), total), *(ln for item in shown for ln in item)]
@@ -132,8 +148,15 @@ def with_done_runs(lines: Sequence[str], keep: Keep, path: str) -> list[Part]:
             parts.append(Part(keep, lines=plain))
         plain = []
         items = _items(lines[start:end])
-        parts.append(Part("record", items=items, least=DONE_LEAST, what="done items",
-                          caption=_done_caption(head, path)))  # fmt: skip
+        parts.append(
+            Part(
+                "record",
+                items=items,
+                least=DONE_LEAST,
+                what="done items",
+                caption=_done_caption(head, path),
+            )
+        )
         pos = end
     plain += lines[pos:]
     if plain:

@@ -96,8 +96,7 @@ def render(ctx: BootstrapContext) -> Bootstrap:
     changes = gitinfo.changes(ctx.workdir, ctx.since_commit, head)
     # the files' blocks are escaped as read; the rest may quote a reason, a commit, a name
     escape_lines(warnings)
-    fixed = _Fixed(escape_controls(header)[0], warnings, escape_controls(changes)[0],
-                   _rules(ctx))
+    fixed = _Fixed(escape_controls(header)[0], warnings, escape_controls(changes)[0], _rules(ctx))
     need = must_cost(blocks)
     if need > ctx.budget_tokens - fixed.reserved():
         warnings.append(
@@ -107,20 +106,28 @@ def render(ctx: BootstrapContext) -> Bootstrap:
             "files or raise state.budget_tokens"
         )
     text, parts, fitted = _within_budget(blocks, fixed, ctx.budget_tokens)
-    return Bootstrap(text, estimate_tokens(text), warnings, fitted.cut, hashes, head,
-                     _counted(parts), ctx.budget_tokens)
+    return Bootstrap(
+        text,
+        estimate_tokens(text),
+        warnings,
+        fitted.cut,
+        hashes,
+        head,
+        _counted(parts),
+        ctx.budget_tokens,
+    )
 
 
 def unavailable(ctx: BootstrapContext, why: str) -> Bootstrap:
     """The bootstrap when the state dir cannot be read (in time): the header, a
     warning saying so, the rules. Reads nothing."""
-    warnings = [f"{why}: read the state files in {_dir_shown(ctx)} yourself before "
-                "anything else"]
+    warnings = [f"{why}: read the state files in {_dir_shown(ctx)} yourself before anything else"]
     escape_lines(warnings)
     fixed = _Fixed(escape_controls(_header(ctx, None))[0], warnings, "", _rules(ctx))
     text, parts, _ = _within_budget([], fixed, ctx.budget_tokens)
-    return Bootstrap(text, estimate_tokens(text), warnings, [], {}, None, _counted(parts),
-                     ctx.budget_tokens)
+    return Bootstrap(
+        text, estimate_tokens(text), warnings, [], {}, None, _counted(parts), ctx.budget_tokens
+    )
 
 
 @dataclass(frozen=True)
@@ -136,8 +143,9 @@ class _Fixed:
         fixed = [self.header, _warnings_section(self.warnings), self.changes, self.rules]
         return sum(estimate_tokens(s) + 1 for s in fixed if s)
 
-    def around(self, sections: list[tuple[str | None, FileAccount]]
-               ) -> list[tuple[str | None, FileAccount]]:  # fmt: skip
+    def around(
+        self, sections: list[tuple[str | None, FileAccount]]
+    ) -> list[tuple[str | None, FileAccount]]:
         parts: list[tuple[str | None, FileAccount]] = [(self.header, _fixed("header"))]
         parts += sections
         if section := _warnings_section(self.warnings):
@@ -151,8 +159,9 @@ def _fixed(name: str) -> FileAccount:
     return FileAccount(name, "fixed", 0)
 
 
-def _within_budget(blocks: list[Block], fixed: _Fixed, budget: int
-                   ) -> tuple[str, list[tuple[str | None, FileAccount]], Fitted]:  # fmt: skip
+def _within_budget(
+    blocks: list[Block], fixed: _Fixed, budget: int
+) -> tuple[str, list[tuple[str | None, FileAccount]], Fitted]:
     """The text of ``blocks`` fitted between the fixed parts, within ``budget``.
 
     Costs are fractional estimates per line, which can round below the
@@ -207,9 +216,12 @@ def _header(ctx: BootstrapContext, done: complete.Completion | None) -> str:
         f"Started {started}. {why} You remember nothing of earlier sessions; "
         f"the state files in `{_dir_shown(ctx)}` are your memory. Where they disagree "
         "with anything you remember from a conversation, the files win."
-        + (f"\n\n**The mission is marked complete** ({done.at}): {done.summary} - if nothing "
-           "is left to do, exit; a new mission (`agentctl state mission`) clears the mark."
-           if done else "")
+        + (
+            f"\n\n**The mission is marked complete** ({done.at}): {done.summary} - if nothing "
+            "is left to do, exit; a new mission (`agentctl state mission`) clears the mark."
+            if done
+            else ""
+        )
     )
 
 

@@ -40,8 +40,9 @@ def read(state_dir: Path) -> Completion | None:
     if not isinstance(data, dict) or not isinstance(data.get("summary"), str):
         return None
     session = data.get("session")
-    return Completion(data["summary"], str(data.get("at") or ""),
-                      session if isinstance(session, int) else None)  # fmt: skip
+    return Completion(
+        data["summary"], str(data.get("at") or ""), session if isinstance(session, int) else None
+    )
 
 
 def mark(state_dir: Path, summary: str, at: str) -> Path:

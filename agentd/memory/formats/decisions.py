@@ -83,10 +83,14 @@ def parse_line(line: str) -> Decision | None:
     if m is None or not _real_time(m["at"]):
         return None
     return Decision(
-        at=m["at"], tag=(m["tag"] or "").strip(), decision=m["decision"].strip(),
-        why=m["why"].strip(), files=m["files"].strip(), snapshot=m["snapshot"].strip(),
+        at=m["at"],
+        tag=(m["tag"] or "").strip(),
+        decision=m["decision"].strip(),
+        why=m["why"].strip(),
+        files=m["files"].strip(),
+        snapshot=m["snapshot"].strip(),
         alternatives=(m["alternatives"] or "").strip(),
-    )  # fmt: skip
+    )
 
 
 @lru_cache(maxsize=4096)
@@ -109,10 +113,14 @@ def format_line(d: Decision) -> str:
     """``d`` as one log line (no newline). ValueError when a field would not
     read back as itself (it contains ``| why:`` or the like, or is empty)."""
     clean = Decision(
-        at=d.at, tag=_one_line(d.tag).replace("]", ")"), decision=_one_line(d.decision),
-        why=_one_line(d.why), files=_one_line(d.files) or "-",
-        snapshot=_one_line(d.snapshot) or "-", alternatives=_one_line(d.alternatives),
-    )  # fmt: skip
+        at=d.at,
+        tag=_one_line(d.tag).replace("]", ")"),
+        decision=_one_line(d.decision),
+        why=_one_line(d.why),
+        files=_one_line(d.files) or "-",
+        snapshot=_one_line(d.snapshot) or "-",
+        alternatives=_one_line(d.alternatives),
+    )
     tag = f" [{clean.tag}]" if clean.tag else ""
     line = (
         f"[{clean.at}]{tag} decision: {clean.decision} | why: {clean.why} | files: {clean.files}"
@@ -151,8 +159,12 @@ def scan_file(path: Path) -> Iterator[tuple[int, str]]:
 def format_entry(number: int, d: Decision) -> list[str]:
     """``d`` as a numbered Markdown entry, seed 002's ``decisions.md`` form."""
     tag = f"[{d.tag}] " if d.tag else ""
-    lines = [f"## {number}. {tag}{_one_line(d.decision)}", "", f"- date: {d.at}",
-             f"- why: {_one_line(d.why)}"]  # fmt: skip
+    lines = [
+        f"## {number}. {tag}{_one_line(d.decision)}",
+        "",
+        f"- date: {d.at}",
+        f"- why: {_one_line(d.why)}",
+    ]
     if d.file_list:
         lines.append(f"- files: {', '.join(d.file_list)}")
     if d.alternatives:

@@ -176,8 +176,11 @@ def nest(lines: Sequence[str], title: str, top: int = 3) -> list[str]:
     the highest becomes level ``top`` (``# Role`` -> ``### Role``)."""
     heads = headings(lines)
     out = list(lines)
-    if heads and heads[0][1] == 1 and normalized(heads[0][2]) == normalized(title) and not any(
-        ln.strip() for ln in lines[: heads[0][0]]
+    if (
+        heads
+        and heads[0][1] == 1
+        and normalized(heads[0][2]) == normalized(title)
+        and not any(ln.strip() for ln in lines[: heads[0][0]])
     ):
         del out[heads[0][0]]
         heads = headings(out)
@@ -206,8 +209,9 @@ def split_entries(lines: Sequence[str], level: int = 2) -> tuple[list[str], list
 
 def next_entry_number(lines: Sequence[str]) -> int:
     """One more than the highest ``## N.`` entry number in ``lines``."""
-    numbers = [int(m["n"]) for _, lv, name in headings(lines) if lv == 2
-               if (m := ENTRY_NUMBER.match(name))]  # fmt: skip
+    numbers = [
+        int(m["n"]) for _, lv, name in headings(lines) if lv == 2 if (m := ENTRY_NUMBER.match(name))
+    ]
     return max(numbers, default=0) + 1
 
 

@@ -54,9 +54,11 @@ def effective(state_dir: Path, passed: Mapping[str, str]) -> dict[str, str]:
 
 
 def check(
-    state_dir: Path, layout: Iterable[LayoutFile], recorded: Mapping[str, str],
+    state_dir: Path,
+    layout: Iterable[LayoutFile],
+    recorded: Mapping[str, str],
     shown: Callable[[Path], str],
-) -> tuple[dict[str, str], list[str]]:  # fmt: skip
+) -> tuple[dict[str, str], list[str]]:
     """(sha256 of each readonly file now, warnings about changed or removed ones)."""
     hashes: dict[str, str] = {}
     warnings: list[str] = []

@@ -66,8 +66,14 @@ def _blob_hash(path: Path) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
-def take(state_dir: Path, name: str, record: dict[str, object], files: list[str], cwd: Path,
-         git_dir: Path) -> Path:  # fmt: skip
+def take(
+    state_dir: Path,
+    name: str,
+    record: dict[str, object],
+    files: list[str],
+    cwd: Path,
+    git_dir: Path,
+) -> Path:
     """Write snapshot ``name`` (``record`` plus HEAD and the files' blob hashes)."""
     snap = state_dir / DIR
     snap.mkdir(exist_ok=True)

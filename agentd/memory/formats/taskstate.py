@@ -62,8 +62,9 @@ def load(path: Path) -> Loaded:
     try:
         return Loaded(json.loads(raw), raw)
     except json.JSONDecodeError as e:
-        return Loaded(None, raw, f"is not valid JSON (line {e.lineno}, col {e.colno}: {e.msg})",
-                      e.lineno)  # fmt: skip
+        return Loaded(
+            None, raw, f"is not valid JSON (line {e.lineno}, col {e.colno}: {e.msg})", e.lineno
+        )
     except (ValueError, RecursionError) as e:  # a 5000-digit number, nesting 1000 deep
         return Loaded(None, raw, f"is not valid JSON ({type(e).__name__}: {e})")
 
@@ -114,13 +115,19 @@ def to_parts(data: dict[str, object], warn: Warn, unset: Warn | None = None) -> 
     elif "mission" in data or not task:  # seed 004 has a task and no mission field
         key = "task" if "task" in data and "mission" not in data else "mission"
         facts += [f"**{key.capitalize()}:** (not set)", ""]
-        unset(f"`{key}` is not set: `agentctl state {key} \"TEXT\"` sets it, so the next "
-              "session knows what it is for", key)  # fmt: skip
+        unset(
+            f'`{key}` is not set: `agentctl state {key} "TEXT"` sets it, so the next '
+            "session knows what it is for",
+            key,
+        )
     facts += [f"> **Next action:** {nxt or '(not set)'}", ""]
     if not nxt:
         key = field(data, "next_action")[0]
-        unset(f"`{key}` is not set: `agentctl state next \"TEXT\"` sets it, so the next "
-              "session knows where to go", key)  # fmt: skip
+        unset(
+            f'`{key}` is not set: `agentctl state next "TEXT"` sets it, so the next '
+            "session knows where to go",
+            key,
+        )
     phase = _scalar(data, "phase", warn)
     shown = [f"**{label}:** {v}" for label, v in (("Task", task), ("Phase", phase)) if v]
     if shown:
@@ -169,8 +176,9 @@ def _scalar(data: dict[str, object], canon: str, warn: Warn) -> str | None:
     return str(value).strip()
 
 
-def _list_part(data: dict[str, object], canon: str, label: str, item: _Item, warn: Warn
-               ) -> list[str] | ListPart:  # fmt: skip
+def _list_part(
+    data: dict[str, object], canon: str, label: str, item: _Item, warn: Warn
+) -> list[str] | ListPart:
     """A growing list (completed steps, key decisions) as a ``ListPart``; the
     others (blockers, constraints: facts) as lines."""
     key, value = field(data, canon)

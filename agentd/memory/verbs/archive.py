@@ -50,8 +50,9 @@ def _epochs(sd: StateDir) -> list[str]:
     log = sd.path / LOG
     if not log.is_file():
         return []
-    lines = [ln for ln in log.read_text(encoding="utf-8", errors="replace").splitlines()
-             if ln.strip()]  # fmt: skip
+    lines = [
+        ln for ln in log.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()
+    ]
     full = (len(lines) - 1) // EPOCH  # complete epochs before the current one
     if full <= 0:
         return []
@@ -75,8 +76,10 @@ def _apply_rule(docs: Docs, rule: ArchiveRule, now: float) -> list[str]:
         old, data[rule.field or ""] = items[: -rule.keep], items[-rule.keep :]
         if old:
             docs.touch_json(rule.path, now)
-        moved = [f"- {item_text(x)}" if to.endswith(".md") else json.dumps(x, ensure_ascii=False)
-                 for x in old]  # fmt: skip
+        moved = [
+            f"- {item_text(x)}" if to.endswith(".md") else json.dumps(x, ensure_ascii=False)
+            for x in old
+        ]
     else:
         lines, moved = _take_old(docs.lines(rule.path), rule)
         if moved:
@@ -96,9 +99,13 @@ def _take_old(lines: list[str], rule: ArchiveRule) -> tuple[list[str], list[str]
         sec = markdown.find_section(lines, rule.names)
         if sec is None:
             return lines, []
-        idx = [i for i in range(sec.start, sec.end)
-               if (m := markdown.ITEM.match(lines[i])) and not m["indent"]
-               and (rule.form != "step" or (m["mark"] or "").lower() == "x")]  # fmt: skip
+        idx = [
+            i
+            for i in range(sec.start, sec.end)
+            if (m := markdown.ITEM.match(lines[i]))
+            and not m["indent"]
+            and (rule.form != "step" or (m["mark"] or "").lower() == "x")
+        ]
     old = set(idx[: max(len(idx) - rule.keep, 0)])
     return [ln for i, ln in enumerate(lines) if i not in old], [lines[i] for i in sorted(old)]
 

@@ -36,9 +36,11 @@ def check(sd: StateDir) -> tuple[list[Problem], list[str]]:
     problems: list[Problem] = []
     notes: list[str] = []
     if not sd.recorded:
-        notes.append(f"{sd.path / LAYOUT_RECORD} is missing: using layout {sd.layout.name!r} "
-                     f"({sd.source}); `agentctl state init --layout {sd.layout.name}` "
-                     "records it")  # fmt: skip
+        notes.append(
+            f"{sd.path / LAYOUT_RECORD} is missing: using layout {sd.layout.name!r} "
+            f"({sd.source}); `agentctl state init --layout {sd.layout.name}` "
+            "records it"
+        )
     seen: set[str] = set()
     for entry in sd.layout.files:
         if entry.path in seen:
@@ -47,8 +49,13 @@ def check(sd: StateDir) -> tuple[list[Problem], list[str]]:
         path = sd.path / entry.path
         if not path.exists():
             if not entry.optional:
-                problems.append(Problem(path, "missing: the layout lists it as required; "
-                                              "`agentctl state init` creates it"))  # fmt: skip
+                problems.append(
+                    Problem(
+                        path,
+                        "missing: the layout lists it as required; "
+                        "`agentctl state init` creates it",
+                    )
+                )
             continue
         problems += _check_file(sd, entry, path, notes)
     if LOG not in seen and (sd.path / LOG).is_file():
@@ -77,8 +84,11 @@ def _check_file(sd: StateDir, entry: LayoutFile, path: Path, notes: list[str]) -
     if unfilled and entry.kind == "text" and entry.priority == "must":  # records start empty
         notes.append(f"{path} still holds the template `agentctl state init` wrote: fill it in")
     lines = text.splitlines()
-    return [Problem(path, f"has no `## {name}` section (the layout shows it)")
-            for name in entry.sections if markdown.find_section(lines, [name]) is None]
+    return [
+        Problem(path, f"has no `## {name}` section (the layout shows it)")
+        for name in entry.sections
+        if markdown.find_section(lines, [name]) is None
+    ]
 
 
 def _check_json(path: Path, notes: list[str]) -> list[Problem]:

@@ -47,8 +47,9 @@ def _targets(layout: Layout) -> list[Target]:
     return [Target(path=p, field="handoff") for p in paths]
 
 
-def retire(state_dir: Path, layout: str | Sequence[LayoutFile], session: int,
-           now: float) -> str | None:  # fmt: skip
+def retire(
+    state_dir: Path, layout: str | Sequence[LayoutFile], session: int, now: float
+) -> str | None:
     """Move the handoff (just shown to ``session``) into ``handoffs.md``;
     returns its text, None when there was none."""
     sd = StateDir(state_dir, layout_of(layout), "recorded")

@@ -160,6 +160,7 @@ def dump_json(data: dict[str, object]) -> str:
     """A state.json as people and agents read it: one key a line, one list
     entry a line (``{"text": ..., "verified": ...}`` stays on one line), so
     ten steps and ten decisions still fit on one screen and grep finds them."""
+
     def one(value: object) -> str:
         return json.dumps(value, ensure_ascii=False)
 

@@ -33,8 +33,15 @@ VERBS = ("mission", "task", "next", "done", "block", "handoff")
 TASK_SWITCH_WHY = "the task changed: the decisions after this line serve the new task"
 
 
-def write(sd: StateDir, verb: str, text: str, now: float, *, verified: str | None = None,
-          cwd: Path | None = None) -> str:  # fmt: skip
+def write(
+    sd: StateDir,
+    verb: str,
+    text: str,
+    now: float,
+    *,
+    verified: str | None = None,
+    cwd: Path | None = None,
+) -> str:
     """Record ``text`` with ``verb``; returns what was done, for the user."""
     target = getattr(sd.layout.state, verb)
     if target is None:
@@ -51,8 +58,9 @@ def write(sd: StateDir, verb: str, text: str, now: float, *, verified: str | Non
         if verb == "task" and sd.layout.state.task_switch_decision:
             from agentd.memory.formats.decisions import Decision
 
-            d = Decision(at=stamp(now), decision=f"switch to task: {text}", why=TASK_SWITCH_WHY,
-                         tag="task")  # fmt: skip
+            d = Decision(
+                at=stamp(now), decision=f"switch to task: {text}", why=TASK_SWITCH_WHY, tag="task"
+            )
             _record(sd, d, [], now, cwd or Path.cwd())
     part = target.field or target.section
     note = " (the completion mark is cleared: a new mission)" if cleared else ""
@@ -63,8 +71,10 @@ def mark_complete(sd: StateDir, summary: str, now: float) -> str:
     """``agentctl state complete``: the mission is done; returns what was done."""
     with fileio.locked(sd.path):
         path = complete.mark(sd.path, summary, stamp(now))
-    return (f"complete: recorded in {path}; when this session ends, agentd ends the unit "
-            "`done` (a new `agentctl state mission` clears it)")  # fmt: skip
+    return (
+        f"complete: recorded in {path}; when this session ends, agentd ends the unit "
+        "`done` (a new `agentctl state mission` clears it)"
+    )
 
 
 def check_decision(d: Decision) -> None:
@@ -96,9 +106,12 @@ def _record(sd: StateDir, d: Decision, files: list[str], now: float, cwd: Path) 
         task = ""  # an unreadable task file must not lose the decision
     record = {
         "time": datetime.fromtimestamp(now).astimezone().isoformat(timespec="seconds"),
-        "decision": d.decision, "why": d.why, "tag": d.tag or None,
-        "alternatives": d.alternatives or None, "task": task or None,
-    }  # fmt: skip
+        "decision": d.decision,
+        "why": d.why,
+        "tag": d.tag or None,
+        "alternatives": d.alternatives or None,
+        "task": task or None,
+    }
     snapshots.take(sd.path, name, record, files, cwd, sd.workdir)
     fileio.append_line(sd.path / LOG, line)
     own_record(docs, d, now)

@@ -18,8 +18,15 @@ from agentd.memory.verbs.ops import Docs, StateError, stamp
 CHECKPOINT_DONE = 5  # done items a checkpoint repeats
 
 
-def apply(docs: Docs, t: Target, text: str, now: float, *, verified: str | None = None,
-          why: str | None = None) -> None:  # fmt: skip
+def apply(
+    docs: Docs,
+    t: Target,
+    text: str,
+    now: float,
+    *,
+    verified: str | None = None,
+    why: str | None = None,
+) -> None:
     """Write ``text`` into target ``t`` (see ``agentd.memory.layout.TargetForm``)."""
     if t.is_json:
         _apply_json(docs, t, text, now, verified=verified, why=why)
@@ -33,8 +40,9 @@ def apply(docs: Docs, t: Target, text: str, now: float, *, verified: str | None 
         docs.set_lines(t.path, _edit_section(docs.lines(t.path), t, text, verified))
 
 
-def _apply_json(docs: Docs, t: Target, text: str, now: float, *, verified: str | None,
-                why: str | None) -> None:  # fmt: skip
+def _apply_json(
+    docs: Docs, t: Target, text: str, now: float, *, verified: str | None, why: str | None
+) -> None:
     data = docs.json(t.path)
     key = t.field or ""
     if t.form == "text":
@@ -141,5 +149,6 @@ def _same(a: object, b: str) -> bool:
 
 
 def _is_none(value: object) -> bool:
-    return value is None or (isinstance(value, str)
-                             and " ".join(value.split()).casefold() in NONE_MARKERS | {""})
+    return value is None or (
+        isinstance(value, str) and " ".join(value.split()).casefold() in NONE_MARKERS | {""}
+    )

@@ -106,14 +106,22 @@ def read(path: Path) -> Remembered:
         state = State(data.get("state"))
         if state in REMEMBERED:
             since = datetime.fromisoformat(str(data.get("since")).replace("Z", "+00:00"))
-            out = dataclasses.replace(out, state=state, since=since.timestamp(),
-                                      reason=str(data.get("reason") or ""),
-                                      detail=str(data.get("detail") or ""))
+            out = dataclasses.replace(
+                out,
+                state=state,
+                since=since.timestamp(),
+                reason=str(data.get("reason") or ""),
+                detail=str(data.get("detail") or ""),
+            )
     return out
 
 
 def _to_json(value: Remembered) -> dict[str, Any]:
-    return {"enabled": value.enabled, "state": str(value.state) if value.state else None,
-            "reason": value.reason or None, "detail": value.detail or None,
-            "since": iso(value.since) if value.since is not None else None,
-            "restarts": value.restarts}
+    return {
+        "enabled": value.enabled,
+        "state": str(value.state) if value.state else None,
+        "reason": value.reason or None,
+        "detail": value.detail or None,
+        "since": iso(value.since) if value.since is not None else None,
+        "restarts": value.restarts,
+    }

@@ -49,8 +49,7 @@ class _Lock:
     def __init__(self) -> None:
         self._fd: int | None = None
 
-    def _claim(self, name: str, path: Path, note: str,
-               taken: Callable[[Held], str]) -> str | None:
+    def _claim(self, name: str, path: Path, note: str, taken: Callable[[Held], str]) -> str | None:
         """Hold ``path`` (if not yet); ``taken(held)`` says why not when another has it."""
         if self._fd is not None:
             return None
@@ -80,9 +79,15 @@ class UnitLock(_Lock):
 
     def claim_name(self, name: str, note: str = "") -> str | None:
         """``claim`` for a unit known only by its name (one that did not load)."""
-        return self._claim(name, self.path, note, lambda held: (
-            f"{name} is already supervised by another agentd (pid {held.pid}); "
-            "use `agentctl` for that one, or stop it first"))
+        return self._claim(
+            name,
+            self.path,
+            note,
+            lambda held: (
+                f"{name} is already supervised by another agentd (pid {held.pid}); "
+                "use `agentctl` for that one, or stop it first"
+            ),
+        )
 
 
 class StateDirLock(_Lock):
@@ -96,27 +101,45 @@ class StateDirLock(_Lock):
         """Hold the lock of ``unit``'s state dir (if not yet); why not, if another unit does."""
         real = os.path.realpath(unit.state_dir)
         path = self.directory / f"{hashlib.sha256(real.encode()).hexdigest()[:32]}.lock"
-        return self._claim(unit.name, path, f"{unit.name} {real}", lambda held: (
-            f"{unit.name}: its state dir {real} is in use by unit "
-            f"{held.note.split(' ', 1)[0] or 'another unit'} (pid {held.pid}); two units "
-            "must not share one: give each its own state.dir"))
+        return self._claim(
+            unit.name,
+            path,
+            f"{unit.name} {real}",
+            lambda held: (
+                f"{unit.name}: its state dir {real} is in use by unit "
+                f"{held.note.split(' ', 1)[0] or 'another unit'} (pid {held.pid}); two units "
+                "must not share one: give each its own state.dir"
+            ),
+        )
 
 
-async def reclaim_if_owner(lock: UnitLock, history: History, records: SessionRecords,
-                           unit: Unit, *, emit: Callable[..., None], at: str) -> bool:
+async def reclaim_if_owner(
+    lock: UnitLock,
+    history: History,
+    records: SessionRecords,
+    unit: Unit,
+    *,
+    emit: Callable[..., None],
+    at: str,
+) -> bool:
     """End the unit's lost last session if we may (we hold the lock); whether there was one."""
     if lock.claim(unit) is not None:
         return False
     try:
         return await reclaim_lost_session(history, records, unit, emit=emit, at=at) is not None
     except Exception as exc:  # report it; new sessions carry another marker
-        emit(ev.UNIT_ERROR, level="error", unit=unit.name,
-             error=f"reclaiming the last session: {type(exc).__name__}: {exc}")
+        emit(
+            ev.UNIT_ERROR,
+            level="error",
+            unit=unit.name,
+            error=f"reclaiming the last session: {type(exc).__name__}: {exc}",
+        )
         return False
 
 
-async def reclaim_lost_session(history: History, records: SessionRecords, unit: Unit, *,
-                               emit: Callable[..., None], at: str) -> int | None:
+async def reclaim_lost_session(
+    history: History, records: SessionRecords, unit: Unit, *, emit: Callable[..., None], at: str
+) -> int | None:
     """End the unit's last session if a previous agentd left it; its number, or None."""
     recorded = records.read(unit.name) or _from_history(history, unit.name)
     if recorded is None:
@@ -127,9 +150,15 @@ async def reclaim_lost_session(history: History, records: SessionRecords, unit: 
     return recorded.session
 
 
-async def reclaim_orphans(records: SessionRecords, loaded: Collection[str], *,
-                          locks: Path, logs: Path, emit: Callable[..., None],
-                          at: Callable[[], str]) -> list[str]:
+async def reclaim_orphans(
+    records: SessionRecords,
+    loaded: Collection[str],
+    *,
+    locks: Path,
+    logs: Path,
+    emit: Callable[..., None],
+    at: Callable[[], str],
+) -> list[str]:
     """End the recorded sessions of units not in ``loaded`` (their files are gone or
     broken) whose lock no other agentd holds; the units whose sessions were ended."""
     ended = []
@@ -146,8 +175,12 @@ async def reclaim_orphans(records: SessionRecords, loaded: Collection[str], *,
             records.finish(name, recorded.cgroup_path)
             ended.append(name)
         except Exception as exc:  # report it, go on with the others
-            emit(ev.UNIT_ERROR, level="error", unit=name,
-                 error=f"reclaiming a lost session: {type(exc).__name__}: {exc}")
+            emit(
+                ev.UNIT_ERROR,
+                level="error",
+                unit=name,
+                error=f"reclaiming a lost session: {type(exc).__name__}: {exc}",
+            )
         finally:
             lock.release()
     return ended
@@ -164,12 +197,24 @@ def _from_history(history: History, unit: str) -> Recorded | None:
 
 async def _end(recorded: Recorded, sig: int, grace: float, emit: Callable[..., None]) -> None:
     def on_signal(sent: int, pids: list[int]) -> None:
-        emit(ev.SESSION_ORPHAN_KILLED, unit=recorded.unit, session=recorded.session,
-             signal=signal_name(sent), pids=pids,
-             why="left running by an agentd that did not stop cleanly")
+        emit(
+            ev.SESSION_ORPHAN_KILLED,
+            unit=recorded.unit,
+            session=recorded.session,
+            signal=signal_name(sent),
+            pids=pids,
+            why="left running by an agentd that did not stop cleanly",
+        )
 
-    await end_session_tree(leader=None, marker=recorded.marker, sid=None, sig=sig, grace=grace,
-                           on_signal=on_signal, cgroup=recorded.cgroup_path)
+    await end_session_tree(
+        leader=None,
+        marker=recorded.marker,
+        sid=None,
+        sig=sig,
+        grace=grace,
+        on_signal=on_signal,
+        cgroup=recorded.cgroup_path,
+    )
 
 
 def _record_end(history: History, number: int, at: str) -> None:

@@ -80,8 +80,13 @@ class SessionRecords:
 def _load(path: Path) -> Recorded | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return Recorded(unit=str(data["unit"]), session=int(data["session"]),
-                        marker=str(data["marker"]), cgroup=data.get("cgroup") or None,
-                        signal=int(data["signal"]), grace=float(data["grace"]))
+        return Recorded(
+            unit=str(data["unit"]),
+            session=int(data["session"]),
+            marker=str(data["marker"]),
+            cgroup=data.get("cgroup") or None,
+            signal=int(data["signal"]),
+            grace=float(data["grace"]),
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return None

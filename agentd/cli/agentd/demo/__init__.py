@@ -16,8 +16,11 @@ from agentd.memory.verbs.init import init
 from agentd.paths import Paths
 from agentd.supervisor.records.history import History
 
-NEXT = {"sentinel:compaction": "restart, state injected", "exit:42": "restart, state injected",
-        "exit:0": "done"}
+NEXT = {
+    "sentinel:compaction": "restart, state injected",
+    "exit:42": "restart, state injected",
+    "exit:0": "done",
+}
 
 
 def run_demo(*, keep: bool = False, quiet: bool = False) -> int:
@@ -34,8 +37,11 @@ def run_demo(*, keep: bool = False, quiet: bool = False) -> int:
     unit_file = paths.units / "demo.yaml"
     unit_file.write_text((pkg / "demo.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     unit_file.chmod(0o600)
-    os.environ.update(AGENTD_DEMO_PYTHON=sys.executable, AGENTD_DEMO_AGENT=str(agent),
-                      AGENTD_DEMO_WORKDIR=str(work))
+    os.environ.update(
+        AGENTD_DEMO_PYTHON=sys.executable,
+        AGENTD_DEMO_AGENT=str(agent),
+        AGENTD_DEMO_WORKDIR=str(work),
+    )
     seed_state(work / ".agent")
     print(f"agentd demo: workdir {work}", file=sys.stderr)
     try:
@@ -56,25 +62,32 @@ def seed_state(state_dir: Path) -> None:
     init(state_dir, "agentd")
     (state_dir / "identity.md").write_text(
         "You are the demo agent: a careful refactoring assistant for the shop codebase.\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     (state_dir / "constraints.md").write_text(
-        "- Do not change the public methods of cart.Cart\n"
-        "- All Redis keys use the prefix 'v2:'\n", encoding="utf-8")
+        "- Do not change the public methods of cart.Cart\n- All Redis keys use the prefix 'v2:'\n",
+        encoding="utf-8",
+    )
     init(state_dir, None)  # records the readonly constraints as the person wrote them
     path = state_dir / "state.json"
     state = json.loads(path.read_text(encoding="utf-8"))
-    state.update({
-        "mission": "Put a cache layer in front of the cart module without changing its API",
-        "phase": "refactor",
-        "next_action": "Map the 23 Redis call sites in cart/",
-    })
+    state.update(
+        {
+            "mission": "Put a cache layer in front of the cart module without changing its API",
+            "phase": "refactor",
+            "next_action": "Map the 23 Redis call sites in cart/",
+        }
+    )
     path.write_text(json.dumps(state, indent=2), encoding="utf-8")
 
 
 def summary(paths: Paths, work: Path) -> str:
     """A table of the demo's sessions: how each ended and where the next resumed."""
-    ends = [r for r in History(paths.unit_logs("demo") / "history.jsonl").recent()
-            if r.get("kind") == "end"]
+    ends = [
+        r
+        for r in History(paths.unit_logs("demo") / "history.jsonl").recent()
+        if r.get("kind") == "end"
+    ]
     progress: dict[int, dict[str, object]] = {}
     with open(work / "demo-progress.jsonl", encoding="utf-8") as f:
         for line in f:
@@ -87,9 +100,18 @@ def summary(paths: Paths, work: Path) -> str:
         start = str(rec.get("resumed_at", "-"))
         if n > 1:
             start += " (picked up)" if rec.get("picked_up") else " (NOT picked up)"
-        rows.append((str(n), f"{end.get('duration_s', 0):.1f}s", str(end.get("reason")),
-                     NEXT.get(str(end.get("reason")), "-"), start))
+        rows.append(
+            (
+                str(n),
+                f"{end.get('duration_s', 0):.1f}s",
+                str(end.get("reason")),
+                NEXT.get(str(end.get("reason")), "-"),
+                start,
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=False)) + "  " + r[-1]
-             for r in rows]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=False)) + "  " + r[-1]
+        for r in rows
+    ]
     return "\n".join(lines)

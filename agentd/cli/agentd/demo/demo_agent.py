@@ -35,8 +35,13 @@ def say(text: str) -> None:
 
 def agentctl_state(*args: str) -> None:
     """Run ``agentctl state ARGS``; -P keeps the workdir off the import path."""
-    subprocess.run([sys.executable, "-P", "-m", "agentd.cli.agentctl", "state", *args],
-                   check=True, timeout=60, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-P", "-m", "agentd.cli.agentctl", "state", *args],
+        check=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def load_state(path: str) -> dict:
@@ -53,8 +58,16 @@ def do_step(state: dict) -> None:
     state["next_action"] = STEPS[done] if done < len(STEPS) else "Nothing left: mission complete"
     agentctl_state("done", step, "--verified", "demo check")
     agentctl_state("next", state["next_action"])
-    agentctl_state("decide", step, "--why", "it is the next step of the mission, so it comes now",
-                   "--files", "cart/cache.py", "--tag", "demo")
+    agentctl_state(
+        "decide",
+        step,
+        "--why",
+        "it is the next step of the mission, so it comes now",
+        "--files",
+        "cart/cache.py",
+        "--tag",
+        "demo",
+    )
     say(f"done: {step} (recorded with agentctl state)")
 
 
@@ -70,12 +83,14 @@ def main() -> int:
     resumed = state["next_action"]
     picked_up = bool(state["completed_steps"]) and resumed in bootstrap
     if state["completed_steps"]:
-        say(f"session {session}: the bootstrap says my next action is: {resumed}"
-            if picked_up else f"session {session}: no next action in my bootstrap!")
+        say(
+            f"session {session}: the bootstrap says my next action is: {resumed}"
+            if picked_up
+            else f"session {session}: no next action in my bootstrap!"
+        )
     else:
         say(f"session {session}: fresh start, mission: {MISSION}")
-    log_progress(os.getcwd(), {"session": session, "resumed_at": resumed,
-                               "picked_up": picked_up})
+    log_progress(os.getcwd(), {"session": session, "resumed_at": resumed, "picked_up": picked_up})
     if session == 1:
         do_step(state)
         do_step(state)
@@ -85,8 +100,9 @@ def main() -> int:
         return 1
     if session == 2:
         do_step(state)
-        agentctl_state("handoff", "Step 3 done; order_service uses cache_manager. "
-                                  "Run the tests next.")
+        agentctl_state(
+            "handoff", "Step 3 done; order_service uses cache_manager. Run the tests next."
+        )
         say("handing over to a fresh session (exit 42)")
         return 42
     while len(state["completed_steps"]) < len(STEPS):
