@@ -58,6 +58,26 @@ class DenseScreen(pyte.Screen):
             self.buffer[y]
         super().delete_lines(count)
 
+    def set_mode(self, *modes: int, **kwargs: bool) -> None:
+        if not self._alternate(modes, kwargs, on=True):
+            super().set_mode(*modes, **kwargs)
+
+    def reset_mode(self, *modes: int, **kwargs: bool) -> None:
+        if not self._alternate(modes, kwargs, on=False):
+            super().reset_mode(*modes, **kwargs)
+
+    def _alternate(self, modes: tuple[int, ...], kwargs: dict[str, bool], *, on: bool) -> bool:
+        """pyte 0.8 ignores the alternate screen (?1049, ?1047, ?47); a terminal switches
+        to a blank one (and ?1049 saves the cursor, restored when it leaves)."""
+        if not kwargs.get("private") or not set(modes) & {1049, 1047, 47}:
+            return False
+        if on and 1049 in modes:
+            self.save_cursor()
+        self.erase_in_display(2)
+        if not on and 1049 in modes:
+            self.restore_cursor()
+        return True
+
 
 def pyte_rows(data: bytes, cols: int = COLS, rows: int = ROWS) -> tuple[list[str], tuple]:
     screen = DenseScreen(cols, rows)
@@ -98,7 +118,7 @@ def test_real_captures_equal_pyte_byte_by_byte(name: str) -> None:
     for path in sorted((FIXTURES.parent / name).glob("*.raw")):
         data = path.read_bytes()
         m = LineMatcher()
-        screen = pyte.Screen(120, 40)
+        screen = DenseScreen(120, 40)
         stream = pyte.ByteStream(screen)
         for i in range(0, len(data), 97):
             m.feed(data[i : i + 97])

@@ -411,7 +411,7 @@ def test_echo_partial_line_is_not_reported_by_check_partial() -> None:
     assert m.feed(b" errors\r\n") == []
 
 
-@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.raw")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("claude-code-*.raw")), ids=lambda p: p.name)
 @pytest.mark.parametrize("chunk", [1, 7, 4096])
 def test_real_tui_argv_echo_and_its_redraws_are_not_hits(path: Path, chunk: int) -> None:
     """The captures show the argv prompt, then redraw it while the agent works.
@@ -461,9 +461,11 @@ def test_required_literal(pattern: str, literal: str | None) -> None:
     [
         ("Compacting conversation", ("Compacting conversation",)),
         # the claude-code preset's handoff rule: one literal a branch
-        (r"(?P<left>\d{1,3})% until auto-compac|Context left until auto-compact: "
-         r"(?P<left_old>\d{1,3})%|Context low \((?P<left_low>\d{1,3})% remaining\)",
-         ("% until auto-compac", "Context left until auto-compact: ", "Context low (")),
+        (
+            r"(?P<left>\d{1,3})% until auto-compac|Context left until auto-compact: "
+            r"(?P<left_old>\d{1,3})%|Context low \((?P<left_low>\d{1,3})% remaining\)",
+            ("% until auto-compac", "Context left until auto-compact: ", "Context low ("),
+        ),
         (r"(?:abc|xyz)", ("abc", "xyz")),
         (r"(abc|xyz)", ("abc", "xyz")),
         (r"abc|x", None),  # a branch without a literal: no pre-filter
