@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentd.errors import AgentdError, KeyProblem
-from agentd.memory.schema import Field, Record, check_fields, from_mapping
+from agentd.memory.schema import Record, check_fields, field, from_mapping
 
 # How a file is rendered. `text`: as is (optionally only some sections, or its
 # last `tail` lines); `task-state`: a state.json as Markdown; `decision-log`:
@@ -82,12 +82,12 @@ class _Checked(Record):
 
 
 class LayoutFile(_Checked):
-    path: str = Field(metadata=_STATE_PATH)
+    path: str = field(metadata=_STATE_PATH)
     title: str | None = None
     kind: FileKind = "text"
-    tail: int | None = Field(default=None, metadata=_POSITIVE)
+    tail: int | None = field(default=None, metadata=_POSITIVE)
     section: str | tuple[str, ...] | None = None
-    max_tokens: int | None = Field(default=None, metadata=_POSITIVE)
+    max_tokens: int | None = field(default=None, metadata=_POSITIVE)
     optional: bool = False
     readonly: bool = False
     keep: Keep | None = None  # None: as the kind implies (`priority`)
@@ -115,7 +115,7 @@ class LayoutFile(_Checked):
 class Target(_Checked):
     """Where a verb writes: a JSON field, a Markdown section, or a whole file."""
 
-    path: str = Field(metadata=_STATE_PATH)
+    path: str = field(metadata=_STATE_PATH)
     field: str | None = None
     section: str | None = None
     aliases: tuple[str, ...] = ()  # other names the section may have (the seed's own)
@@ -148,8 +148,8 @@ class Target(_Checked):
 
 
 class ArchiveRule(Target):
-    keep: int = Field(metadata=_POSITIVE)
-    to: str = Field(metadata=_STATE_PATH)  # may contain {year}
+    keep: int = field(metadata=_POSITIVE)
+    to: str = field(metadata=_STATE_PATH)  # may contain {year}
 
 
 class StateVerbs(_Checked):

@@ -142,10 +142,10 @@ class _Painter:
                     _resize(screen, cols, rows)
             stream.feed(data[self._fed - start :])
             self._fed = end
-            rows = [row.rstrip() for row in screen.display]
+            shown = [row.rstrip() for row in screen.display]
             cursor = (screen.cursor.y, screen.cursor.x)
             return Drawn(
-                capture.session, screen.columns, rows, cursor, repaint(screen) if redraw else b""
+                capture.session, screen.columns, shown, cursor, repaint(screen) if redraw else b""
             )
 
 

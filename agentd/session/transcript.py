@@ -18,8 +18,8 @@ import os
 import time
 from pathlib import Path
 
+from agentd.events import WriteHealth
 from agentd.fileio import replaced, rotate
-from agentd.health import WriteHealth
 from agentd.session.redact import Redactor
 
 RECHECK = 1.0  # seconds between looks at whether the file is still at its path

@@ -234,7 +234,7 @@ class Supervisor:
 
     def degraded(self) -> list[dict[str, Any]]:
         """The kinds of agentd's own writes failing now (a full disk...): what, path,
-        error, since, failed; empty when every write works (``agentd.health``)."""
+        error, since, failed; empty when every write works (``agentd.events``)."""
         failing = self.events.health.status()
         for spell in failing:
             spell["since"] = iso(spell["since"])

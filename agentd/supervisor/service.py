@@ -64,6 +64,7 @@ from agentd.memory.bootstrap.render import Bootstrap, render
 from agentd.paths import Paths
 from agentd.process import cgroup as cgroups
 from agentd.process.tree import session_env_marker
+from agentd.reasons import INTERNAL_ERROR, MANUAL, Outcome, Reason
 from agentd.session import inject
 from agentd.session.child import Child
 from agentd.session.redact import Redactor
@@ -224,7 +225,7 @@ class Service:
         if self.state in (State.BACKOFF, State.PAUSED):
             self._cancel_wait()
             self._set_state(State.STOPPED, "manual")
-        self._fire(Trigger("manual", "stop"))
+        self._fire(Trigger(MANUAL, "stop"))
         if self.task is not None:
             await asyncio.shield(self.task)
 
@@ -233,7 +234,8 @@ class Service:
         A person's ``reason`` is kept and shown with the unit's secrets hidden."""
         reason = self.redactor.redact_text(reason)
         if self.state in (State.RUNNING, State.STARTING):
-            self._fire(Trigger(reason if reason.startswith("manual") else f"manual:{reason}"))
+            given = Reason.parse(reason)
+            self._fire(Trigger(given if given.is_manual else Reason.manual(reason)))
         elif self.state != State.STOPPING:
             self.start(reason)  # a refusal is an event
 
@@ -251,7 +253,7 @@ class Service:
             action="restart",
             line="(the CLI's PreCompact hook)",
         )
-        self._fire(Trigger(f"sentinel:{PRECOMPACT}"))
+        self._fire(Trigger(Reason.sentinel(PRECOMPACT)))
         return True
 
     async def join(self) -> None:
@@ -421,7 +423,7 @@ class Service:
             )
             run = self.current
             if run is not None and run.session is not None:
-                await self._end_session(run, Trigger("internal-error", "stop"))
+                await self._end_session(run, Trigger(INTERNAL_ERROR, "stop"))
             self._force_state(State.FAILED, "internal-error", f"{type(exc).__name__}: {exc}")
             raise
 
@@ -458,7 +460,7 @@ class Service:
         self.last_reason = end.reason
         self.last_at = self._wall()
         if self._stop_requested and decision.next != "stopped":
-            decision = Decision("stopped", "manual", outcome="stopped")
+            decision = Decision("stopped", "manual", outcome=Outcome.STOPPED)
         return decision
 
     def _settle(self, decision: Decision) -> None:
@@ -591,8 +593,9 @@ class Service:
         triggers.arm(session)
         handoff.arm(session)
         if self._stop_requested:  # asked before there were triggers to fire
-            triggers.fire(Trigger("manual", "stop"))
-        await asyncio.wait([session.exited, triggers.fired], return_when=asyncio.FIRST_COMPLETED)
+            triggers.fire(Trigger(MANUAL, "stop"))
+        either: list[asyncio.Future[Any]] = [session.exited, triggers.fired]
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         trigger = triggers.trigger
         await self._end_session(run, trigger)
         state_after, done = await self.briefing.state_after(unit)
@@ -619,12 +622,12 @@ class Service:
         if run.handoff is not None:
             run.handoff.close()
         exited_by_itself = trigger is None
-        reason = trigger.reason if trigger else _exit_reason(session.child)
+        reason = str(trigger.reason) if trigger else _exit_reason(session.child)
         # from STARTING or RUNNING; after a failed end it is STOPPING already (no change)
         self._set_state(State.STOPPING, reason)
 
         def on_signal(sig: int, pids: list[int]) -> None:
-            name = "session.orphan_killed" if exited_by_itself else ev.SESSION_KILL
+            name = ev.SESSION_ORPHAN_KILLED if exited_by_itself else ev.SESSION_KILL
             self._emit(name, unit=unit.name, session=number, signal=signal_name(sig), pids=pids)
 
         await session.end(int(unit.stop.signal), unit.stop.grace, on_signal=on_signal)
@@ -719,7 +722,7 @@ class Service:
             limit=getattr(budget, name),
             until=iso(until),
         )
-        self._pause(until, f"budget:{name}")
+        self._pause(until, str(Reason.budget(name)))
         return True
 
     def _pause(self, until: float, reason: str, detail: str = "") -> None:

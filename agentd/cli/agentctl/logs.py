@@ -283,6 +283,7 @@ def _history(path: Path, lines: int) -> list[dict[str, Any]]:
 def _events(why: str, unit: str | None, lines: int) -> list[dict[str, Any]]:
     from agentd.supervisor.records.history import recent_events_of
 
-    return _from_file(
+    found: list[dict[str, Any]] = _from_file(
         why, Paths.resolve().events_file, lambda path: recent_events_of(path, unit, lines)
     )
+    return found

@@ -240,7 +240,9 @@ async def _wait(
     ctx: Context, names: list[str], done: Callable[[dict[str, Any], dict[str, Any]], bool]
 ) -> list[dict[str, Any]]:
     before = {s["unit"]: s for s in ctx.sup.status(names)}
-    await asyncio.gather(
-        *(ctx.sup.wait(n, lambda now, b=before[n]: done(b, now), START_WAIT) for n in names)
-    )
+
+    def changed(name: str) -> Callable[[dict[str, Any]], bool]:
+        return lambda now: done(before[name], now)
+
+    await asyncio.gather(*(ctx.sup.wait(n, changed(n), START_WAIT) for n in names))
     return ctx.sup.status(names)

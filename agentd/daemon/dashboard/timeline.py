@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentd.reasons import Reason
 from agentd.times import parse_iso, span
 
 SPANS: dict[str, float | None] = {
@@ -202,7 +203,7 @@ def _marks(
     if started_by != "start":
         marks.append(Mark("restart", x0, 0, f"session {number} began: restart after {started_by}"))
     reason = str(row.get("reason") or "")
-    if reason.startswith("sentinel:"):
+    if Reason.parse(reason).is_sentinel:
         marks.append(Mark("sentinel", x1, 0, f"session {number} ended on {reason}"))
     if row.get("reset_at"):
         stop = later[0][0] if later else now  # the next session ends the pause

@@ -230,10 +230,11 @@ def _decision_item(entry: object) -> str | None:
     if not isinstance(entry, dict) or not isinstance(entry.get("decision"), str):
         return None
     reason = entry.get("reason")
+    decision: str = entry["decision"]
     if not reason:
-        return entry["decision"]
+        return decision
     because = "" if str(reason).lower().startswith(("because", "因为")) else "because "
-    return f"{entry['decision']} - {because}{reason}"
+    return f"{decision} - {because}{reason}"
 
 
 def _other_fields(data: dict[str, object]) -> list[str]:
