@@ -1,4 +1,4 @@
-"""Events: one JSON object per line in ``logs/agentd.jsonl`` (SPEC 6).
+"""Events: one JSON object per line in ``logs/agentd.jsonl`` (docs/events.md).
 
 Written with structlog, without touching its global configuration (tests and
 the daemon may hold several ``EventLog`` values). The file is rotated by size

@@ -1,4 +1,4 @@
-"""Agent-CLI presets (SPEC section 7): what ``preset: NAME`` brings into a unit.
+"""Agent-CLI presets (README, "Presets"): what ``preset: NAME`` brings into a unit.
 
 Each preset is ``agentd/config/cli_presets/NAME.yaml``: unit keys (command,
 inject, sentinels...) and, under ``examples``, real output lines each sentinel

@@ -1,4 +1,4 @@
-"""The unit schema (SPEC section 3): what one supervised agent service is.
+"""The unit schema (docs/units.md): what one supervised agent service is.
 
 ``Unit`` puts the sections (``agentd.config.sections``) together under the
 top-level keys and holds the checks that span them. Pydantic models with

@@ -1,4 +1,4 @@
-"""``agentd serve``: the daemon (SPEC 8, 9, 10).
+"""``agentd serve``: the daemon.
 
 One asyncio loop, one thread that acts. Signals are queued by the loop's
 signal handlers and dispatched to ``handle_<sig>`` by ``run``; the units-dir

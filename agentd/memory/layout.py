@@ -58,7 +58,7 @@ Keep = Literal["must", "record", "free"]
 # the body, `key` sets a `- key: value` line, `item`/`first-item` add a list
 # item last/first, `step` adds a `- [x]` item. Whole files: `line` appends a
 # dated line, `entry` appends a numbered `## N.` decision, `checkpoint`
-# rewrites the file as a seed-004 checkpoint.
+# rewrites the file as a checkpoint (the ``checkpoint`` layout).
 TargetForm = Literal[
     "text", "key", "item", "first-item", "step", "decision", "line", "entry", "checkpoint"
 ]
@@ -118,7 +118,7 @@ class Target(_Checked):
     path: str = field(metadata=_STATE_PATH)
     field: str | None = None
     section: str | None = None
-    aliases: tuple[str, ...] = ()  # other names the section may have (the seed's own)
+    aliases: tuple[str, ...] = ()  # other names of the section (its write-up's own)
     key: str | None = None
     form: TargetForm = "text"
     cross_off: str | None = None  # `step`: the field or section that held it as to-do
@@ -160,7 +160,7 @@ class StateVerbs(_Checked):
     block: Target | None = None
     handoff: Target | None = None
     decide: tuple[Target, ...] = ()  # the layout's own decision record, beside decisions.log
-    task_switch_decision: bool = False  # `task` also logs a decision (seed 000)
+    task_switch_decision: bool = False  # `task` also logs a decision (the ``decision-log`` layout)
 
 
 class Layout(_Checked):

@@ -1,4 +1,4 @@
-"""End every process a session started (SPEC section 5).
+"""End every process a session started.
 
 The session's process group gets the signal first, at once (one
 ``killpg``; the sid is the leader's pid, so also its group's id), because a scan

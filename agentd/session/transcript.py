@@ -1,7 +1,7 @@
 """The raw transcript of a unit's sessions: ``logs/UNIT/transcript.log``.
 
 Every byte the agent writes to its pty is appended as it arrives, after
-secrets are replaced by ``***`` (SPEC section 5), and the file is rotated by
+secrets are replaced by ``***``, and the file is rotated by
 size: ``transcript.log`` -> ``transcript.log.1`` -> ... -> ``transcript.log.N``,
 the oldest is deleted (no backups: the file starts empty again). A transcript
 deleted or moved away (logrotate) is noticed within ``RECHECK`` seconds, at

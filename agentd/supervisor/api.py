@@ -1,4 +1,4 @@
-"""The supervisor: the public API over all services (SPEC 8).
+"""The supervisor: the public API over all services (docs/commands.md).
 
 ``agentd run`` uses it with one unit and no control socket; the daemon uses
 the same object with many units and a control server in front. Callers
@@ -98,7 +98,7 @@ class Supervisor:
         return self.get(name).definition
 
     def reclaim(self, name: str) -> None:
-        """End what a killed agentd left running of the unit's last session (SPEC 10)."""
+        """End what a killed agentd left running of the unit's last session."""
         self.get(name).reclaim()
 
     def reclaim_orphans(self) -> None:

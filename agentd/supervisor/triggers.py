@@ -88,7 +88,7 @@ class Triggers:
             self._budget("max_output_tokens_per_day", self._usage.tokens + tokens, cap)
 
     def _budget(self, name: str, used: float, limit: float) -> None:
-        """A daily budget ran out mid-session: pause until midnight (SPEC 7)."""
+        """A daily budget ran out mid-session: pause until midnight."""
         if self.fired.done():
             return
         until = next_midnight(self._wall())

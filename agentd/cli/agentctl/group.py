@@ -1,4 +1,4 @@
-"""``agentctl``: control a running agentd over its socket (SPEC 8, 9), and
+"""``agentctl``: control a running agentd over its socket, and
 ``agentctl state``, which works on a state dir without the daemon.
 
 Agents run ``agentctl state next|done|decide`` after every step, so start-up

@@ -1,4 +1,4 @@
-"""``agentd``: the daemon, and running and checking units (SPEC 8).
+"""``agentd``: the daemon, and running and checking units (docs/commands.md).
 
 ``agentd serve`` (also bare ``agentd``) is the daemon (``agentd.daemon.serve``);
 ``agentd run`` supervises one unit in the foreground on the same supervisor

@@ -118,7 +118,7 @@ async def _run(unit: Unit, paths: Paths, console: Console, *, attach: bool) -> i
     )
     if service.state != State.DONE or signals:
         _show_transcript(service.transcript.path, console)
-    # SPEC 8: 0 ok, 1 failure; only `done` is ok (an interrupted run is not).
+    # 0 ok, 1 failure (docs/commands.md); only `done` is ok (an interrupted run is not).
     return 0 if service.state == State.DONE and not signals else 1
 
 

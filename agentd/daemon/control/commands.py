@@ -1,4 +1,4 @@
-"""What each control command does (SPEC 9): one handler per verb, by name.
+"""What each control command does (docs/commands.md): one handler per verb, by name.
 
 A handler gets the daemon's ``Context`` and the request's args, already
 validated against ``agentd.daemon.control.requests``; what it returns is the reply's

@@ -1,4 +1,4 @@
-"""The control server: ``agentctl``'s requests over a Unix socket (SPEC 9).
+"""The control server: ``agentctl``'s requests over a Unix socket.
 
 It runs on the daemon's loop (no thread), speaks ``agentd.daemon.control.requests`` and acts
 only through the ``Supervisor``'s public API. Each connection is one task:

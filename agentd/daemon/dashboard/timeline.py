@@ -27,7 +27,7 @@ SPANS: dict[str, float | None] = {
     "all": None,
 }
 DEFAULT_SPAN = "all"
-# Outcomes (SPEC 7) and their colours; "running" is the session under way.
+# Outcomes (``agentd.reasons.Outcome``) and their colours; "running" is the session under way.
 COLOURS = {
     "running": "#4caf7a",
     "done": "#1f7a4d",
