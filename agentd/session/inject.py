@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentd import events as ev
+from agentd.config.clihooks import with_hooks
 from agentd.config.placeholders import fill_placeholders
 from agentd.config.unit import Unit
 from agentd.process.tree import MARKER_VAR
@@ -54,7 +55,7 @@ def placeholder_values(unit: Unit, session: int, text: str, bootstrap_file: Path
 
 def plan(unit: Unit, session: int, text: str, bootstrap_file: Path) -> InjectPlan:
     values = placeholder_values(unit, session, text, bootstrap_file)
-    argv = [fill_placeholders(arg, values) for arg in unit.command]
+    argv = with_hooks(unit.hooks, [fill_placeholders(arg, values) for arg in unit.command])
     env = {k: fill_placeholders(v, values) for k, v in unit.env.items()}
     mode = unit.inject.mode or "stdin"
     if mode == "stdin":

@@ -46,11 +46,11 @@ on the old screen fired does not fire again as a TUI draws them again
 How the stream is cut into chunks changes no hit of a rule with named groups
 (what is final is a point of the stream), and no rule without them fires in
 a later chunk than the one that draws its match, or inside a frame the one
-that ends it (it may fire earlier, on the line drawn so far): a sequence or a UTF-8 character cut at a chunk end is
-carried over (a few bytes), an OSC or DCS string is skipped by a flag rather
-than buffered, characters written one after the other are one stroke
-wherever the cut falls, and a logical line keeps its newest
-``max_line_chars`` characters.
+that ends it (it may fire earlier, on the line drawn so far): a sequence or
+a UTF-8 character cut at a chunk end is carried over (a few bytes), an OSC
+or DCS string is skipped by a flag rather than buffered, characters written
+one after the other are one stroke wherever the cut falls, and a logical
+line keeps its newest ``max_line_chars`` characters.
 
 Speed: C does the work (passes over whole chunks, slices of rows, runs of
 plain lines matched as one block: ``agentd.terminal.bulk``); Python code runs

@@ -280,8 +280,8 @@ ERRORS = [
     ),
     (
         "command: x\nworkdir: /\nsentinels: [{name: a, match: x, action: explode}]\n",
-        "units/a.yaml:3: sentinels[0].action: should be 'restart', 'stop', 'pause', 'notify' or"
-        " 'ignore' (got 'explode')",
+        "units/a.yaml:3: sentinels[0].action: should be 'restart', 'stop', 'fail', 'pause',"
+        " 'notify' or 'ignore' (got 'explode')",
     ),
     (
         "command: x\nworkdir: /nonexistent/dir\n",

@@ -1,18 +1,16 @@
-"""Fixtures for tests that drive the real Claude Code and Codex CLI against a fake model.
+"""Fixtures for tests that drive the real agent CLIs against a fake model.
 
-Each CLI is installed from npm once per machine into a cache dir
-(``$AGENTD_TEST_CACHE``, default ``~/.cache/agentd-tests``), pinned to the
-version these tests were written against. If npm is missing or the install
-fails, every test here is skipped, and the reason says so loudly.
+Each CLI is installed once per machine into a cache dir (``install``), at the
+versions ``pins`` names (an environment variable can replace them). If the
+registry or the tool is missing or the install fails, the tests that need it
+are skipped, and the reason says so loudly.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,76 +21,33 @@ import pytest
 
 from agentd.config.presets import load_cli_preset
 from tests.realcli import seed_cli_homes
+from tests.realcli.install import CACHE, npm_cli
+from tests.realcli.pins import CLAUDE_CODE, CODEX, versions
 
-CLAUDE_CODE = "2.1.197"
-CODEX = "0.171.0"
-CACHE = Path(os.environ.get("AGENTD_TEST_CACHE") or Path.home() / ".cache" / "agentd-tests")
-
-
-def _install(package: str, version: str, prefix: Path, exe: Path) -> Path:
-    if exe.exists():
-        return exe
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.skip(f"REAL CLI TESTS SKIPPED: npm is not on PATH, cannot install {package}")
-    try:
-        done = subprocess.run(
-            [
-                npm,
-                "install",
-                "--prefix",
-                str(prefix),
-                "--no-audit",
-                "--no-fund",
-                f"{package}@{version}",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=240,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.skip(f"REAL CLI TESTS SKIPPED: npm install {package}@{version} took over 240 s")
-    if done.returncode != 0 or not exe.exists():
-        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        pytest.skip(
-            f"REAL CLI TESTS SKIPPED: npm install {package}@{version} failed: " + " | ".join(tail)
-        )
-    return exe
-
-
-def _pinned(package: str, version: str, prefix: Path, exe: Path) -> Path:
-    """``exe`` of ``package@version``, installed on first use, checked by its --version."""
-    _install(package, version, prefix, exe)
-    said = subprocess.run(
-        [str(exe), "--version"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
-    if version not in said.stdout:
-        pytest.skip(f"REAL CLI TESTS SKIPPED: {exe} says {said.stdout.strip()!r}, not {version}")
-    return exe
+__all__ = ["CACHE", "CLAUDE_CODE", "CODEX", "ClaudeProject", "CodexProject"]
 
 
 @pytest.fixture(scope="session")
 def claude_bin() -> Path:
-    """The real Claude Code, pinned (installed into the cache on first use)."""
-    prefix = CACHE / f"claude-code-{CLAUDE_CODE}"
-    return _pinned(
-        "@anthropic-ai/claude-code",
-        CLAUDE_CODE,
-        prefix,
-        prefix / "node_modules" / ".bin" / "claude",
-    )
+    """The real Claude Code, the first pinned version (installed into the cache on first use)."""
+    return claude_exe(CLAUDE_CODE)
+
+
+def claude_exe(version: str) -> Path:
+    return npm_cli("@anthropic-ai/claude-code", version, "claude-code", "claude")
+
+
+@pytest.fixture(scope="session", params=versions("claude-code"))
+def claude_any(request: pytest.FixtureRequest) -> tuple[str, Path]:
+    """Each pinned Claude Code, as (version, program): a test using it runs once per version."""
+    version: str = request.param
+    return version, claude_exe(version)
 
 
 @pytest.fixture(scope="session")
 def codex_bin() -> Path:
     """The real Codex CLI, pinned (installed into the cache on first use)."""
-    prefix = CACHE / f"codex-{CODEX}"
-    return _pinned("@openai/codex", CODEX, prefix, prefix / "node_modules" / ".bin" / "codex")
+    return npm_cli("@openai/codex", CODEX, "codex", "codex")
 
 
 class ClaudeProject:
