@@ -95,6 +95,11 @@ class Inject(StrictModel):
     """
     submit: str = "\r"
     """stdin mode: what is sent after the text (Enter)."""
+    paste: bool = True
+    """Hand text over (the bootstrap in stdin mode, the handoff request) as one bracketed paste
+    when the program turned bracketed paste on; `false`: type it as keys (Gemini CLI 0.61
+    takes an Enter that follows a paste too soon for a newline, so the text is never sent).
+    """
     path: Annotated[str, Field(min_length=1)] = ".agent/BOOTSTRAP.md"
     """file mode: where the bootstrap is written, relative to the workdir."""
 

@@ -547,6 +547,7 @@ class Service:
             unit.handoff,
             state_dir=unit.state_dir,
             submit=unit.inject.submit,
+            paste=unit.inject.paste,
             emit=emit,
             fire=run.fire,
             clock=self._clock,

@@ -149,9 +149,15 @@ def _says(exe: Path, version: str) -> bool:
     return version in _version(exe)
 
 
+_CHECKED: set[tuple[Path, str]] = set()  # asked once per process: aider takes 5 s to say
+
+
 def _checked(exe: Path, version: str) -> Path:
     """``exe``, if its ``--version`` names ``version``."""
+    if (exe, version) in _CHECKED:
+        return exe
     said = _version(exe)
     if version not in said:
         skip(f"{exe} says {said[:200]!r}, not {version}")
+    _CHECKED.add((exe, version))
     return exe
