@@ -54,7 +54,7 @@ def test_numbers_in_rules_are_read_whole(name: str) -> None:
     lines = [r["line"] for records in examples.values() for r in records]
     lines += ["1000% context left", "100% until auto-compact", "resets 123pm", "1100% used"]
     for rule in _rules_with_numbers(name):
-        for line in [v for line in lines for v in _variants(line)] + lines:
+        for line in [v for text in lines for v in _variants(text)] + lines:
             for m in rule.pattern.finditer(line):
                 for group in m.re.groupindex:
                     start, end = m.span(group)

@@ -729,7 +729,10 @@ def test_gemini_handoff_reads_the_first_figure_the_context_column() -> None:
     handoff = parse("preset: gemini\nworkdir: /\n").handoff
     assert handoff.pattern is not None
     for line, left in [
-        (" /tmp/p                           no sandbox                        Auto      57% used", 43),
+        (
+            " /tmp/p                        no sandbox                        Auto      57% used",
+            43,
+        ),
         ("~/w   main   gemini-2.5-pro   45% used   12% used", 55),
     ]:
         found = handoff.pattern.search(line)

@@ -79,7 +79,11 @@ def _installed(prefix: Path, exe: Path, version: str, install: Callable[[], None
             return exe
         if not (exe.exists() and _says(exe, version)):  # else: installed before markers
             shutil.rmtree(prefix, ignore_errors=True)  # an install cut short: again
-            install()
+            try:
+                install()
+            except BaseException:
+                shutil.rmtree(prefix, ignore_errors=True)  # nothing half-made is left
+                raise
             if not exe.exists():
                 skip(f"the install into {prefix} made no {exe.name}")
         (prefix / DONE).write_text(time.strftime("%Y-%m-%dT%H:%M:%S\n"), encoding="utf-8")
@@ -161,3 +165,41 @@ def _checked(exe: Path, version: str) -> Path:
         skip(f"{exe} says {said[:200]!r}, not {version}")
     _CHECKED.add((exe, version))
     return exe
+
+
+# What each CLI is, for ``python -m tests.realcli.install`` (CI installs them all
+# once, before the tests): the package, its cache name, its program.
+CLIS: dict[str, tuple[str, str, str, str]] = {  # cli: (registry, package, cache name, program)
+    "claude-code": ("npm", "@anthropic-ai/claude-code", "claude-code", "claude"),
+    "codex": ("npm", "@openai/codex", "codex", "codex"),
+    "gemini": ("npm", "@google/gemini-cli", "gemini-cli", "gemini"),
+    "aider": ("pypi", "aider-chat", "aider", "aider"),
+}
+
+
+def install(cli: str, version: str) -> Path:
+    """The program of ``cli`` at ``version``, installed into the cache if need be."""
+    registry, package, name, binary = CLIS[cli]
+    fetch = npm_cli if registry == "npm" else pip_cli
+    return fetch(package, version, name, binary)
+
+
+def main() -> int:
+    """Install every pinned version (AGENTD_TEST_<CLI> overrides them); say what
+    could not be installed, loudly, and go on: those tests will skip."""
+    from tests.realcli.pins import PINNED, versions
+
+    for cli in PINNED:
+        for version in versions(cli):
+            began = time.monotonic()
+            try:
+                exe = install(cli, version)
+            except pytest.skip.Exception as exc:
+                print(f"install: {cli}@{version}: {exc}", flush=True)
+                continue
+            print(f"install: {cli}@{version}: {exe} ({time.monotonic() - began:.1f} s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
