@@ -166,6 +166,8 @@ class GeminiProject:
                 "HOME": str(self.home),
                 "GOOGLE_GEMINI_BASE_URL": model_url,
                 "GEMINI_API_KEY": "fake",
+                # it starts node twice otherwise (a relaunch with a bigger heap): seconds
+                "GEMINI_CLI_NO_RELAUNCH": "true",
             },
             "restart": {"min_uptime": 0, "delay": "100ms"},
             "stop": {"signal": "TERM", "grace": "3s"},

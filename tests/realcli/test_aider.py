@@ -99,22 +99,21 @@ def test_the_urls_aider_offers_open_no_browser(
     browser.chmod(0o755)
     monkeypatch.setenv("BROWSER", str(browser))
     project = AiderProject(tmp_path, aider_bin)
-    for name, env in (("ab", {}), ("ac", {"BROWSER": str(browser)})):
-        with FakeChat(tmp_path / f"{name}.jsonl", brain=lambda body: {"error": URL_ERROR}) as model:
-            unit = project.unit(model.url)
-            unit["env"].update(env)
-            write_unit(home, name, unit)
-            run_until(
-                home,
-                name,
-                lambda n=name: len(session_starts(home, n)) >= 2,  # type: ignore[misc]
-                what=f"{name}'s second turn",
-            )
-        shown = (home / "logs" / name / "transcript.log").read_bytes()
-        assert b"https://example.invalid/docs/errors" in shown, "aider offered no URL"
-        if name == "ab":
-            assert not log.exists(), f"a browser opened: {log.read_text()}"
-    assert "opened https://example.invalid/docs/errors" in log.read_text(), "the probe is blind"
+    # The same unit with the desktop's BROWSER in its own env: the URL is opened.
+    with FakeChat(tmp_path / "ac.jsonl", brain=lambda body: {"error": URL_ERROR}) as model:
+        unit = project.unit(model.url)
+        unit["env"]["BROWSER"] = str(browser)
+        write_unit(home, "ac", unit)
+        run_until(home, "ac", log.exists, what="the URL opened by the unit's own BROWSER")
+    assert "opened https://example.invalid/docs/errors" in log.read_text()
+    log.unlink()
+    # The preset's BROWSER=true: the turn ends (the next one starts), nothing opened.
+    with FakeChat(tmp_path / "ab.jsonl", brain=lambda body: {"error": URL_ERROR}) as model:
+        write_unit(home, "ab", project.unit(model.url))
+        run_until(home, "ab", lambda: len(session_starts(home, "ab")) >= 2, what="a second turn")
+    shown = (home / "logs" / "ab" / "transcript.log").read_bytes()
+    assert b"https://example.invalid/docs/errors" in shown, "aider offered no URL"
+    assert not log.exists(), f"a browser opened: {log.read_text()}"
 
 
 def test_a_missing_message_file_fails_the_unit_with_the_reason(

@@ -184,7 +184,9 @@ def session_start(event: dict[str, Any] | None = None) -> str:
 def hooks_cmd(cli: str, project: Path, to_stdout: bool) -> None:
     """Write CLI's hook settings: PreCompact restarts the session with fresh state,
     SessionStart re-injects the bootstrap (merged into .claude/settings.json or
-    .codex/hooks.json; other settings are kept)."""
+    .codex/hooks.json; other settings are kept). Units on the claude-code and codex
+    presets get these hooks per session without it (unit key hooks); this is for a
+    unit with `hooks: none` or a wrapper in front of the CLI."""
     if to_stdout:
         click.echo(json.dumps(merged({}), indent=2))
         return
