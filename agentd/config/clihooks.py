@@ -19,7 +19,8 @@ Where they go (unit key ``hooks``, set by the presets):
   review" dialog before the first turn for every new hook, and nobody is there
   to answer it; the flag also runs the project's own hooks without that review;
 - ``none``: no hooks (``agentctl hooks CLI --dir WORKDIR`` writes them into
-  the project's settings instead).
+  the project's settings instead; so must a command that is a wrapper, or
+  that gives Claude Code a ``--settings`` of its own).
 
 Pure: no I/O; the interpreter's path (``sys.executable``) is the only thing read.
 """
@@ -83,8 +84,14 @@ def agentd_hooks() -> dict[str, list[dict[str, Any]]]:
 
 
 def takes_hooks(kind: str, argv: list[str]) -> bool:
-    """Is ``argv``'s program the CLI ``kind`` gives hooks to?"""
-    return bool(argv) and PurePath(argv[0]).name in PROGRAMS.get(kind, ())
+    """Is ``argv``'s program the CLI ``kind`` gives hooks to? Not when the command
+    names a settings file of its own (Claude Code takes one ``--settings``: ours
+    would replace it, or it ours)."""
+    if not argv or PurePath(argv[0]).name not in PROGRAMS.get(kind, ()):
+        return False
+    return kind != "claude-code" or not any(
+        a == "--settings" or a.startswith("--settings=") for a in argv[1:]
+    )
 
 
 def with_hooks(kind: str, argv: list[str]) -> list[str]:

@@ -151,6 +151,8 @@ def test_no_hooks_for_another_program_or_none() -> None:
         ("claude-code", ["npx", "claude"]),
         ("codex", ["bash", "-c", "codex"]),
         ("none", ["claude", "go"]),
+        ("claude-code", ["claude", "--settings", "mine.json", "go"]),  # its own: kept
+        ("claude-code", ["claude", "--settings=mine.json", "go"]),
     ):
         assert with_hooks(kind, argv) == argv
         assert not takes_hooks(kind, argv)

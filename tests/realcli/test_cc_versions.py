@@ -14,6 +14,7 @@ claude-code` alone, against a fake model.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -109,12 +110,18 @@ def test_without_hooks_the_screen_sentinel_restarts(
     assert "Compacting conversation" in hit["line"] or "Conversation compacted" in hit["line"]
 
 
+def _gateway(version: str) -> bool:
+    """Does this Claude Code read the limit headers as a gateway client? 2.1.332 does;
+    2.1.197 only for a claude.ai login."""
+    return tuple(int(p) for p in version.split(".")[:3] if p.isdigit()) >= (2, 1, 300)
+
+
 def _limit_unit(project: ClaudeProject, model: FakeModel, version: str) -> dict[str, Any]:
-    """A unit whose CLI reads the limit headers: as a gateway client (2.1.332 and
-    later) or with a claude.ai login (2.1.197, which has no gateway mode)."""
+    """A unit whose CLI reads the limit headers: as a gateway client or with a
+    (fake) claude.ai login."""
     unit = project.unit(model.url)
     unit["env"]["TZ"] = "America/Los_Angeles"
-    if version == "2.1.197":
+    if not _gateway(version):
         del unit["env"]["ANTHROPIC_AUTH_TOKEN"]
         oauth_credentials(project.home)
     else:
@@ -139,8 +146,11 @@ def test_a_usage_limit_pauses_until_the_reset_time_it_printed(
     hit = sentinel(home)
     assert hit is not None and hit["name"] == "usage-limit", hit
     print(f"claude-code {version}: {hit['name']} on {hit['line'].strip()!r} until {hit['until']}")
-    label = "session limit" if version == "2.1.197" else "5-hour limit"
-    assert f"You've hit your {label} · resets " in hit["line"], hit["line"]
+    # 2.1.197 calls the 5-hour limit `session limit`, 2.1.332 `5-hour limit`
+    assert re.search(r"You've hit your (?:session|5-hour) limit · resets ", hit["line"]), hit
+    if version in ("2.1.197", "2.1.332"):
+        label = "session limit" if version == "2.1.197" else "5-hour limit"
+        assert f"You've hit your {label} · resets " in hit["line"], hit["line"]
     assert "(America/Los_Angeles)" in hit["line"]
     until = parse_iso(hit["until"])
     assert until is not None and abs(until - reset) < 61, (hit["until"], reset)  # to the minute

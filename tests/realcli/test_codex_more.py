@@ -15,6 +15,7 @@ gives each session, and a usage limit.
 from __future__ import annotations
 
 import json
+import re
 import time
 from datetime import datetime
 from pathlib import Path
@@ -29,9 +30,24 @@ from tests.realcli.conftest import CodexProject
 from tests.realcli.openai_model import FakeOpenAI, _Handler, tool_outputs, user_texts
 from tests.realcli.runs import run_until, sentinel, state_change
 from tests.realcli.served import ServedModel
-from tests.realcli.test_codex import BIG, LIMIT, given, read_bootstrap
 
 pytestmark = [pytest.mark.timeout(100), pytest.mark.slow]
+LIMIT = 2_000  # model_auto_compact_token_limit
+BIG = 5_000  # reported input tokens: past the limit
+READ = re.compile(r"Read (\S+) and follow it")  # the preset's prompt
+
+
+def given(body: dict[str, Any]) -> str:
+    """What the session was given: its prompt and what its tool calls read."""
+    return "\n".join([user_texts(body), *tool_outputs(body)])
+
+
+def read_bootstrap(body: dict[str, Any], tokens: int) -> dict[str, Any] | None:
+    """The first step of every session: read the file the prompt names."""
+    asked = READ.search(user_texts(body))
+    if asked is None or "# agentd bootstrap:" in given(body):
+        return None
+    return {"exec": f"cat {asked.group(1)}", "input_tokens": tokens}
 
 
 def _compacting_brain(body: dict[str, Any]) -> dict[str, Any] | None:
