@@ -67,7 +67,7 @@ class LazyGroup(OneLineErrors):
         return command
 
 
-@click.group(cls=LazyGroup, lazy=VERBS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("agentctl", cls=LazyGroup, lazy=VERBS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--home",
     type=click.Path(file_okay=False),

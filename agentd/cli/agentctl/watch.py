@@ -38,6 +38,17 @@ def top() -> None:
     The table follows the units' events as they happen; output rates and each
     unit's screen line are refreshed every few seconds.
     """
+    import sys
+
+    from agentd.cli.agentctl.client import fail
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        fail(
+            "top needs a terminal: "
+            f"{'stdout' if sys.stdin.isatty() else 'stdin'} is not one. From a script "
+            "use `agentctl status` (or `agentctl status --json`), and `agentctl events -f` "
+            "to follow what happens"
+        )
     from agentd.cli.agentctl.top import run_top
 
     run_top()

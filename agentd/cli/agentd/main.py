@@ -24,6 +24,7 @@ from agentd.paths import Paths
 
 
 @click.group(
+    "agentd",
     cls=OneLineErrors,
     context_settings={"help_option_names": ["-h", "--help"]},
     invoke_without_command=True,
