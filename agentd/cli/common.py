@@ -29,23 +29,29 @@ import click
 from agentd.config.ptysize import bounded
 from agentd.errors import describe
 
-
 SIGPIPE_EXIT = 128 + 13  # what a shell reports for a process ended by SIGPIPE
 INTERRUPTED_EXIT = 128 + 2  # ... by SIGINT
+
+
+class ClosedPipe(Exception):
+    """Our stdout's reader went away; not an OSError, so click's ``main`` (which turns
+    EPIPE into exit 1) lets it through to ``OneLineErrors.main``."""
 
 
 class OneLineErrors(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.ClickException, click.exceptions.Exit, click.Abort, BrokenPipeError):
+        except BrokenPipeError:
+            raise ClosedPipe() from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Exception as exc:
             if os.environ.get("AGENTD_DEBUG"):
                 raise
             raise click.ClickException(describe(exc)) from None
 
-    def main(  # type: ignore[override]
+    def main(
         self,
         args: Sequence[str] | None = None,
         prog_name: str | None = None,
@@ -63,7 +69,7 @@ class OneLineErrors(click.Group):
             except SystemExit as exc:  # a command's own exit code
                 code = exc.code
             sys.stdout.flush()  # here, where a closed pipe can still be caught
-        except BrokenPipeError:
+        except (BrokenPipeError, ClosedPipe):
             closed_pipe()
         except click.UsageError as exc:
             hint = exc.ctx.command_path if exc.ctx is not None else prog

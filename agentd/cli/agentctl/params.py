@@ -1,11 +1,12 @@
 """The click parameters the ``agentctl`` daemon verbs share: unit names (checked as
-the daemon checks them) and ``--json``."""
+the daemon checks them, completed from the units dir), ``--json`` and ``--color``."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 import click
+import click.shell_completion
 
 
 def unit_names(_ctx: click.Context, _param: click.Parameter, value: Iterable[str]) -> list[str]:
@@ -24,3 +25,29 @@ def unit_name(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+
+
+def complete_units(
+    _ctx: click.Context, _param: click.Parameter, incomplete: str
+) -> list[click.shell_completion.CompletionItem]:
+    """Shell completion of unit names: the unit files in the units dir, and the units
+    of the ``agentd run``s (their sockets); no daemon is asked (a tab must not hang)."""
+    from agentd.paths import Paths
+
+    paths = Paths.resolve()
+    names = {p.stem for p in paths.units.glob("*.yaml") if not p.name.startswith(".")}
+    names |= {p.stem for p in (paths.run / "units").glob("*.sock")}
+    return [
+        click.shell_completion.CompletionItem(name)
+        for name in sorted(names)
+        if name.startswith(incomplete)
+    ]
+
+
+color_option = click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour states and outcomes: auto colours a terminal, unless NO_COLOR is set.",
+)

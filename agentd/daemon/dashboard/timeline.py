@@ -32,6 +32,7 @@ COLOURS = {
     "running": "#4caf7a",
     "done": "#1f7a4d",
     "handoff": "#3b7fc4",
+    "manual": "#17a2b8",
     "context": "#8a63d2",
     "usage-limited": "#d9a21b",
     "timeout": "#e07b28",
