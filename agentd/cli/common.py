@@ -113,3 +113,12 @@ def clean(text: str) -> str:
     from agentd.terminal.ansi import strip_ansi
 
     return "".join(f"{line}\n" for line in strip_ansi(text))
+
+
+color_option = click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour states and outcomes: auto colours a terminal, unless NO_COLOR is set.",
+)

@@ -8,6 +8,10 @@ from collections.abc import Iterable
 import click
 import click.shell_completion
 
+from agentd.cli.common import color_option
+
+__all__ = ["color_option", "complete_units", "json_option", "unit_name", "unit_names"]
+
 
 def unit_names(_ctx: click.Context, _param: click.Parameter, value: Iterable[str]) -> list[str]:
     """click callback: every value a valid unit name, else a usage error."""
@@ -42,12 +46,3 @@ def complete_units(
         for name in sorted(names)
         if name.startswith(incomplete)
     ]
-
-
-color_option = click.option(
-    "--color",
-    type=click.Choice(["auto", "always", "never"]),
-    default="auto",
-    show_default=True,
-    help="Colour states and outcomes: auto colours a terminal, unless NO_COLOR is set.",
-)
