@@ -54,14 +54,16 @@ class Report:
 
 
 def targets(args: Iterable[Path], units_dir: Path) -> list[Path]:
-    """The files ``agentd check ARGS`` means: each FILE, every unit file of each DIR;
-    with no ARGS, the units dir's."""
+    """The files ``agentd check ARGS`` means: each FILE, every unit file of each DIR
+    (a directory named like a unit file is a bad file, not a DIR); with no ARGS, the
+    units dir's."""
     given = list(args)
     if not given:
         return unit_paths(units_dir)
     out: list[Path] = []
     for arg in given:
-        out += unit_paths(arg) if arg.is_dir() else [arg]
+        folder = arg.is_dir() and arg.suffix not in (".yaml", ".yml")
+        out += unit_paths(arg) if folder else [arg]
     return out
 
 
