@@ -133,7 +133,8 @@ def test_cat_and_show_give_the_file_and_the_effective_unit(
         text=True,
         timeout=60,
     )
-    said = f"{path}: ok (cc: claude 'Read {{bootstrap_file}} and follow it: your state and instructions.')"
+    prompt = "Read {bootstrap_file} and follow it: your state and instructions."
+    said = f"{path}: ok (cc: claude '{prompt}')"
     assert said in checked.stdout
 
 

@@ -41,7 +41,7 @@ def status_rows(statuses: list[dict[str, Any]], now: float, painter: Painter | N
         until = parse_iso(s.get("paused_until"))
         if until is not None:
             last += f"; paused until {time.strftime('%H:%M', time.localtime(until))}"
-        if s.get("detail") and s["state"] in ("failed", "stalled", "stopped"):
+        if s.get("detail") and s["state"] in ("failed", "stalled", "stopped", "conflict"):
             last += f": {s['detail']}"
         if s.get("invalid"):
             last = (
