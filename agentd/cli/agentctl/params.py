@@ -38,8 +38,15 @@ def complete_units(
     of the ``agentd run``s (their sockets); no daemon is asked (a tab must not hang)."""
     from agentd.paths import Paths
 
+    if "/" in incomplete:  # a unit file's path (agentd run ./x.yaml): the shell's own
+        return [click.shell_completion.CompletionItem(incomplete, type="file")]
     paths = Paths.resolve()
-    names = {p.stem for p in paths.units.glob("*.yaml") if not p.name.startswith(".")}
+    names = {
+        p.stem
+        for pattern in ("*.yaml", "*.yml")
+        for p in paths.units.glob(pattern)
+        if not p.name.startswith(".")
+    }
     names |= {p.stem for p in (paths.run / "units").glob("*.sock")}
     return [
         click.shell_completion.CompletionItem(name)

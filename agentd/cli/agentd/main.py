@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from agentd import __version__
+from agentd.cli.agentctl.params import complete_units
 from agentd.cli.agentd.run import run_unit
 from agentd.cli.common import OneLineErrors, color_option
 from agentd.config.unitfile import load_unit, resolve_unit_arg
@@ -91,7 +92,7 @@ def serve(paths: Paths, quiet: bool, http: str | None, http_allow_remote: bool) 
 
 
 @main.command()
-@click.argument("unit")
+@click.argument("unit", shell_complete=complete_units)
 @click.option("-q", "--quiet", is_flag=True, help="Print only the final summary.")
 @click.option(
     "-i",
