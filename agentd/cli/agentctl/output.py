@@ -168,7 +168,8 @@ def details(d: dict[str, Any], now: float, painter: Painter) -> str:
     out = [head, *(f"  {label:>{width}}: {value}" for label, value in facts)]
     lines = d.get("last_lines") or []
     if lines:
-        out += ["", painter.dim(f"The last {len(lines)} lines (agentctl logs {d['unit']}):")]
+        said = "The last line" if len(lines) == 1 else f"The last {len(lines)} lines"
+        out += ["", painter.dim(f"{said} (agentctl logs {d['unit']}):")]
         out += [f"  {line}" for line in lines]
     return "\n".join(out)
 

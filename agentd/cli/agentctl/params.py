@@ -4,11 +4,14 @@ the daemon checks them, completed from the units dir), ``--json`` and ``--color`
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import click
-import click.shell_completion
 
 from agentd.cli.common import color_option
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 __all__ = ["color_option", "complete_units", "json_option", "unit_name", "unit_names"]
 
@@ -33,13 +36,15 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON."
 
 def complete_units(
     _ctx: click.Context, _param: click.Parameter, incomplete: str
-) -> list[click.shell_completion.CompletionItem]:
+) -> list[CompletionItem]:
     """Shell completion of unit names: the unit files in the units dir, and the units
     of the ``agentd run``s (their sockets); no daemon is asked (a tab must not hang)."""
+    from click.shell_completion import CompletionItem
+
     from agentd.paths import Paths
 
     if "/" in incomplete:  # a unit file's path (agentd run ./x.yaml): the shell's own
-        return [click.shell_completion.CompletionItem(incomplete, type="file")]
+        return [CompletionItem(incomplete, type="file")]
     paths = Paths.resolve()
     names = {
         p.stem
@@ -48,8 +53,4 @@ def complete_units(
         if not p.name.startswith(".")
     }
     names |= {p.stem for p in (paths.run / "units").glob("*.sock")}
-    return [
-        click.shell_completion.CompletionItem(name)
-        for name in sorted(names)
-        if name.startswith(incomplete)
-    ]
+    return [CompletionItem(name) for name in sorted(names) if name.startswith(incomplete)]

@@ -33,12 +33,13 @@ def screen(unit: str, as_json: bool) -> None:
     if as_json:
         print_json(result)
         return
-    note = _note(unit, result)
-    if note:
-        click.echo(f"agentctl: {note}", err=True)
     rows = list(result["rows"])
     while rows and not rows[-1].strip():
         rows.pop()  # the blank rows under the last line drawn
+    note = _note(unit, result)
+    if note:
+        blank = " (blank)" if not rows and result.get("ran", True) else ""
+        click.echo(f"agentctl: {note.removesuffix(':') + blank if blank else note}", err=True)
     if rows:
         click.echo("\n".join(rows))
 

@@ -216,7 +216,9 @@ async def describe(ctx: Context, args: DescribeArgs) -> list[dict[str, Any]]:
     for name in _known(ctx, args.units):
         details = ctx.sup.details(name)
         pids = await asyncio.to_thread(ctx.sup.processes, name)  # a process-table scan
-        text, _ = await asyncio.to_thread(read_tail, Path(details["transcript"]), args.lines)
+        # blank lines and redraws fall away once escapes are removed: read more than asked
+        raw = 2 * args.lines + 10
+        text, _ = await asyncio.to_thread(read_tail, Path(details["transcript"]), raw)
         lines = strip_ansi(text) if args.lines else []
         out.append({**details, "processes": len(pids), "last_lines": lines[-args.lines :]})
     return out
