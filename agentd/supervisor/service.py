@@ -31,7 +31,11 @@ policy. Every state change goes through ``_set_state``, which checks
   unit: BACKOFF/PAUSED -> STOPPED; ``_force_state`` -> FAILED for a bug.
 
 A wait is a state and one deadline: the loop sleeps until it (no periodic
-tick while nothing is due). A usage-limit pause recorded in the history
+tick while nothing is due). A unit whose state dir another unit holds does
+not start: status shows it ``conflict``, naming that unit, and it tries again
+every ``CONFLICT_RETRY`` s (one flock each) until the other lets the dir go
+or a stop ends the wait. Each ended session's last screen is drawn once and
+kept with the history (``records.screens``). A usage-limit pause recorded in the history
 survives a daemon restart, and autostart honours it.
 
 The record of the sessions (their number, the restarts, how the last one
@@ -211,15 +215,14 @@ class Service:
             return refused
         shared = self._state_lock.claim(self.definition)
         if shared:  # `conflict` until the other unit lets the state dir go, then it starts
-            shared += "; it starts by itself once that unit is no longer running"
-            if shared != self.conflict:
+            if self.conflict is None or not self.conflict.startswith(shared):
                 self._emit(ev.UNIT_ERROR, level="error", unit=self.unit.name, error=shared)
-            self.conflict = shared
+            self.conflict = f"{shared}; it starts by itself once that unit is no longer running"
             self._cancel_conflict()
             self._conflict_timer = asyncio.get_running_loop().call_later(
                 CONFLICT_RETRY, lambda: self.start(reason, resume_pause=resume_pause)
             )
-            return shared
+            return self.conflict
         self._cancel_conflict()
         self.conflict = None
         self._cancel_wait()

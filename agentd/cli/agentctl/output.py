@@ -42,7 +42,7 @@ def status_rows(statuses: list[dict[str, Any]], now: float, painter: Painter | N
         if until is not None:
             last += f"; paused until {time.strftime('%H:%M', time.localtime(until))}"
         if s.get("detail") and s["state"] in ("failed", "stalled", "stopped", "conflict"):
-            last += f": {s['detail']}"
+            last = s["detail"] if last == "-" else f"{last}: {s['detail']}"
         if s.get("invalid"):
             last = (
                 problem_line(s["invalid"])
