@@ -199,9 +199,11 @@ def check(ctx: click.Context) -> None:
     from agentd.memory.verbs import check as statecheck
 
     sd = _open(ctx)
-    problems, notes = statecheck.check(sd)
+    problems, notes, warnings = statecheck.check(sd)
     for note in notes:
         click.echo(f"note: {note}", err=True)
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
     for problem in problems:
         click.echo(str(problem))
     if problems:

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 from agentd import fileio
 from agentd.memory import statedir
 from agentd.memory.bootstrap.escapes import escape_lines
-from agentd.memory.bootstrap.parts import Block, Part, list_part, record_items, with_done_runs
-from agentd.memory.formats import markdown, taskstate
+from agentd.memory.bootstrap.parts import Block, Part, list_part, must_parts, record_part
+from agentd.memory.formats import items, markdown, outline, taskstate
 from agentd.memory.formats.decisions import DECISION_FORM, bad_lines
 from agentd.memory.layout import Keep, LayoutFile, templates
 from agentd.memory.schema import replace
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 DEFAULT_LOG_TAIL = 10
 DEFAULT_ENTRIES = 10
+BAD_LINES_NAMED = 5  # a warning names this many malformed log lines, then counts the rest
 MAX_SECTION_BYTES = 4 << 20
 COUNT_LINES_LIMIT = 4 << 20  # true line numbers only while counting them is cheap
 
@@ -81,30 +82,51 @@ def note(block: Block, entry: LayoutFile, text: str) -> Block:
 def entries(
     ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block, warnings: list[str]
 ) -> Block | None:
-    """A Markdown file of ``## `` entries, newest last: a record of them."""
-    text, truncated = statedir.read_head(path, MAX_SECTION_BYTES)
-    lines = markdown.without_comments(text.splitlines())
-    preamble, entries = markdown.split_entries(lines)
-    if not entries:
-        body = markdown.strip_blank(markdown.nest(preamble, block.title))
-        if not markdown.has_content(body):
-            return None if entry.optional else note(block, entry, "_(no entries yet)_")
-        # only the file's preamble so far: text, behind the records of other files
-        block.parts = [Part("free" if entry.priority == "record" else entry.priority, lines=body)]
-        return block
-    items = [[*markdown.strip_blank(markdown.nest(e, "")), ""] for e in entries]
-    items[-1] = items[-1][:-1]
-    block.parts = [
-        list_part(
-            entry.priority,
-            items,
-            entry.tail or DEFAULT_ENTRIES,
-            what="entries",
-            path=block.shown,
-            unread=None if truncated else 0,
+    """A Markdown file of entries, newest last: a record of them, in any shape
+    ``agentd.memory.formats.items`` reads (``## `` entries, list items, ...)."""
+    made = _markdown(ctx, entry, path, block, warnings, record=True, what="entries")
+    if made is not None and not made.parts:
+        return None if entry.optional else note(block, entry, "_(no entries yet)_")
+    return made
+
+
+def _json_record(text: str, block: Block) -> tuple[list[str], str] | None:
+    """The items of a JSON record file (an array, or a JSON Lines file), as text."""
+    found = items.json_record(text)
+    if found is None:
+        return None
+    values, where = found
+    texts, bad = items.json_items(values)
+    if bad:
+        block.notes.append(
+            f"guessed: {len(bad)} item(s) of {where} hold no text field: shown as JSON"
         )
-    ]
-    return block
+    return texts, where
+
+
+def lines_of(text: str) -> list[str]:
+    """``text``'s lines, as any editor writes them (CRLF, a byte-order mark)."""
+    return text.lstrip("\ufeff").splitlines()
+
+
+def _note_guesses(
+    block: Block, lines: list[str], sections: Sequence[str], first: int, record: bool
+) -> None:
+    """The reader's guesses over ``lines`` (the file's, from line ``first``; 0:
+    not known), or over its ``sections``, in the account: a note, never a
+    warning of the bootstrap."""
+    found: list[items.Guess] = []
+    if sections:
+        for name in sections:
+            sec = markdown.find_section(lines, [name])
+            if sec is not None:
+                at = first + sec.heading if first else 0
+                found += outline.guesses(lines[sec.heading : sec.end], at, record=record)
+    else:
+        found = outline.guesses(lines, first, record=record)
+    for guess in found:
+        where = f"{block.shown}:{guess.line}" if guess.line else block.shown
+        block.notes.append(f"guessed ({where}): {guess.message}")
 
 
 def decision_log(
@@ -120,20 +142,23 @@ def decision_log(
         str(before + i + 1) if before is not None else str(len(lines) - i) for i in bad_lines(lines)
     ]
     if bad:
-        where = ("lines " if len(bad) > 1 else "line ") + ", ".join(bad)
+        shown_bad = bad[:BAD_LINES_NAMED]
+        where = ("lines " if len(bad) > 1 else "line ") + ", ".join(shown_bad)
+        if len(bad) > len(shown_bad):
+            where += f" and {len(bad) - len(shown_bad)} more (`agentctl state check` lists them)"
         where += "" if before is not None else " (counted from the end)"
         warnings.append(
             f"{block.shown}: {where} {'are' if len(bad) > 1 else 'is'} not in the six-field form "
             f"`{DECISION_FORM}`"
         )
-    items = [[line] for line in lines if line.strip()]
-    if not items:
+    logged = _log_items(lines)
+    if not logged:
         return None if entry.optional else note(block, entry, "_(no decisions yet)_")
     unread = None if before is None else before
     block.parts = [
         list_part(
             entry.priority,
-            items,
+            logged,
             least,
             what="decisions",
             path=block.shown,
@@ -142,6 +167,19 @@ def decision_log(
         )
     ]
     return block
+
+
+def _log_items(lines: list[str]) -> list[list[str]]:
+    """A log's items: one a line, an indented line continuing the one above."""
+    out: list[list[str]] = []
+    for line in lines:
+        if not line.strip():
+            continue
+        if out and line[0] in " \t":
+            out[-1].append(line)
+        else:
+            out.append([line])
+    return out
 
 
 def task_state(
@@ -259,21 +297,52 @@ def _text(
         body = markdown.nest(markdown.without_comments(lines), block.title)
         block.parts = [Part(keep, lines=body, keep_end=True)]
         return empty_optional(entry, block)
-    if entry.sections or keep == "must":  # all of it: the budget, not a read cap, cuts facts
+    made = _markdown(ctx, entry, path, block, warnings, record=keep == "record", what="items")
+    return made if made is None else empty_optional(entry, made)
+
+
+def _markdown(
+    ctx: BootstrapContext,
+    entry: LayoutFile,
+    path: Path,
+    block: Block,
+    warnings: list[str],
+    *,
+    record: bool,
+    what: str,
+) -> Block | None:
+    """A Markdown file (or its ``sections``) as parts: a record of its items
+    (``record``; a JSON array too), free text, or must-keep text with its
+    growing lists as records (``must_parts``). Where reading it had to guess,
+    the account says so with the file line."""
+    keep = entry.priority
+    whole = entry.sections or (keep == "must" and not record)
+    if whole:  # all of it: the budget, not a read cap, cuts facts
         text, truncated = statedir.read_head(path, MAX_SECTION_BYTES)
     else:  # records and free text: their newest part is the end
         text, truncated = statedir.read_end(path, read_bytes(ctx))
-    lines = text.splitlines()
-    if truncated and keep == "must":
+    if truncated and whole:
         block.complete = False  # the marker goes after what was read
     elif truncated:
         block.lead += [f"_(the end of a long file: read {block.shown} for the rest)_", ""]
         block.notes.append("only the end of the file was read (it is long)")
+    if record and not entry.sections and (found := _json_record(text, block)) is not None:
+        texts, where = found
+        block.notes.append(f"read as {len(texts)} items of {where}")
+        listed = [[f"- {t}"] for t in texts]
+        least = entry.tail or DEFAULT_ENTRIES
+        block.parts = (
+            [list_part(keep, listed, least, what=what, path=block.shown)] if listed else []
+        )
+        return block
+    lines = lines_of(text)
+    if keep != "free" or record:
+        _note_guesses(block, lines, entry.sections, 1 if whole or not truncated else 0, record)
     if len(entry.sections) == 1:
-        found = markdown.section_body(lines, [entry.sections[0]])
-        if found is None:
+        found_body = markdown.section_body(lines, [entry.sections[0]])
+        if found_body is None:
             return _no_section(block, entry, entry.sections[0], warnings)
-        lines = found
+        lines = found_body
     elif entry.sections:
         lines = _sections(lines, entry.sections, block.shown, warnings)
     lines, examples = _without_examples(ctx, entry, markdown.without_comments(lines))
@@ -292,22 +361,24 @@ def _text(
             f"_({count} of the template, never edited, left out: examples are not rules)_",
             "",
         ]
-    if keep == "record":
+    if record:
+        reading = items.read(body, 0)
+        if not reading.items:
+            block.parts = []
+            return block
+        if reading.shape not in ("paragraphs", "lines"):  # those are guesses, noted already
+            count = f"{len(reading.items)}{'+' if truncated else ''}"
+            block.notes.append(f"read as {count} {reading.what}")
+        least = entry.tail or DEFAULT_ENTRIES
+        unread = None if truncated else 0
         block.parts = [
-            list_part(
-                "record",
-                record_items(body),
-                entry.tail or DEFAULT_ENTRIES,
-                what="items",
-                path=block.shown,
-                unread=None if truncated else 0,
-            )
+            record_part(keep, reading, least, what=what, path=block.shown, unread=unread)
         ]
     elif keep == "free":
         block.parts = [Part("free", lines=body, keep_end=True)]
     else:
-        block.parts = with_done_runs(body, keep, block.shown)
-    return empty_optional(entry, block)
+        block.parts = must_parts(body, keep, block.shown)
+    return block
 
 
 def _no_section(block: Block, entry: LayoutFile, name: str, warnings: list[str]) -> Block:

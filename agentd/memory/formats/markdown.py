@@ -7,17 +7,22 @@ parts on lists of lines; it does no I/O. The list items inside a section
 (checklists, ``- key: value`` lines) are ``agentd.memory.formats.markdown``'s.
 
 A *section* is a heading of any level and the lines after it up to the next
-heading of the same or a higher level. Headings match case-insensitively,
-ignoring a trailing ``#`` run, and never inside a fenced code block.
+heading of the same or a higher level. Headings match as people write them
+(``heading_key``): in any case, with or without a trailing colon, a leading
+number or emoji, emphasis or a trailing ``#`` run (``## 🎯 Next step:``
+finds ``Next step``), a CJK name also without the space after the hashes
+(``##下一步``) - and never inside a fenced code block.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-HEADING = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<name>.*?)\s*#*\s*$")
+# `##下一步` too: Chinese text often has no space after the hashes (`#hashtag` stays text).
+HEADING = re.compile(r"^(?P<hashes>#{1,6})(?:\s+|(?=[^\x00-\x7f]))(?P<name>.*?)\s*#*\s*$")
 # `(?:.*\S)?\s*$`, not `.*?\s*$`: the same text without trailing blanks, but
 # linear (the lazy form retries the end at every character: 10x slower on the
 # long DONE lists a long run leaves).
@@ -85,12 +90,28 @@ def normalized(name: str) -> str:
     return " ".join(name.split()).casefold()
 
 
+# What a heading's name may carry around its words: emphasis, a number, an emoji.
+_HEADING_NUMBER = re.compile(r"^(?:\(?(?:\d+(?:\.\d+)*|[一二三四五六七八九十]+)(?:[.)、:]\s*|\s+))")
+_EDGE = re.compile(r"^[\W_]+|[\W_]+$")
+
+
+def heading_key(name: str) -> str:
+    """``name`` as headings compare (``find_section``): casefolded, full-width
+    forms made narrow, without emphasis, a leading number (``1.``, ``（一）``,
+    ``一、``), emoji and punctuation at either end (``🎯 Next step:`` ->
+    ``next step``); a name of only such characters stays as it is."""
+    text = unicodedata.normalize("NFKC", name).replace("*", "").replace("`", "")
+    text = " ".join(text.split())
+    key = _EDGE.sub("", _HEADING_NUMBER.sub("", text.lstrip("#*_ ")))
+    return (key or text).casefold()
+
+
 def find_section(lines: Sequence[str], names: Iterable[str]) -> Section | None:
-    """The first section whose heading is one of ``names``."""
-    wanted = {normalized(n) for n in names}
+    """The first section whose heading is one of ``names`` (``heading_key``)."""
+    wanted = {heading_key(n) for n in names}
     heads = headings(lines)
     for k, (i, level, name) in enumerate(heads):
-        if normalized(name) in wanted:
+        if heading_key(name) in wanted:
             end = next((j for j, lv, _ in heads[k + 1 :] if lv <= level), len(lines))
             return Section(i, i + 1, end, level)
     return None
