@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from agentd.memory.bootstrap.render import BootstrapContext
 
 DEFAULT_LOG_TAIL = 10
+MIN_READ = 64 << 10  # a record reads at least this much
 DEFAULT_ENTRIES = 10
 BAD_LINES_NAMED = 5  # a warning names this many malformed log lines, then counts the rest
 MAX_SECTION_BYTES = 4 << 20
@@ -54,7 +55,7 @@ def shown(workdir: Path, path: Path) -> str:
 def read_bytes(ctx: BootstrapContext) -> int:
     """What is read of a record or free text file: more than the budget can
     show (4 bytes a token, 4 times over), at least 64 KiB, at most 4 MiB."""
-    return min(max(64 << 10, ctx.budget_tokens * 16), MAX_SECTION_BYTES)
+    return min(max(MIN_READ, ctx.budget_tokens * 16), MAX_SECTION_BYTES)
 
 
 def empty_optional(entry: LayoutFile, block: Block) -> Block | None:
@@ -104,6 +105,13 @@ def _json_record(text: str, block: Block) -> tuple[list[str], str] | None:
     return texts, where
 
 
+def _newest_at_top(text: str) -> bool:
+    """Does the end of a record file read as a list written newest first?"""
+    lines = lines_of(text)
+    firsts = [ln for ln in lines if items.bullet(ln) or markdown.HEADING.match(ln)]
+    return items.newest_first(firsts or lines)
+
+
 def lines_of(text: str) -> list[str]:
     """``text``'s lines, as any editor writes them (CRLF, a byte-order mark)."""
     return text.lstrip("\ufeff").splitlines()
@@ -117,11 +125,10 @@ def _note_guesses(
     warning of the bootstrap."""
     found: list[items.Guess] = []
     if sections:
-        for name in sections:
-            sec = markdown.find_section(lines, [name])
-            if sec is not None:
-                at = first + sec.heading if first else 0
-                found += outline.guesses(lines[sec.heading : sec.end], at, record=record)
+        for span in outline.find_all(lines, sections):
+            if span is not None:
+                at = first + span[0] if first else 0
+                found += outline.guesses(lines[span[0] : span[1]], at, record=record)
     else:
         found = outline.guesses(lines, first, record=record)
     for guess in found:
@@ -138,23 +145,19 @@ def decision_log(
     with statedir.open_regular(path) as f:
         lines, start = fileio.tail_window(f, least, more)
     before = statedir.count_lines_before(path, start, COUNT_LINES_LIMIT)
-    bad = [
-        str(before + i + 1) if before is not None else str(len(lines) - i) for i in bad_lines(lines)
-    ]
-    if bad:
-        shown_bad = bad[:BAD_LINES_NAMED]
-        where = ("lines " if len(bad) > 1 else "line ") + ", ".join(shown_bad)
-        if len(bad) > len(shown_bad):
-            where += f" and {len(bad) - len(shown_bad)} more (`agentctl state check` lists them)"
-        where += "" if before is not None else " (counted from the end)"
-        warnings.append(
-            f"{block.shown}: {where} {'are' if len(bad) > 1 else 'is'} not in the six-field form "
-            f"`{DECISION_FORM}`"
-        )
+    unread: int | None = None if before is None else before
+    newest_at_top = items.newest_first(lines)
+    if newest_at_top:  # written newest first (by hand): the news is at its head
+        head, truncated = statedir.read_head(path, max(more, MIN_READ))
+        lines = lines_of(head)[:-1] if truncated else lines_of(head)
+        before, unread = 0, None if truncated else 0
+        block.notes.append(f"guessed ({block.shown}): {items.NEWEST_FIRST}")
+    _warn_bad_lines(block, lines, before, warnings)
     logged = _log_items(lines)
+    if newest_at_top:
+        logged.reverse()
     if not logged:
         return None if entry.optional else note(block, entry, "_(no decisions yet)_")
-    unread = None if before is None else before
     block.parts = [
         list_part(
             entry.priority,
@@ -167,6 +170,27 @@ def decision_log(
         )
     ]
     return block
+
+
+def _warn_bad_lines(
+    block: Block, lines: list[str], before: int | None, warnings: list[str]
+) -> None:
+    """A warning naming the first of ``lines`` (the file's, after ``before``
+    lines; None: not known, counted from the end) not in the six-field form."""
+    bad = [
+        str(before + i + 1) if before is not None else str(len(lines) - i) for i in bad_lines(lines)
+    ]
+    if not bad:
+        return
+    named = bad[:BAD_LINES_NAMED]
+    where = ("lines " if len(bad) > 1 else "line ") + ", ".join(named)
+    if len(bad) > len(named):
+        where += f" and {len(bad) - len(named)} more (`agentctl state check` lists them)"
+    where += "" if before is not None else " (counted from the end)"
+    warnings.append(
+        f"{block.shown}: {where} {'are' if len(bad) > 1 else 'is'} not in the six-field form "
+        f"`{DECISION_FORM}`"
+    )
 
 
 def _log_items(lines: list[str]) -> list[list[str]]:
@@ -321,6 +345,9 @@ def _markdown(
         text, truncated = statedir.read_head(path, MAX_SECTION_BYTES)
     else:  # records and free text: their newest part is the end
         text, truncated = statedir.read_end(path, read_bytes(ctx))
+    if truncated and not whole and _newest_at_top(text):  # by hand, newest first: its head
+        text, truncated = statedir.read_head(path, read_bytes(ctx))
+        text = text.rsplit("\n", 1)[0] if truncated else text
     if truncated and whole:
         block.complete = False  # the marker goes after what was read
     elif truncated:
@@ -339,7 +366,7 @@ def _markdown(
     if keep != "free" or record:
         _note_guesses(block, lines, entry.sections, 1 if whole or not truncated else 0, record)
     if len(entry.sections) == 1:
-        found_body = markdown.section_body(lines, [entry.sections[0]])
+        found_body = outline.section_body(lines, entry.sections[0])
         if found_body is None:
             return _no_section(block, entry, entry.sections[0], warnings)
         lines = found_body
@@ -390,12 +417,12 @@ def _sections(lines: list[str], names: Sequence[str], shown: str, warnings: list
     """The sections ``names`` of a Markdown file, in that order, each under
     ``### NAME``; a missing one is warned about, an empty one left out later."""
     out: list[str] = []
-    for name in names:
-        body = markdown.section_body(lines, [name])
+    for name, body in zip(names, outline.bodies(lines, names), strict=True):
         if body is None:
             warnings.append(f"{shown} has no `## {name}` section")
             body = [f"_(no `## {name}` section)_"]
-        out += [f"### {name}", "", *markdown.strip_blank(body), ""]
+        # its own headings below its name's: a `### 12. ...` entry stays inside it
+        out += [f"### {name}", "", *markdown.nest(markdown.strip_blank(body), "", top=4), ""]
     return out
 
 

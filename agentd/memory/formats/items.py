@@ -75,6 +75,8 @@ _DATE = re.compile(r"(?<!\d)(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?:[ T]+(\d{1,2})
 _ORDINAL = re.compile(
     r"(?:\b(?:day|session|round|step|iteration|sprint|entry|#)\s*|第\s*)(\d{1,7})", re.IGNORECASE
 )
+ORDER_SAMPLE = 64  # items of a long list looked at for its time order
+NEWEST_FIRST = "the dates or numbers fall: read newest first (the first item is the newest)"
 ENTRY_ITEMS = 3  # a numbered entry's list: details, while it has at most this many items on average
 _NUMBERED = re.compile(
     r"^\s*(?:#?\d{1,7}[.)、:\s]|第\s*\d|(?:adr|decision|决策)\s*-?\s*\d)", re.IGNORECASE
@@ -156,10 +158,18 @@ def item_text(line: str) -> str:
 def mark_of(line: str) -> FieldMark:
     """``"x"`` for a done mark (``[x]``, ``✅``), ``" "`` for an open one (``[ ]``)."""
     m = bullet(line)
-    if m and CHECK.fullmatch(m["bullet"]):  # the mark is the bullet: `✅ text`
-        c = CHECK.match(m["bullet"])
-    else:
-        c = CHECK.match(m["text"] if m else _narrow(line).strip())
+    return _mark(m) if m else _check(CHECK.match(_narrow(line).strip()))
+
+
+def _mark(m: re.Match[str]) -> FieldMark:
+    """The mark of the list item ``m`` (a ``BULLET`` match)."""
+    sign = m["bullet"]
+    if sign[0] in "-*+•·・●○▪▸►‣–" or sign[0].isdigit() or sign[0] == "(":
+        return _check(CHECK.match(m["text"]))
+    return _check(CHECK.match(sign))  # the mark is the bullet: `✅ text`
+
+
+def _check(c: re.Match[str] | None) -> FieldMark:
     if c is None:
         return None
     if c["box"] is not None:
@@ -179,6 +189,7 @@ class _Line:
     indent: int = 0
     level: int = 0  # headings
     name: str = ""  # headings
+    mark: FieldMark = None  # bullets
 
 
 def _classify(lines: Sequence[str]) -> list[_Line]:
@@ -197,7 +208,7 @@ def _classify(lines: Sequence[str]) -> list[_Line]:
         if line.startswith("#") and (h := HEADING.match(line)):
             out.append(_Line("heading", level=len(h["hashes"]), name=h["name"]))
         elif m := bullet(line):
-            out.append(_Line("bullet", indent=len(m["indent"].expandtabs(4))))
+            out.append(_Line("bullet", len(m["indent"].expandtabs(4)), mark=_mark(m)))
         elif TABLE_RULE.match(line) and "|" in line:
             out.append(_Line("rule"))
         elif TABLE_ROW.match(line):
@@ -283,8 +294,9 @@ def _fields_only(lines: Sequence[str], kinds: list[_Line], top: int) -> bool:
 class _Builder:
     """Items as they are found: captions wait for the item below them."""
 
-    def __init__(self, lines: Sequence[str], first: int) -> None:
+    def __init__(self, lines: Sequence[str], first: int, kinds: list[_Line]) -> None:
         self.src = lines
+        self.kinds = kinds
         self.first = first
         self.items: list[Item] = []
         self.pending: list[str] = []  # captions and blank lines waiting for the next item
@@ -316,8 +328,9 @@ class _Builder:
     def end(self) -> None:
         if self.current is not None:
             line = self.first + self.start if self.first else 0
-            own = self.current[self.captions :]
-            self.items.append(Item(line, self.current, mark_of(own[0]), self.captions))
+            k = self.kinds[self.start]
+            mark = k.mark if k.kind == "bullet" else None
+            self.items.append(Item(line, self.current, mark, self.captions))
             self.current = None
             self.pending = [*self.gap, *self.pending]
             self.gap = []
@@ -330,7 +343,7 @@ class _Builder:
 
 
 def _by_list(lines: Sequence[str], kinds: list[_Line], top: int, first: int) -> Reading:
-    b = _Builder(lines, first)
+    b = _Builder(lines, first, kinds)
     guesses: list[Guess] = []
     seen_item = False
     for i, k in enumerate(kinds):
@@ -355,7 +368,7 @@ def _by_list(lines: Sequence[str], kinds: list[_Line], top: int, first: int) -> 
 
 
 def _by_headings(lines: Sequence[str], kinds: list[_Line], level: int, first: int) -> Reading:
-    b = _Builder(lines, first)
+    b = _Builder(lines, first, kinds)
     for i, k in enumerate(kinds):
         if k.kind == "heading" and k.level == level:
             b.begin(i)
@@ -372,7 +385,7 @@ def _by_headings(lines: Sequence[str], kinds: list[_Line], level: int, first: in
 
 
 def _by_table(lines: Sequence[str], kinds: list[_Line], first: int) -> Reading:
-    b = _Builder(lines, first)
+    b = _Builder(lines, first, kinds)
     head: list[str] = []
     for i, k in enumerate(kinds):
         header = k.kind == "table" and i + 1 < len(kinds) and kinds[i + 1].kind == "rule"
@@ -405,9 +418,9 @@ def _by_blocks(lines: Sequence[str], kinds: list[_Line], first: int) -> Reading:
     if size:
         blocks.append(size)
     if not blocks:
-        return Reading(shape="empty")
+        return Reading(tail=list(lines), shape="empty")
     paragraphs = len(blocks) >= 2 and sum(blocks) / len(blocks) <= 6
-    b = _Builder(lines, first)
+    b = _Builder(lines, first, kinds)
     start = next(i for i, k in enumerate(kinds) if k.kind in ("text", "indented", "fence"))
     for i, k in enumerate(kinds):
         if k.kind == "heading":
@@ -458,12 +471,22 @@ def order_key(text: str) -> tuple[int, ...] | None:
     return None
 
 
-def _in_time_order(reading: Reading) -> Reading:
-    """``reading`` oldest first: reversed when its items' dates or numbers fall."""
-    keys = [k for item in reading.items if item.own and (k := order_key(item.own[0])) is not None]
+def newest_first(firsts: Sequence[str]) -> bool:
+    """Do the dates or numbers of these items (their first lines, in file
+    order; a sample of ``ORDER_SAMPLE`` of a long list) fall - a list written
+    newest first?"""
+    if len(firsts) > ORDER_SAMPLE:
+        step = len(firsts) / ORDER_SAMPLE
+        firsts = [firsts[int(k * step)] for k in range(ORDER_SAMPLE)] + [firsts[-1]]
+    keys = [k for line in firsts if (k := order_key(line)) is not None]
     falls = sum(a > b for a, b in itertools.pairwise(keys))
     rises = sum(a < b for a, b in itertools.pairwise(keys))
-    if falls >= 2 and falls > 2 * rises:
+    return falls >= 2 and falls > 2 * rises
+
+
+def _in_time_order(reading: Reading) -> Reading:
+    """``reading`` oldest first: reversed when its items' dates or numbers fall."""
+    if newest_first([item.own[0] for item in reading.items if item.own]):
         reading.items.reverse()
         line = reading.items[-1].line
         reading.guesses.append(

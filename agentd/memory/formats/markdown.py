@@ -22,7 +22,10 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 # `##下一步` too: Chinese text often has no space after the hashes (`#hashtag` stays text).
-HEADING = re.compile(r"^(?P<hashes>#{1,6})(?:\s+|(?=[^\x00-\x7f]))(?P<name>.*?)\s*#*\s*$")
+# The name keeps a closing `#` run (``headings`` drops it): `(?:.*\S)?`, not `.*?\s*#*`,
+# is linear (the lazy form retries the end at every character: slow on a long file).
+HEADING = re.compile(r"^(?P<hashes>#{1,6})(?:\s+|(?=[^\x00-\x7f]))(?P<name>(?:.*\S)?)\s*$")
+_CLOSING = re.compile(r"(?:^|\s+)#+$")
 # `(?:.*\S)?\s*$`, not `.*?\s*$`: the same text without trailing blanks, but
 # linear (the lazy form retries the end at every character: 10x slower on the
 # long DONE lists a long run leaves).
@@ -56,7 +59,8 @@ def headings(lines: Sequence[str]) -> list[tuple[int, int, str]]:
     for i, (line, fenced) in enumerate(zip(lines, _fences(lines), strict=True)):
         m = HEADING.match(line) if not fenced and line.startswith("#") else None
         if m:
-            found.append((i, len(m["hashes"]), m["name"]))
+            name = m["name"]
+            found.append((i, len(m["hashes"]), _CLOSING.sub("", name) if "#" in name else name))
     return found
 
 
@@ -108,13 +112,28 @@ def heading_key(name: str) -> str:
 
 def find_section(lines: Sequence[str], names: Iterable[str]) -> Section | None:
     """The first section whose heading is one of ``names`` (``heading_key``)."""
-    wanted = {heading_key(n) for n in names}
+    wanted = [list(names)]
+    return find_sections(lines, wanted)[0]
+
+
+def find_sections(lines: Sequence[str], wanted: Sequence[Sequence[str]]) -> list[Section | None]:
+    """For each list of names in ``wanted``, the first section whose heading is
+    one of them: the headings found and compared once, whatever the count."""
+    keys = [{heading_key(n) for n in names} for names in wanted]
+    longest = max((len(n) for names in wanted for n in names), default=0) + 16
+    found: list[Section | None] = [None] * len(wanted)
     heads = headings(lines)
     for k, (i, level, name) in enumerate(heads):
-        if heading_key(name) in wanted:
-            end = next((j for j, lv, _ in heads[k + 1 :] if lv <= level), len(lines))
-            return Section(i, i + 1, end, level)
-    return None
+        if len(name) > longest:  # emoji, numbers and colons add a few characters, not more
+            continue
+        key = heading_key(name)
+        for w, want in enumerate(keys):
+            if found[w] is None and key in want:
+                end = next((j for j, lv, _ in heads[k + 1 :] if lv <= level), len(lines))
+                found[w] = Section(i, i + 1, end, level)
+        if all(f is not None for f in found):
+            break
+    return found
 
 
 def strip_blank(lines: Sequence[str]) -> list[str]:
@@ -150,12 +169,15 @@ def single_blank(lines: Sequence[str]) -> list[str]:
 
 def drop_empty_sections(lines: Sequence[str]) -> list[str]:
     """``lines`` without the sections that hold nothing (``has_content``): their
-    heading goes, with the blank lines and placeholders under it."""
+    heading goes, with the blank lines and placeholders under it. A numbered
+    heading (``### 3. Never push to main``) is an entry, not an empty section."""
     heads = headings(lines)
     starts = [i for i, _, _ in heads]
     rows = set(starts)
     drop: set[int] = set()
-    for k, (i, level, _) in enumerate(heads):
+    for k, (i, level, name) in enumerate(heads):
+        if ENTRY_NUMBER.match(name):
+            continue
         end = next((j for j, lv, _ in heads[k + 1 :] if lv <= level), len(lines))
         own_end = starts[k + 1] if k + 1 < len(starts) else len(lines)
         body = [ln for j, ln in enumerate(lines[i + 1 : end], start=i + 1) if j not in rows]

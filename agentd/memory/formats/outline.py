@@ -18,10 +18,17 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from agentd.memory.formats import items
-from agentd.memory.formats.markdown import HEADING, comment_lines, heading_key
+from agentd.memory.formats.markdown import (
+    HEADING,
+    comment_lines,
+    find_sections,
+    heading_key,
+    strip_blank,
+)
 
 Role = Literal["now", "list", "text"]
 
@@ -138,12 +145,16 @@ LIST_NAMES = frozenset(
         "里程碑",
     }
 )
+LONGEST_NAME = 48  # a heading longer than this (before a colon) names no section role
 _PAREN = re.compile(r"\s*[(（][^()（）]*[)）]\s*$")
 _CJK_START = re.compile(r"^[\u3400-\u9fff]")
 
 
+@lru_cache(maxsize=1024)
 def role(name: str) -> Role:
     """What the section called ``name`` is: ``now``, ``list`` or ``text``."""
+    if len(re.split(r"[:：]", name, maxsplit=1)[0]) > LONGEST_NAME:  # an entry's title
+        return "text"
     key = heading_key(_PAREN.sub("", name) or name)
     key = re.split(r"\s*[:：]\s*", key, maxsplit=1)[0]  # `Current task: refactor auth`
     if key in LIST_NAMES:
@@ -217,3 +228,35 @@ def guesses(lines: Sequence[str], first: int = 1, *, record: bool) -> list[items
             body = span.start + 1 if span.heading else span.start
             found += items.read(lines[body : span.end], first + body if first else 0).guesses
     return found
+
+
+def find(lines: Sequence[str], name: str) -> tuple[int, int] | None:
+    """(start, end) of the section ``name``: a heading (``find_section``), else
+    a label line that names it (``**Next:**``, ``下一步：``)."""
+    return find_all(lines, [name])[0]
+
+
+def find_all(lines: Sequence[str], names: Sequence[str]) -> list[tuple[int, int] | None]:
+    """``find`` of each of ``names``, the file read once."""
+    secs = find_sections(lines, [[n] for n in names])
+    found = [None if s is None else (s.heading, s.end) for s in secs]
+    if all(f is not None for f in found):
+        return found
+    labels = {heading_key(s.name): (s.start, s.end) for s in outline(lines) if s.heading}
+    return [
+        f if f is not None else labels.get(heading_key(n))
+        for f, n in zip(found, names, strict=True)
+    ]
+
+
+def section_body(lines: Sequence[str], name: str) -> list[str] | None:
+    """The body of the section ``name`` (``find``), blank ends removed."""
+    found = find(lines, name)
+    return None if found is None else strip_blank(lines[found[0] + 1 : found[1]])
+
+
+def bodies(lines: Sequence[str], names: Sequence[str]) -> list[list[str] | None]:
+    """``section_body`` of each of ``names``, the file read once."""
+    return [
+        None if f is None else strip_blank(lines[f[0] + 1 : f[1]]) for f in find_all(lines, names)
+    ]

@@ -17,7 +17,6 @@ from pathlib import Path
 from agentd.memory.formats import (
     decisions,
     items,
-    markdown,
     outline,
     readonly,
     snapshots,
@@ -102,8 +101,7 @@ def _guesses(entry: LayoutFile, path: Path) -> list[Problem]:
     lines = text.lstrip("\ufeff").splitlines()
     spans: list[tuple[int, int]] = [(0, len(lines))]
     if entry.sections:
-        found_secs = [markdown.find_section(lines, [name]) for name in entry.sections]
-        spans = [(sec.heading, sec.end) for sec in found_secs if sec is not None]
+        spans = [s for s in outline.find_all(lines, entry.sections) if s is not None]
     return [
         Problem(path, f"read with a guess: {g.message}", g.line or None)
         for a, b in spans
@@ -129,8 +127,8 @@ def _check_file(sd: StateDir, entry: LayoutFile, path: Path, notes: list[str]) -
     lines = text.splitlines()
     return [
         Problem(path, f"has no `## {name}` section (the layout shows it)")
-        for name in entry.sections
-        if markdown.find_section(lines, [name]) is None
+        for name, found in zip(entry.sections, outline.find_all(lines, entry.sections), strict=True)
+        if found is None
     ]
 
 
