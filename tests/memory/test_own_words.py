@@ -287,7 +287,7 @@ def test_a_must_file_over_its_share_keeps_the_sections_after_its_lists(tmp_path:
     assert b.tokens <= 1200
 
 
-def test_a_seed_style_checkpoint_keeps_its_next_step(tmp_path: Path) -> None:
+def test_a_checkpoint_in_its_own_template_keeps_its_next_step(tmp_path: Path) -> None:
     """The checkpoint's own template (已完成 / 当前状态 / 下一步), its done list long."""
     done = "".join(f"- [s{n:04d}] 已完成第 {n} 处替换\n" for n in range(800))
     text = (
