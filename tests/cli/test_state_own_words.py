@@ -157,3 +157,22 @@ def test_check_warns_where_it_guessed_and_still_passes(tmp_path: Path) -> None:
     text, rows = show(tmp_path)
     assert "guessed (.agent/decisions.md:3)" in rows[".agent/decisions.md"]
     assert "Chose option 4 over the others.\nBecause it keeps the TTL in one place." in text
+
+
+def test_archive_moves_the_oldest_of_a_hand_written_done_list(tmp_path: Path) -> None:
+    """`agentctl state archive` reads the DONE list as the bootstrap does: plain
+    items with their continuation lines, the newest ten kept."""
+    state = init(tmp_path, "contract")
+    done = "".join(f"1) [s{n:04d}] moved module {n}\n   (tests pass)\n" for n in range(30))
+    (state / "TASK_STATE.md").write_text(
+        f"# TASK STATE\n\n## DONE\n\n{done}\n## NEXT\n\n- [ ] [next] module 30\n",
+        encoding="utf-8",
+    )
+    done_run = agentctl(tmp_path, "archive")
+    assert done_run.returncode == 0, done_run.stderr
+    kept = (state / "TASK_STATE.md").read_text(encoding="utf-8")
+    moved = (state / "TASK_STATE_archive.md").read_text(encoding="utf-8")
+    assert re.findall(r"\[s(\d{4})\]", kept) == [f"{n:04d}" for n in range(20, 30)]
+    assert re.findall(r"\[s(\d{4})\]", moved) == [f"{n:04d}" for n in range(20)]
+    assert kept.count("(tests pass)") == 10 and moved.count("(tests pass)") == 20
+    assert "[next] module 30" in kept

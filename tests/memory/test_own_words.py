@@ -375,3 +375,17 @@ def test_a_hand_written_log_newest_first_shows_its_newest(tmp_path: Path) -> Non
     assert any("read newest first" in n for n in notes), notes
     warning = next(w for w in b.warnings if "six-field" in w)
     assert re.search(r"lines 1, 2, 3, 4, 5 and \d+ more", warning), warning
+
+
+def test_many_unreadable_list_items_are_one_warning(tmp_path: Path) -> None:
+    """3,000 completed steps that read as no text: one warning naming five and
+    counting the rest - not 3,000 warnings crowding out the facts."""
+    state = {
+        "mission": "[mission]",
+        "next_action": "[next]",
+        "completed_steps": [[n] for n in range(3000)],
+    }
+    b = boot(tmp_path, {"state.json": json.dumps(state)}, [entry("state.json", kind="task-state")])
+    bad = [w for w in b.warnings if "expected form" in w]
+    assert len(bad) == 1 and "`completed_steps[4]` and 2995 more are" in bad[0], bad
+    assert "[mission]" in b.text and "[next]" in b.text and b.tokens <= 3000

@@ -27,7 +27,7 @@ from agentd import fileio
 from agentd.memory import statedir
 from agentd.memory.bootstrap.escapes import escape_lines
 from agentd.memory.bootstrap.parts import Block, Part, list_part, must_parts, record_part
-from agentd.memory.formats import items, markdown, outline, taskstate
+from agentd.memory.formats import items, jsonitems, markdown, outline, taskstate
 from agentd.memory.formats.decisions import DECISION_FORM, bad_lines
 from agentd.memory.layout import Keep, LayoutFile, templates
 from agentd.memory.schema import replace
@@ -93,11 +93,11 @@ def entries(
 
 def _json_record(text: str, block: Block) -> tuple[list[str], str] | None:
     """The items of a JSON record file (an array, or a JSON Lines file), as text."""
-    found = items.json_record(text)
+    found = jsonitems.json_record(text)
     if found is None:
         return None
     values, where = found
-    texts, bad = items.json_items(values)
+    texts, bad = jsonitems.json_items(values)
     if bad:
         block.notes.append(
             f"guessed: {len(bad)} item(s) of {where} hold no text field: shown as JSON"

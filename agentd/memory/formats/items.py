@@ -27,17 +27,12 @@ the reader had to guess (no list at all, text between items, newest first),
 A list whose numbers or dates fall (``3.``, ``2.``, ``1.``; ``2026-12-03``
 before ``2026-12-01``) was written newest first: it is read in reverse.
 
-JSON: ``json_items(value)`` reads an array of strings or of objects, whatever
-text-like key they use (``text``, ``title``, ``decision``, ``step``...), with a
-reason and a date when they have one; ``json_record(text)`` finds that array
-in a JSON document (top level, or the longest list in an object) or a JSON
-Lines file. No I/O.
+A JSON record's items are ``agentd.memory.formats.jsonitems``'. No I/O.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -82,7 +77,7 @@ _NUMBERED = re.compile(
     r"^\s*(?:#?\d{1,7}[.)、:\s]|第\s*\d|(?:adr|decision|决策)\s*-?\s*\d)", re.IGNORECASE
 )
 
-FieldMark = Literal["x", " "] | None
+Mark = Literal["x", " "] | None
 
 
 @dataclass(frozen=True)
@@ -91,19 +86,13 @@ class Item:
 
     line: int  # the file line (1-based) of its own first line; 0: not known
     lines: list[str]
-    mark: FieldMark = None  # "x": marked done, " ": marked open, None: no mark
+    mark: Mark = None  # "x": marked done, " ": marked open, None: no mark
     captions: int = 0  # how many of ``lines`` are the headings and blank lines above it
 
     @property
     def own(self) -> list[str]:
         """The item's own lines, without the captions above it."""
         return self.lines[self.captions :]
-
-    @property
-    def text(self) -> str:
-        """The item's first line, without bullet and checkbox."""
-        own = self.own
-        return item_text(own[0]) if own else ""
 
 
 @dataclass(frozen=True)
@@ -155,13 +144,13 @@ def item_text(line: str) -> str:
     return CHECK.sub("", text, count=1).strip()
 
 
-def mark_of(line: str) -> FieldMark:
+def mark_of(line: str) -> Mark:
     """``"x"`` for a done mark (``[x]``, ``✅``), ``" "`` for an open one (``[ ]``)."""
     m = bullet(line)
     return _mark(m) if m else _check(CHECK.match(_narrow(line).strip()))
 
 
-def _mark(m: re.Match[str]) -> FieldMark:
+def _mark(m: re.Match[str]) -> Mark:
     """The mark of the list item ``m`` (a ``BULLET`` match)."""
     sign = m["bullet"]
     if sign[0] in "-*+•·・●○▪▸►‣–" or sign[0].isdigit() or sign[0] == "(":
@@ -169,7 +158,7 @@ def _mark(m: re.Match[str]) -> FieldMark:
     return _check(CHECK.match(sign))  # the mark is the bullet: `✅ text`
 
 
-def _check(c: re.Match[str] | None) -> FieldMark:
+def _check(c: re.Match[str] | None) -> Mark:
     if c is None:
         return None
     if c["box"] is not None:
@@ -189,7 +178,7 @@ class _Line:
     indent: int = 0
     level: int = 0  # headings
     name: str = ""  # headings
-    mark: FieldMark = None  # bullets
+    mark: Mark = None  # bullets
 
 
 def _classify(lines: Sequence[str]) -> list[_Line]:
@@ -495,138 +484,3 @@ def _in_time_order(reading: Reading) -> Reading:
             )
         )
     return reading
-
-
-# --- JSON ---------------------------------------------------------------------------------
-
-# The key that holds an object's text, most likely first; then its reason and date.
-TEXT_KEYS = (
-    "text",
-    "title",
-    "summary",
-    "decision",
-    "description",
-    "desc",
-    "step",
-    "task",
-    "item",
-    "what",
-    "action",
-    "name",
-    "content",
-    "message",
-    "msg",
-    "note",
-    "done",
-    "change",
-    "result",
-    "detail",
-    "details",
-    "内容",
-    "标题",
-    "决策",
-    "描述",
-    "任务",
-    "步骤",
-    "事项",
-)
-REASON_KEYS = ("why", "reason", "rationale", "because", "理由", "原因")
-DATE_KEYS = ("at", "date", "time", "when", "timestamp", "updated_at", "日期", "时间")
-RECORD_KEYS = (
-    "items",
-    "entries",
-    "decisions",
-    "records",
-    "log",
-    "history",
-    "done",
-    "completed",
-    "steps",
-    "gotchas",
-    "notes",
-)
-
-
-def json_text(value: object) -> str | None:
-    """The text of one JSON record item: a string, a number, or an object's
-    text-like field with its reason and date (None: nothing that reads as text)."""
-    if isinstance(value, str):
-        return value.strip() or None
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | float):
-        return str(value)
-    if not isinstance(value, dict):
-        return None
-    keys = {str(k).casefold(): k for k in value}
-    text = _first_string(value, keys, TEXT_KEYS)
-    if text is None:
-        text = next((v.strip() for v in value.values() if isinstance(v, str) and v.strip()), None)
-    if text is None:
-        return None
-    when = _first_string(value, keys, DATE_KEYS)
-    why = _first_string(value, keys, REASON_KEYS)
-    if when and when not in text:
-        text = f"{text} ({when})"
-    if why and why not in text:
-        because = "" if why.casefold().startswith(("because", "因为", "since")) else "because "
-        text = f"{text} - {because}{why}"
-    return text
-
-
-def _first_string(
-    value: dict[str, object], keys: dict[str, str], names: Sequence[str]
-) -> str | None:
-    for name in names:
-        key = keys.get(name)
-        found = value[key] if key is not None else None
-        if isinstance(found, str) and found.strip():
-            return found.strip()
-    return None
-
-
-def json_items(values: Sequence[object]) -> tuple[list[str], list[int]]:
-    """(the text of each item, the indexes of those that read as no text)."""
-    texts, bad = [], []
-    for i, value in enumerate(values):
-        text = json_text(value)
-        if text is None:
-            bad.append(i)
-            text = json.dumps(value, ensure_ascii=False)[:200]
-        texts.append(text)
-    return texts, bad
-
-
-def json_record(text: str) -> tuple[list[object], str] | None:
-    """The record array of a JSON document (its top level, or the list in an
-    object: a record-like key first, else the longest), or of a JSON Lines
-    file; with where it was found. None: not JSON."""
-    stripped = text.lstrip("\ufeff \t\r\n")
-    if not stripped.startswith(("[", "{", '"')):
-        return None
-    try:
-        data = json.loads(stripped)
-    except (ValueError, RecursionError):
-        return _json_lines(stripped)
-    if isinstance(data, list):
-        return data, "the top-level array"
-    if not isinstance(data, dict):
-        return None
-    lists = {str(k): v for k, v in data.items() if isinstance(v, list)}
-    if not lists:
-        return None
-    named = [k for k in lists if k.casefold() in RECORD_KEYS]
-    key = named[0] if named else max(lists, key=lambda k: len(lists[k]))
-    return lists[key], f"the array `{key}`"
-
-
-def _json_lines(text: str) -> tuple[list[object], str] | None:
-    values: list[object] = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            values.append(json.loads(line))
-        except (ValueError, RecursionError):
-            return None
-    return (values, "one JSON value per line") if len(values) >= 2 else None

@@ -3,8 +3,10 @@
 The layouts keep state in Markdown with fixed headings (``## CURRENT``,
 ``## NEXT``, ``# 下一步``), checklists (``- [x] done``, ``- [ ] to do``) and
 numbered entries (``## 5. 依赖注入方案``). This module finds and edits those
-parts on lists of lines; it does no I/O. The list items inside a section
-(checklists, ``- key: value`` lines) are ``agentd.memory.formats.markdown``'s.
+parts on lists of lines, as the ``agentctl state`` verbs write them; it does
+no I/O. Reading a record in whatever shape the agent wrote it is
+``agentd.memory.formats.items``'; a must-keep file's sections by what they
+say, ``agentd.memory.formats.outline``'s.
 
 A *section* is a heading of any level and the lines after it up to the next
 heading of the same or a higher level. Headings match as people write them

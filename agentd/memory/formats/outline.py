@@ -102,7 +102,7 @@ NOW_NAMES = frozenset(
         "正在进行",
     }
 )
-# The lists that only grow: shown newest first, like a record.
+# The lists that only grow (done items, decisions, gotchas): shown newest first, like a record.
 LIST_NAMES = frozenset(
     {
         "done",
@@ -129,6 +129,13 @@ LIST_NAMES = frozenset(
         "journal",
         "timeline",
         "what was done",
+        "decisions",
+        "key decisions",
+        "decision log",
+        "decision record",
+        "gotchas",
+        "known gotchas",
+        "lessons learned",
         "已完成",
         "完成",
         "已做",
@@ -143,6 +150,11 @@ LIST_NAMES = frozenset(
         "工作记录",
         "工作日志",
         "里程碑",
+        "决策",
+        "决策记录",
+        "关键决策",
+        "踩坑记录",
+        "已知陷阱",
     }
 )
 LONGEST_NAME = 48  # a heading longer than this (before a colon) names no section role

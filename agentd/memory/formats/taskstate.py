@@ -24,11 +24,12 @@ from pathlib import Path
 from typing import TypeAlias
 
 from agentd.memory import statedir
-from agentd.memory.formats.items import json_items, json_text
+from agentd.memory.formats.jsonitems import json_items, json_text
 from agentd.memory.formats.markdown import NONE_MARKERS, strip_blank
 from agentd.memory.formats.outline import role
 
 MAX_JSON_BYTES = 4 << 20  # a state.json bigger than this is not read whole
+BAD_NAMED = 5  # a warning names this many malformed list items, then counts the rest
 SHOWN_ITEMS = 10  # completed steps and key decisions: the newest ten are guaranteed
 GROWING = ("completed_steps", "key_decisions")  # lists that are records (``ListPart``)
 # (and the agent's own lists that are not about what to do now: ``_own_lists``)
@@ -193,13 +194,17 @@ def _list_part(
     if not isinstance(value, list):
         warn(f"field `{key}` should be a list, not {_type(value)}", key)
         return [f"**{label}:** {_preview(value, 200)}", ""]
-    lines = []
+    lines, bad = [], []
     for i, entry in enumerate(value):
         text = item(entry)
         if text is None:
-            warn(f"`{key}[{i}]` is not in the expected form", key)
+            bad.append(f"`{key}[{i}]`")
             text = _preview(entry, 200)
         lines.append(f"- {text}")
+    if bad:  # one warning, however many: a long list must not fill the bootstrap with them
+        more = f" and {len(bad) - BAD_NAMED} more" if len(bad) > BAD_NAMED else ""
+        named = ", ".join(bad[:BAD_NAMED]) + more
+        warn(f"{named} {'is' if len(bad) == 1 else 'are'} not in the expected form", key)
     if canon in GROWING:
         return ListPart(label, lines)
     return [f"**{label}:**", *lines, ""]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from agentd.memory.formats import (
     decisions,
-    items,
+    jsonitems,
     outline,
     readonly,
     snapshots,
@@ -92,9 +92,9 @@ def _guesses(entry: LayoutFile, path: Path) -> list[Problem]:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
-    if record and (found := items.json_record(text)) is not None:
+    if record and (found := jsonitems.json_record(text)) is not None:
         values, where = found
-        _, bad = items.json_items(values)
+        _, bad = jsonitems.json_items(values)
         return [
             Problem(path, f"item {i} of {where} holds no text field: shown as JSON") for i in bad
         ]
