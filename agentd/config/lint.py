@@ -9,23 +9,31 @@ the time the unit starts); ``check`` says so now, as exec would later:
   command line, where any user of the machine reads it with ``ps``
   (warning; ``{bootstrap_file}`` passes its path instead);
 - a bootstrap that could outgrow what exec takes in one argument or in all
-  of argv and the environment (warning: the session would fail with E2BIG).
+  of argv and the environment (warning: the session would fail with E2BIG);
+- ``complete.verify``'s program not found (error: every completion would be
+  refused), ``worktree.repo`` not in a git repository (error);
+- across units (``shared``): two units with one worktree or one state dir
+  (warning: while one runs or waits to run again, the other refuses to
+  start; units may share a repository, each in its own worktree).
 
-Pure apart from looking the command up, as exec would (``lint`` takes the
-environment and the system's limits as values).
+Pure apart from looking the programs up, as exec would, and the repository
+for its ``.git`` (``lint`` takes the environment and the system's limits as
+values).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from agentd.config.placeholders import placeholders_in
 from agentd.config.unit import Unit
 from agentd.config.yamllines import Index
+from agentd.memory.gitinfo import might_be_a_repo
 
 # What a bootstrap may take beyond its budget: header, warnings, closing rules.
 BOOTSTRAP_OVERHEAD = 4096
@@ -58,6 +66,60 @@ def lint(unit: Unit, env: Mapping[str, str], limits: ArgLimits) -> list[Finding]
     """What would go wrong when ``unit`` runs under ``env`` (this process's, plus the unit's)."""
     found = _command(unit, env)
     found += _bootstrap_in_argv(unit, env, limits)
+    if unit.complete is not None:
+        found += _program(unit, env, unit.complete.verify[0], ("complete", "verify", Index(0)))
+    if unit.worktree is not None and not might_be_a_repo(unit.worktree.repo):
+        found.append(
+            Finding(
+                "error",
+                ("worktree", "repo"),
+                f"{unit.worktree.repo} is not in a git repository (no .git in it or above "
+                "it): a worktree needs one",
+            )
+        )
+    return found
+
+
+def shared(units: Sequence[Unit]) -> list[tuple[Unit, Finding]]:
+    """Units that would share a worktree or a state dir (the later one of each pair
+    named, with the key that says so); two may share a repository, each on its branch."""
+    found: list[tuple[Unit, Finding]] = []
+    trees: dict[str, Unit] = {}
+    states: dict[str, Unit] = {}
+    for unit in units:
+        if unit.worktree is not None:
+            tree = os.path.realpath(unit.worktree.path)
+            other = trees.setdefault(tree, unit)
+            if other is not unit:
+                found.append(
+                    (
+                        unit,
+                        Finding(
+                            "warning",
+                            ("worktree", "branch"),
+                            f"unit {other.name} has the worktree {tree} too (branch "
+                            f"{unit.worktree.branch}): while one runs, the other refuses to "
+                            "start; units may share a repository, not a worktree: give each "
+                            "its own branch",
+                        ),
+                    )
+                )
+                continue
+        state = os.path.realpath(unit.state_dir)
+        other = states.setdefault(state, unit)
+        if other is not unit:
+            found.append(
+                (
+                    unit,
+                    Finding(
+                        "warning",
+                        ("state", "dir"),
+                        f"unit {other.name} has the state dir {state} too: while one runs, "
+                        "the other refuses to start (two units must not share their memory); "
+                        "give each its own state.dir or workdir",
+                    ),
+                )
+            )
     return found
 
 
@@ -65,8 +127,14 @@ def _command(unit: Unit, env: Mapping[str, str]) -> list[Finding]:
     program = unit.command[0]
     if placeholders_in(program):
         return []  # known only when the session starts
+    return _program(unit, env, program, ("command", Index(0)))
+
+
+def _program(
+    unit: Unit, env: Mapping[str, str], program: str, key: tuple[str | int, ...]
+) -> list[Finding]:
+    """What exec would say of ``program`` (a name looked up in PATH, or a path)."""
     search = unit.env.get("PATH", env.get("PATH", os.defpath))
-    key: tuple[str | int, ...] = ("command", Index(0))
     if "/" not in program:
         if shutil.which(program, path=search) is not None:
             return []
@@ -82,7 +150,7 @@ def _command(unit: Unit, env: Mapping[str, str]) -> list[Finding]:
                 "or give its full path (the daemon's PATH may differ from this shell's)",
             )
         ]
-    path = program if os.path.isabs(program) else str(unit.workdir / program)
+    path = program if os.path.isabs(program) else str(_workdir(unit) / program)
     if not os.path.exists(path):
         return [Finding("error", key, f"{path} does not exist")]
     if os.path.isdir(path):
@@ -139,3 +207,12 @@ def _bootstrap_in_argv(unit: Unit, env: Mapping[str, str], limits: ArgLimits) ->
             )
         )
     return found
+
+
+def _workdir(unit: Unit) -> Path:
+    """Where a relative program is found: the workdir, or - in a worktree not made yet -
+    the same place in the repository, whose HEAD the worktree will be made from."""
+    tree = unit.worktree
+    if tree is None or tree.path.exists():
+        return Path(unit.workdir)
+    return tree.repo / unit.workdir.relative_to(tree.path)

@@ -37,6 +37,14 @@ def status_of(service: Service) -> dict[str, Any]:
         out["process"] = "stopped"  # SIGSTOP: running as far as agentd goes, yet idle
     if service.detail:  # e.g. the OS error of a command that cannot be executed
         out["detail"] = service.detail
+    unit = service.unit
+    if unit.complete is not None or service.last_verify is not None:
+        out["verify"] = service.last_verify  # the last completion check: ok, said, at...
+    if service.checking is not None:
+        command, since = service.checking
+        out["verifying"] = {"command": command, "since": iso(since)}
+    if unit.worktree is not None:
+        out["worktree"] = {"path": str(unit.worktree.path), "branch": unit.worktree.branch}
     return out
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,6 +22,10 @@ from agentd.config.unitfile import load_unit, read_unit, resolve_unit_arg, unit_
 from agentd.console import Console
 from agentd.errors import AgentdError, UnitError
 from agentd.paths import Paths
+
+if TYPE_CHECKING:
+    from agentd.config.unit import Unit
+    from agentd.config.yamllines import Lines
 
 
 @click.group(
@@ -127,17 +132,20 @@ def check(paths: Paths, files: tuple[Path, ...]) -> None:
     """Validate unit FILEs (default: every unit in the units dir); exit 1 on errors.
 
     Beyond what the daemon refuses, it finds what a session would meet: a
-    command that is not found or not executable (an error), a bootstrap on
-    the command line that `ps` shows or that may outgrow the argument limit
-    (warnings).
+    command (or a completion check) that is not found or not executable, a
+    worktree repository that is not one (errors), a bootstrap on the command
+    line that `ps` shows or that may outgrow the argument limit, and two of
+    the units checked that share a worktree or a state dir (warnings: units
+    may share a repository, each in its own worktree).
     """
-    from agentd.config.lint import ArgLimits, lint
+    from agentd.config.lint import ArgLimits, Finding, lint, shared
     from agentd.config.yamllines import format_key, line_of
 
     targets = list(files) or unit_paths(paths.units)
     if not targets:
         raise click.ClickException(f"no unit files to check in {paths.units}")
     bad, limits = 0, ArgLimits.of_this_system()
+    read: list[tuple[Path, Unit, Lines]] = []
     for path in targets:
         try:
             unit, lines = read_unit(path)
@@ -145,7 +153,12 @@ def check(paths: Paths, files: tuple[Path, ...]) -> None:
             bad += 1
             click.echo(str(exc), err=True)
             continue
-        findings = lint(unit, os.environ, limits)
+        read.append((path, unit, lines))
+    across: dict[int, list[Finding]] = {}
+    for unit, finding in shared([unit for _, unit, _ in read]):
+        across.setdefault(id(unit), []).append(finding)
+    for path, unit, lines in read:
+        findings = lint(unit, os.environ, limits) + across.get(id(unit), [])
         for f in findings:
             label = "warning: " if f.level == "warning" else ""
             click.echo(

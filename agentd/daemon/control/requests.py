@@ -94,6 +94,8 @@ COMMANDS: dict[str, type[Args]] = {
     "precompact": SessionArgs,
     "screen": UnitArgs,
     "resize": ResizeArgs,
+    "verify": UnitArgs,
+    "worktree": UnitArgs,
 }
 
 
