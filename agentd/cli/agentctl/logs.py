@@ -254,7 +254,7 @@ def history(unit: str, lines: int, as_json: bool) -> None:
                 str(s["session"]),
                 str(s.get("started_at") or "-"),
                 span(s.get("duration_s")) if s.get("duration_s") is not None else "-",
-                s.get("outcome") or ("-" if ended else "running"),
+                _outcome(s, ended),
                 s.get("reason") or "-",
                 s.get("bootstrap") or "-",
             ]
@@ -272,6 +272,15 @@ def bootstrap(unit: str, as_json: bool) -> None:
         print_json(result)
     else:
         click.echo(result["text"], nl=False)
+
+
+def _outcome(session: dict[str, Any], ended: bool) -> str:
+    """The outcome, and whether the unit's check passed when it claimed completion."""
+    shown = session.get("outcome") or ("-" if ended else "running")
+    check = session.get("verify")
+    if check and check.get("ok"):
+        shown += " (checked)"
+    return shown
 
 
 def _history(path: Path, lines: int) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ import json
 import time
 from typing import Any
 
+from agentd.console import check_said
 from agentd.times import parse_iso, span
 
 
@@ -31,6 +32,8 @@ def status_rows(statuses: list[dict[str, Any]], now: float) -> str:
             last += f"; paused until {time.strftime('%H:%M', time.localtime(until))}"
         if s.get("detail") and s["state"] in ("failed", "stalled", "stopped"):
             last += f": {s['detail']}"
+        if s.get("verifying"):  # a completion is being checked
+            last += f"; {check_said(s, now)}"
         if s.get("invalid"):
             last = (
                 problem_line(s["invalid"])

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from agentd.config.sections import Budget
+from agentd.console import check_said
 from agentd.supervisor.budget import Usage
 from agentd.times import parse_iso, span
 
@@ -29,6 +30,7 @@ def summary(status: dict[str, Any], usage: Usage, budget: Budget, now: float) ->
         "paused": clock(until) if until is not None else None,
         "since_text": f"{clock(since)} ({span(now - since)} ago)" if since else "-",
         "budget": budget_used(usage, budget),
+        "check": check_said(status, now),  # None: the unit has no completion check
     }
 
 
