@@ -90,7 +90,7 @@ def test_status_history_dashboard_and_top_show_the_check(
     assert code == 200 and "<dt>Completion check</dt>" in page
     assert "(check failed)</span>" in page and "(check passed)</span>" in page
     _, _, svg = site.get("/units/shown/timeline.svg")
-    assert f'class="session o-verify-failed" data-session="1"' in svg
+    assert 'class="session o-verify-failed" data-session="1"' in svg
     assert COLOURS["verify-failed"] in svg
 
     if shutil.which("tmux") is None:
