@@ -525,11 +525,21 @@ class Service:
     async def _check(
         self, unit: Unit, gate: CompleteSpec, session: int, *, manual: bool
     ) -> verify.Verdict:
-        """Run ``gate``'s check (one at a time) and record what it said."""
+        """Run ``gate``'s check (one at a time) and record what it said. Between sessions
+        it is recorded as the unit's running session is (``run/sessions``), so an agentd
+        killed meanwhile has the next one end what is left of it."""
         async with self._check_lock:
             self._abort_check = asyncio.Event()
             self.checking = (gate.command, self._wall())
             self._changed.set()  # status shows it
+            marker = verify.check_marker(unit.name, session)
+            between = not manual  # the gate: no session runs, nor can one start meanwhile
+            if between:
+                self._records.begin(
+                    Recorded(
+                        unit.name, session, marker, None, int(unit.stop.signal), unit.stop.grace
+                    )
+                )
             try:
                 verdict = await verify.check(
                     unit,
@@ -539,10 +549,13 @@ class Service:
                     session=session,
                     owned=self._helpers,
                     abort=self._abort_check,
+                    marker=marker,
                 )
             finally:
                 self.checking = None
                 self._abort_check = None
+                if between:
+                    self._records.finish(unit.name, None)
             at = self._wall()
             verify.record(
                 verdict,

@@ -90,6 +90,11 @@ class Verdict:
         return out
 
 
+def check_marker(unit: str, session: int) -> str:
+    """The ``AGENTD_SESSION_ID`` of the check after session ``session``."""
+    return session_env_marker(f"{unit}.verify", session)
+
+
 def gate_env(base: Mapping[str, str], unit: Unit, session: int) -> dict[str, str]:
     """The check's environment: agentd's own, the unit's ``env``, the AGENTD_* it needs."""
     values = placeholder_values(unit, session, "", Path(""))
@@ -116,9 +121,11 @@ async def check(
     session: int,
     owned: MutableSet[int] | None = None,
     abort: asyncio.Event | None = None,
+    marker: str | None = None,
 ) -> Verdict:
-    """Run ``gate.verify`` for ``unit`` once (see the module docstring)."""
-    marker = session_env_marker(f"{unit.name}.verify", session)
+    """Run ``gate.verify`` for ``unit`` once (see the module docstring); ``marker`` (else
+    a new one: ``check_marker``) finds its processes, also after a ``kill -9`` of agentd."""
+    marker = marker or check_marker(unit.name, session)
     try:
         done = await oneshot.run(
             gate.verify,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -306,3 +307,35 @@ def test_agentctl_verify_without_an_agentd_runs_it_here(home: Path, tmp_path: Pa
     write_unit(home, "plain", {"command": ["true"]})
     plain = agentd_ctl(home, "verify", "plain")
     assert plain.returncode == 1 and "has no completion check" in plain.stderr
+
+
+def test_a_check_left_by_a_killed_agentd_is_ended_by_the_next(
+    dhome: Path,  # noqa: F811 (a fixture)
+    serve: list[Served],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    pids = tmp_path / "pids"
+    hang = f"sleep 300 & echo $! >> {pids}; (setsid sleep 301 & echo $! >> {pids}); wait"
+    write_unit(
+        dhome,
+        "lost",
+        {
+            "command": agent(tmp_path, work_from=1, then="exit 0"),
+            "inject": {"mode": "none"},
+            "autostart": False,
+            "complete": {"verify": hang},
+        },
+    )
+    first = Served(dhome)
+    serve.append(first.ready())
+    first.result("start", units=["lost"])
+    poll_for(lambda: pids.exists() and len(pids.read_text().split()) == 2, timeout=30)
+    left = [int(p) for p in pids.read_text().split()]
+    first.kill(signal.SIGKILL)
+    first.proc.wait(timeout=10)
+    assert not any(gone(p) for p in left)  # the check outlived its agentd...
+    second = Served(dhome)
+    serve.append(second.ready())
+    poll_for(lambda: all(gone(p) for p in left), timeout=30, what="the next agentd to end it")
+    ended = [e for e in events(dhome, "session.orphan_killed") if e["unit"] == "lost"]
+    assert ended and set(left) <= {p for e in ended for p in e["pids"]}
