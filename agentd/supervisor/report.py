@@ -38,10 +38,11 @@ def status_of(service: Service) -> dict[str, Any]:
     if service.detail:  # e.g. the OS error of a command that cannot be executed
         out["detail"] = service.detail
     unit = service.unit
-    if unit.complete is not None or service.last_verify is not None:
-        out["verify"] = service.last_verify  # the last completion check: ok, said, at...
-    if service.checking is not None:
-        command, since = service.checking
+    checks = service.checks
+    if unit.complete is not None or checks.last is not None:
+        out["verify"] = checks.last  # the last completion check: ok, said, at...
+    if checks.running is not None:
+        command, since = checks.running
         out["verifying"] = {"command": command, "since": iso(since)}
     if unit.worktree is not None:
         out["worktree"] = {"path": str(unit.worktree.path), "branch": unit.worktree.branch}

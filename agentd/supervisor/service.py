@@ -43,7 +43,8 @@ The record of the sessions (their number, the restarts, how the last one
 ended) is read back from the history, so it survives a daemon restart. The
 parts a service owns: its ``Definition``, its ``Briefing``, its locks
 (``records.reclaim``), its ``Lifecycle`` (enablement, the state a person or
-its end left it in, the restart count) and the watchers of its terminal. The
+its end left it in, the restart count), its completion ``Checks``
+(``agentd.supervisor.verify``) and the watchers of its terminal. The
 daemon and the CLIs use only the public methods, through
 ``agentd.supervisor.api``.
 """
@@ -83,7 +84,7 @@ from agentd.supervisor.budget import Usage, any_set, next_midnight, reached, usa
 from agentd.supervisor.definition import Definition
 from agentd.supervisor.handoff import Handoff
 from agentd.supervisor.policy import Decision, RestartPolicy, SessionEnd
-from agentd.supervisor.records.history import History, last_end, last_verify, restored_pause
+from agentd.supervisor.records.history import History, last_end, restored_pause
 from agentd.supervisor.records.lifecycle import REMEMBERED, Lifecycle
 from agentd.supervisor.records.reclaim import LOST, StateDirLock, UnitLock, reclaim_if_owner
 from agentd.supervisor.records.sessions import Recorded, SessionRecords
@@ -195,13 +196,17 @@ class Service:
         self._restored = restored_pause(self._history.recent())  # until the first start
         self._resume_at: float | None = None
         self._timer: asyncio.TimerHandle | None = None
-        # the completion gate and the worktree: their checks and git, and what they said
+        # the completion gate and the worktree: their checks and git
         self._helpers: set[int] = set()  # the pids of checks and git running now
         self._refusals = 0  # completions refused since the unit was started
-        self._check_lock = asyncio.Lock()
-        self._abort_check: asyncio.Event | None = None
-        self.checking: tuple[str, float] | None = None  # the check running: command, since
-        self.last_verify = last_verify(self._history.recent())
+        self.checks = verify.Checks(
+            emit=events.emit,
+            history=self._history,
+            records=self._records,
+            wall=wall,
+            owned=self._helpers,
+            changed=self._changed.set,
+        )
 
     # -- control ---------------------------------------------------------------------
     def start(self, reason: str = "start", *, resume_pause: bool = False) -> str | None:
@@ -237,8 +242,7 @@ class Service:
         """
         self._stop_requested = True
         self._remember_stop = remember
-        if self._abort_check is not None:  # a check under way is ended with its tree
-            self._abort_check.set()
+        self.checks.abort()  # a check under way is ended with its tree
         if self.state in (State.BACKOFF, State.PAUSED):
             self._cancel_wait()
             self._set_state(State.STOPPED, "manual")
@@ -332,7 +336,7 @@ class Service:
             raise AgentdError(
                 f"{unit.name} has no completion check: give it complete: {{verify: COMMAND}}"
             )
-        if self._check_lock.locked():
+        if self.checks.busy:
             raise AgentdError(f"{unit.name}: its check is running already; wait for it")
         return await self._check(unit, unit.complete, self.session_no, manual=True)
 
@@ -525,51 +529,15 @@ class Service:
     async def _check(
         self, unit: Unit, gate: CompleteSpec, session: int, *, manual: bool
     ) -> verify.Verdict:
-        """Run ``gate``'s check (one at a time) and record what it said. Between sessions
-        it is recorded as the unit's running session is (``run/sessions``), so an agentd
-        killed meanwhile has the next one end what is left of it."""
-        async with self._check_lock:
-            self._abort_check = asyncio.Event()
-            self.checking = (gate.command, self._wall())
-            self._changed.set()  # status shows it
-            marker = verify.check_marker(unit.name, session)
-            between = not manual  # the gate: no session runs, nor can one start meanwhile
-            if between:
-                self._records.begin(
-                    Recorded(
-                        unit.name, session, marker, None, int(unit.stop.signal), unit.stop.grace
-                    )
-                )
-            try:
-                verdict = await verify.check(
-                    unit,
-                    gate,
-                    base_env=self._base_env,
-                    redactor=self._definition.redactor,
-                    session=session,
-                    owned=self._helpers,
-                    abort=self._abort_check,
-                    marker=marker,
-                )
-            finally:
-                self.checking = None
-                self._abort_check = None
-                if between:
-                    self._records.finish(unit.name, None)
-            at = self._wall()
-            verify.record(
-                verdict,
-                unit=unit.name,
-                session=session,
-                manual=manual,
-                emit=self._emit,
-                history=self._history,
-                transcript=self._definition.transcript,
-                at=at,
-            )
-            self.last_verify = verify.summary(verdict, session=session, manual=manual, at=at)
-            self._changed.set()
-            return verdict
+        return await self.checks.run(
+            unit,
+            gate,
+            session=session,
+            manual=manual,
+            base_env=self._base_env,
+            redactor=self._definition.redactor,
+            transcript=self._definition.transcript,
+        )
 
     async def _worktree(self, unit: Unit) -> None:
         """Make the unit's worktree if it is not there yet; SpawnError (permanent,

@@ -12,7 +12,8 @@ verify`` by hand); ``record`` writes what one check said: the ``unit.verify``
 event, a ``verify`` record in the history and its output in the transcript.
 
 ``refusal`` turns a failed verdict into what the next bootstrap says
-(``agentd.memory.bootstrap.refusal``).
+(``agentd.memory.bootstrap.refusal``). ``Checks`` is a unit's checks over its
+life: one at a time, ended by a stop, the last one kept for ``status``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from agentd.process.tree import session_env_marker
 from agentd.session.inject import placeholder_values
 from agentd.session.redact import Redactor
 from agentd.session.transcript import Transcript
-from agentd.supervisor.records.history import History
+from agentd.supervisor.records.history import History, last_verify
+from agentd.supervisor.records.sessions import Recorded, SessionRecords
 from agentd.terminal.ansi import rewrite
 from agentd.times import iso, span
 
@@ -252,3 +254,97 @@ def summary(verdict: Verdict, *, session: int, manual: bool, at: float) -> dict[
         "manual": manual,
         "at": iso(at),
     }
+
+
+class Checks:
+    """One unit's completion checks: one at a time, ended when ``abort`` is called (a
+    stop), each recorded (``record``); what the last one said (``last``, read back from
+    the history) and the one running now (``running``: command, since) for status.
+
+    A check run by the gate is recorded in ``run/sessions`` as the unit's running
+    session is, so an agentd killed meanwhile has the next one end what is left of it
+    (``records.reclaim``); a check by hand is not (a session may run or start then)."""
+
+    def __init__(
+        self,
+        *,
+        emit: Callable[..., None],
+        history: History,
+        records: SessionRecords,
+        wall: Callable[[], float],
+        owned: MutableSet[int],
+        changed: Callable[[], None],
+    ) -> None:
+        self._emit = emit
+        self._history = history
+        self._records = records
+        self._wall = wall
+        self._owned = owned
+        self._changed = changed
+        self._lock = asyncio.Lock()
+        self._abort: asyncio.Event | None = None
+        self.running: tuple[str, float] | None = None
+        self.last = last_verify(history.recent())
+
+    @property
+    def busy(self) -> bool:
+        return self._lock.locked()
+
+    def abort(self) -> None:
+        """End the check under way, if any, with its whole tree."""
+        if self._abort is not None:
+            self._abort.set()
+
+    async def run(
+        self,
+        unit: Unit,
+        gate: CompleteSpec,
+        *,
+        session: int,
+        manual: bool,
+        base_env: Mapping[str, str],
+        redactor: Redactor,
+        transcript: Transcript,
+    ) -> Verdict:
+        """Run ``gate``'s check for ``unit`` (after the others under way) and record it."""
+        async with self._lock:
+            self._abort = asyncio.Event()
+            self.running = (gate.command, self._wall())
+            self._changed()
+            marker = check_marker(unit.name, session)
+            if not manual:
+                self._records.begin(
+                    Recorded(
+                        unit.name, session, marker, None, int(unit.stop.signal), unit.stop.grace
+                    )
+                )
+            try:
+                verdict = await check(
+                    unit,
+                    gate,
+                    base_env=base_env,
+                    redactor=redactor,
+                    session=session,
+                    owned=self._owned,
+                    abort=self._abort,
+                    marker=marker,
+                )
+            finally:
+                self.running = None
+                self._abort = None
+                if not manual:
+                    self._records.finish(unit.name, None)
+            at = self._wall()
+            record(
+                verdict,
+                unit=unit.name,
+                session=session,
+                manual=manual,
+                emit=self._emit,
+                history=self._history,
+                transcript=transcript,
+                at=at,
+            )
+            self.last = summary(verdict, session=session, manual=manual, at=at)
+            self._changed()
+            return verdict

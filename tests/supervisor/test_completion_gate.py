@@ -156,7 +156,7 @@ def test_a_hanging_check_is_ended_at_its_timeout_with_its_whole_tree(
     assert said["exit_code"] is None  # it did not end by itself
     assert said["said"] == "ran past its timeout (1s) and was ended"
     assert set(started) <= set(said["pids"])  # agentd ended each, the setsid one too
-    assert said["tail"] == "checking"
+    assert said["tail"].startswith("checking")  # (a shell may say "Killed" as it goes)
     last = events(home, "unit.state")[-1]
     assert (last["to"], last["reason"]) == ("failed", "verify-failed")
 
