@@ -8,7 +8,6 @@ import json
 import time
 from typing import Any
 
-from agentd.console import check_said
 from agentd.times import parse_iso, span
 
 
@@ -54,6 +53,28 @@ def status_rows(statuses: list[dict[str, Any]], now: float) -> str:
             ]
         )
     return table(rows)
+
+
+def check_said(status: dict[str, Any], now: float, *, short: bool = False) -> str | None:
+    """A unit's completion check in a few words, from its status (``verify``,
+    ``verifying``); None when the unit has no check. ``short``: for a table cell."""
+    checking = status.get("verifying")
+    if checking:
+        since = parse_iso(checking.get("since"))
+        took = f" ({span(now - since)})" if since is not None and not short else ""
+        return "checking" + ("" if short else f" `{checking.get('command')}`") + took
+    if "verify" not in status:
+        return None
+    last = status["verify"]
+    if not last:
+        return "not run yet"
+    at = parse_iso(last.get("at"))
+    ago = f", {span(now - at)} ago" if at is not None else ""
+    if short:
+        return "passed" if last.get("ok") else f"failed ({last.get('said')})"
+    how = "passed" if last.get("ok") else f"failed: it {last.get('said')}"
+    by = " by hand" if last.get("manual") else f" after session {last.get('session')}"
+    return f"{how} (`{last.get('command')}`{by}, {last.get('duration_s')}s{ago})"
 
 
 def problem_line(problem: dict[str, Any]) -> str:

@@ -26,7 +26,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Static
 
 from agentd.cli.agentctl.client import open_client, run_units
-from agentd.console import check_said
+from agentd.cli.agentctl.output import check_said
 from agentd.daemon.control.client import Client, RemoteError, Unreachable
 from agentd.paths import Paths
 from agentd.times import span
