@@ -174,10 +174,8 @@ class RestartPolicy:
             return Decision(
                 "stalled", reason, failure=failure, outcome=Outcome.STALLED, detail=stalled
             )
-        cap = self.restart.max_sessions
-        if cap and end.session >= cap:
-            detail = f"max_sessions reached ({cap})"
-            return Decision("failed", reason, failure=failure, outcome=outcome, detail=detail)
+        if capped := self._capped(end):
+            return Decision("failed", reason, failure=failure, outcome=outcome, detail=capped)
         if failure:
             return verdict
         return Decision("start", reason, outcome=outcome)
@@ -191,12 +189,18 @@ class RestartPolicy:
                 f"(complete.attempts {refusal.attempts}); the last time {said}"
             )
             return Decision("failed", end.reason, outcome=Outcome.VERIFY_FAILED, detail=detail)
-        cap = self.restart.max_sessions
-        if cap and end.session >= cap:
-            detail = f"max_sessions reached ({cap}); {said}"
+        if capped := self._capped(end):
+            detail = f"{capped}; {said}"
             return Decision("failed", end.reason, outcome=Outcome.VERIFY_FAILED, detail=detail)
         detail = f"refusal {refusal.attempt} of {refusal.attempts}: {said}"
         return Decision("start", end.reason, outcome=Outcome.VERIFY_FAILED, detail=detail)
+
+    def _capped(self, end: SessionEnd) -> str:
+        """Why no session may follow ``end`` (``max_sessions`` ran), or ""."""
+        cap = self.restart.max_sessions
+        if cap and end.session >= cap:
+            return f"max_sessions reached ({cap})"
+        return ""
 
     def _failure(
         self, end: SessionEnd, history: Sequence[SessionEnd], now: float, reason: str
