@@ -225,7 +225,12 @@ def test_two_units_never_share_a_worktree(
     d = Served(dhome)
     serve.append(d.ready())
     poll_for(lambda: d.status("other")["state"] == "running", timeout=30, what="other running")
-    states = {name: d.status(name) for name in ("one", "two")}
+
+    def settled() -> dict[str, dict[str, object]]:
+        states = {name: d.status(name) for name in ("one", "two")}
+        return {} if any(s["state"] == "starting" for s in states.values()) else states
+
+    states = poll_for(settled, timeout=30, what="one and two settled")
     running = [n for n, s in states.items() if s["state"] == "running"]
     assert len(running) == 1, states
     refused = next(s for n, s in states.items() if n not in running)
