@@ -50,8 +50,8 @@ MUTATIONS = [
     m(
         "canary",
         "agentd/cli/agentd/run.py",
-        "after {service.session_no} session(s) in",
-        "after {service.session_no} sessions in",
+        "after {ran} session(s){which} in",
+        "after {ran} sessions{which} in",
         T_RUN,
     ),
     # --- the rows of issue 14 ---

@@ -12,9 +12,6 @@ the time the unit starts); ``check`` says so now, as exec would later:
   of argv and the environment (warning: the session would fail with E2BIG);
 - ``complete.verify``'s program not found (error: every completion would be
   refused), ``worktree.repo`` not in a git repository (error);
-- across units (``shared``): two units with one worktree or one state dir
-  (warning: while one runs or waits to run again, the other refuses to
-  start; units may share a repository, each in its own worktree).
 
 Pure apart from looking the programs up, as exec would, and the repository
 for its ``.git`` (``lint`` takes the environment and the system's limits as
@@ -25,7 +22,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -77,49 +74,6 @@ def lint(unit: Unit, env: Mapping[str, str], limits: ArgLimits) -> list[Finding]
                 "it): a worktree needs one",
             )
         )
-    return found
-
-
-def shared(units: Sequence[Unit]) -> list[tuple[Unit, Finding]]:
-    """Units that would share a worktree or a state dir (the later one of each pair
-    named, with the key that says so); two may share a repository, each on its branch."""
-    found: list[tuple[Unit, Finding]] = []
-    trees: dict[str, Unit] = {}
-    states: dict[str, Unit] = {}
-    for unit in units:
-        if unit.worktree is not None:
-            tree = os.path.realpath(unit.worktree.path)
-            other = trees.setdefault(tree, unit)
-            if other is not unit:
-                found.append(
-                    (
-                        unit,
-                        Finding(
-                            "warning",
-                            ("worktree", "branch"),
-                            f"unit {other.name} has the worktree {tree} too (branch "
-                            f"{unit.worktree.branch}): while one runs, the other refuses to "
-                            "start; units may share a repository, not a worktree: give each "
-                            "its own branch",
-                        ),
-                    )
-                )
-                continue
-        state = os.path.realpath(unit.state_dir)
-        other = states.setdefault(state, unit)
-        if other is not unit:
-            found.append(
-                (
-                    unit,
-                    Finding(
-                        "warning",
-                        ("state", "dir"),
-                        f"unit {other.name} has the state dir {state} too: while one runs, "
-                        "the other refuses to start (two units must not share their memory); "
-                        "give each its own state.dir or workdir",
-                    ),
-                )
-            )
     return found
 
 

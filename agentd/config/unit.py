@@ -188,6 +188,8 @@ class Unit(StrictModel):
     @field_validator("workdir")
     @classmethod
     def _workdir_exists(cls, value: Path, info: ValidationInfo) -> Path:
+        if info.context and info.context.get("probe"):
+            return value  # `agentd check` looks past a missing workdir for more problems
         if not isinstance(info.data.get("worktree"), WorktreeSpec):
             _must_be_dir(value)  # a worktree's is made with it, at the first session
         return value

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentd.config.lint import ArgLimits, lint, shared
+from agentd.config.lint import ArgLimits, lint
 from agentd.config.unit import Unit
 from agentd.config.unitfile import load_unit, parse_unit
 from agentd.config.worktree import check_branch
@@ -159,26 +159,3 @@ def test_lint_finds_a_missing_check_program_and_a_repo_that_is_not_one(tmp_path:
     [found] = lint(tree, {"PATH": "/usr/bin:/bin"}, LIMITS)
     assert (found.level, found.key) == ("error", ("worktree", "repo"))
     assert "is not in a git repository" in found.message
-
-
-def test_shared_finds_one_worktree_or_one_state_dir_for_two_units(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    (repo / ".git").mkdir(parents=True)
-    a = parse(f"command: [sh]\nworktree: {{repo: {repo}, branch: agent/a}}\n", "a")
-    b = parse(f"command: [sh]\nworktree: {{repo: {repo}, branch: agent/b}}\n", "b")
-    again = parse(
-        f"command: [sh]\nworktree: {{repo: {repo}, branch: agent/a}}\nstate: {{dir: .other}}\n",
-        "again",
-    )
-    plain1 = parse(f"command: [sh]\nworkdir: {tmp_path}\n", "p1")
-    plain2 = parse(f"command: [sh]\nworkdir: {tmp_path}\n", "p2")
-    plain3 = parse(f"command: [sh]\nworkdir: {tmp_path}\nstate: {{dir: .p3}}\n", "p3")
-    found = shared([a, b, again, plain1, plain2, plain3])
-    assert [(u.name, f.key) for u, f in found] == [
-        ("again", ("worktree", "branch")),
-        ("p2", ("state", "dir")),
-    ]
-    assert all(f.level == "warning" for _, f in found)
-    assert "unit a has the worktree" in found[0][1].message
-    assert "unit p1 has the state dir" in found[1][1].message
-    assert shared([a, b]) == []  # two units may share a repository

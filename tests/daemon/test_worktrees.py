@@ -217,11 +217,10 @@ def test_two_units_never_share_a_worktree(
     write_unit(dhome, "two", {**sleeper, "worktree": tree, "state": {"dir": ".agent-two"}})
     write_unit(dhome, "other", {**sleeper, "worktree": {**tree, "branch": "agent/other"}})
     checked = agentd(dhome, "check")
-    assert checked.returncode == 0, checked.stderr  # a warning, not an error
-    assert "two.yaml:" in checked.stderr and "worktree.branch: warning: unit one has the" in (
-        checked.stderr
-    )
-    assert "other.yaml" not in checked.stderr  # sharing the repository is fine
+    assert checked.returncode == 1, checked.stderr
+    assert "two.yaml:" in checked.stderr and "worktree.branch: " in checked.stderr
+    assert "is also the worktree of one" in checked.stderr
+    assert "other.yaml:" not in checked.stderr  # sharing the repository is fine
     d = Served(dhome)
     serve.append(d.ready())
     poll_for(lambda: d.status("other")["state"] == "running", timeout=30, what="other running")
@@ -234,7 +233,7 @@ def test_two_units_never_share_a_worktree(
     running = [n for n, s in states.items() if s["state"] == "running"]
     assert len(running) == 1, states
     refused = next(s for n, s in states.items() if n not in running)
-    assert refused["state"] == "stopped"
+    assert refused["state"] == "conflict"  # it waits for the worktree, then starts
     assert (
         "is in use by unit" in refused["detail"]
         and "give each its own branch" in (refused["detail"])
