@@ -12,7 +12,7 @@ import stat
 from pathlib import Path
 
 from tests.conftest import fake
-from tests.helpers import agentd, records, write_unit
+from tests.support import agentd, records, write_unit
 
 QUICK = {"min_uptime": 0, "delay": "50ms"}
 

@@ -19,7 +19,7 @@ from tests.cli.test_watch import ctl_pty, detach, end, said
 from tests.conftest import fake, poll_for
 from tests.daemon import test_daemon
 from tests.daemon.test_daemon import Served
-from tests.helpers import agentd, write_unit
+from tests.support import agentd, write_unit
 
 dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 STOP = {"grace": "300ms"}

@@ -22,7 +22,7 @@ from agentd.session.screen import ScreenRing
 from tests.conftest import FIXTURES, LOCAL_FIXTURES, fake, poll_for
 from tests.daemon import test_daemon
 from tests.daemon.test_daemon import Served
-from tests.helpers import write_unit
+from tests.support import write_unit
 
 dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 TUI_FIXTURES = sorted([*FIXTURES.glob("*.raw"), *(LOCAL_FIXTURES / "captured").glob("*.raw")])

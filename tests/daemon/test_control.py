@@ -35,7 +35,7 @@ from agentd.supervisor.records.history import sessions
 from tests.conftest import fake, poll_for
 from tests.daemon import test_daemon
 from tests.daemon.test_daemon import Served
-from tests.helpers import write_unit
+from tests.support import write_unit
 
 dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 

@@ -25,7 +25,7 @@ import psutil
 import pytest
 
 from tests.conftest import fake, poll_for
-from tests.helpers import events, records, write_unit
+from tests.support import events, records, write_unit
 
 QUICK = {"min_uptime": "0s", "delay": "50ms", "max_delay": "200ms"}
 

@@ -42,7 +42,7 @@ from agentd.supervisor.api import Supervisor
 from tests.conftest import fake, poll_for
 from tests.daemon import test_daemon
 from tests.daemon.test_daemon import Served
-from tests.helpers import agentd, write_unit
+from tests.support import agentd, write_unit
 
 dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 

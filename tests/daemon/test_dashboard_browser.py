@@ -22,7 +22,7 @@ from tests.conftest import fake, poll_for
 from tests.daemon import test_daemon
 from tests.daemon.test_daemon import Served
 from tests.daemon.test_dashboard import QUICK, dashboard_daemon
-from tests.helpers import write_unit
+from tests.support import write_unit
 
 dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 sync_api = pytest.importorskip(

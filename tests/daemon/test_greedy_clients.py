@@ -22,7 +22,7 @@ from agentd.daemon.control.client import Client
 from agentd.daemon.control.connections import MAX_PER_UID, WRITE_DEADLINE
 from tests.conftest import fake, poll_for
 from tests.daemon.test_daemon import Served, dhome, serve  # noqa: F401 (fixtures)
-from tests.helpers import write_unit
+from tests.support import write_unit
 
 FLOOD = 5000
 

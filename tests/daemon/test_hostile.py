@@ -25,7 +25,7 @@ import pytest
 from tests.conftest import fake, poll_for
 from tests.daemon import test_daemon
 from tests.daemon.test_daemon import QUICK, Served, request
-from tests.helpers import events, write_unit
+from tests.support import events, write_unit
 
 dhome = test_daemon.dhome  # the fixtures of the daemon's own tests
 serve = test_daemon.serve

@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.conftest import fake, poll_for
 from tests.daemon import test_daemon
 from tests.daemon.test_daemon import Served
-from tests.helpers import events, write_unit
+from tests.support import events, write_unit
 
 dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 

@@ -20,7 +20,7 @@ from tests.conftest import fake, poll_for
 from tests.daemon import test_daemon
 from tests.daemon.test_daemon import Served
 from tests.daemon.test_hostile import StatusWatch
-from tests.helpers import events, noted_pid, records, write_unit
+from tests.support import events, noted_pid, records, write_unit
 
 dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 

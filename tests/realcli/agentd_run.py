@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tests.conftest import poll_for
-from tests.helpers import agentd_popen, records
+from tests.support import agentd_popen, records
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from tests.conftest import FAKE_AGENT, fake, poll_for
-from tests.helpers import agentd, agentd_popen, events, noted_pid, records, write_unit
+from tests.support import agentd, agentd_popen, events, noted_pid, records, write_unit
 
 QUICK = {"min_uptime": "0s", "delay": "50ms", "max_delay": "200ms"}
 

@@ -19,7 +19,7 @@ from agentd.paths import Paths
 from agentd.supervisor.api import Supervisor
 from agentd.supervisor.states import State
 from tests.conftest import fake, poll_for
-from tests.helpers import agentd_popen, events, noted_pid, records, write_unit
+from tests.support import agentd_popen, events, noted_pid, records, write_unit
 
 
 def run_with(
@@ -184,7 +184,7 @@ def test_a_session_left_by_a_killed_agentd_is_ended_at_next_start(
         proc.wait()
     assert psutil.pid_exists(orphan)  # agentd died hard: its session lives on
     pids.unlink()
-    from tests.helpers import agentd
+    from tests.support import agentd
 
     res = agentd(home, "run", "k")
     assert res.returncode == 0, res.stderr

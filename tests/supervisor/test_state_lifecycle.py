@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from tests.conftest import fake
-from tests.helpers import agentd, events, records, write_unit
+from tests.support import agentd, events, records, write_unit
 
 QUICK = {"min_uptime": "0s", "delay": "50ms", "max_delay": "200ms"}
 

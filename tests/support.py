@@ -1,4 +1,4 @@
-"""Helpers for end-to-end tests that run the real ``agentd`` CLI."""
+"""Helpers shared by the test modules (fixtures are in conftest.py)."""
 
 from __future__ import annotations
 
