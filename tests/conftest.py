@@ -1,46 +1,20 @@
-"""Shared fixtures: every test fails if it leaves a process behind."""
+"""The fixtures every directory's tests share (helpers are in ``tests/support.py``);
+every test fails if it leaves a process behind."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import sys
+import shutil
+import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
 
 import psutil
 import pytest
 
-HERE = Path(__file__).resolve().parent
-FAKE_AGENT = str(HERE / "fake_agent.py")
-FIXTURES = HERE / "fixtures" / "tui"  # copied from shared/fixtures/tui: raw Claude Code output
-LOCAL_FIXTURES = HERE / "fixtures"
-
-T = TypeVar("T")
-
-
-def fake(*steps: str) -> list[str]:
-    """argv for the fake agent running ``steps``."""
-    return [sys.executable, FAKE_AGENT, *steps]
-
-
-def poll_for(
-    probe: Callable[[], T], *, timeout: float = 10.0, interval: float = 0.02, what: str = ""
-) -> T:
-    """Wait until ``probe()`` is truthy; on timeout fail showing what it last saw."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while True:
-        last = probe()
-        if last:
-            return last
-        if time.monotonic() > deadline:
-            pytest.fail(
-                f"timed out after {timeout}s waiting for {what or probe!r}; last saw {last!r}"
-            )
-        time.sleep(interval)
+from tests.support import Served
 
 
 def _descendants_and_marked() -> dict[int, str]:
@@ -112,3 +86,25 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (h / "units").mkdir(parents=True)
     monkeypatch.setenv("AGENTD_HOME", str(h))
     return h
+
+
+@pytest.fixture
+def dhome(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A short AGENTD_HOME for a served daemon (the socket path must fit in sun_path)."""
+    root = Path(tempfile.mkdtemp(prefix="ad", dir="/tmp"))
+    (root / "units").mkdir()
+    (root / "work").mkdir()
+    monkeypatch.setenv("AGENTD_HOME", str(root))
+    monkeypatch.delenv("AGENTD_SOCKET", raising=False)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def serve(dhome: Path) -> Iterator[list[Served]]:
+    """Start daemons with ``serve.append(Served(...))``; all are stopped at the end."""
+    started: list[Served] = []
+    yield started
+    for d in started:
+        if d.proc.poll() is None:
+            d.stop()

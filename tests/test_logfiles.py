@@ -9,8 +9,7 @@ from pathlib import Path
 
 from agentd.events import EventLog
 from agentd.supervisor.records.history import History
-from tests.conftest import fake
-from tests.support import agentd, write_unit
+from tests.support import agentd, fake, write_unit
 
 
 def _lines(path: Path) -> list[dict[str, object]]:

@@ -19,12 +19,8 @@ from agentd.cli.agentctl.group import main as agentctl_main
 from agentd.cli.agentctl.output import format_event, status_rows
 from agentd.daemon import notify
 from agentd.times import span
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.support import events, write_unit
+from tests.support import Served, events, fake, gone, poll_for, write_unit
 
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -173,7 +169,7 @@ def test_start_restart_stop_round_trip(daemon: Served, dhome: Path) -> None:
     pid = daemon.status("b")["pid"]
     stopped = agentctl("stop", "b")
     assert stopped.exit_code == 0 and "b: stopped" in stopped.stdout
-    assert test_daemon._gone(pid)  # gone when stop returns: it waits for the end
+    assert gone(pid)  # gone when stop returns: it waits for the end
     assert agentctl("status", "b").exit_code == 3
     assert agentctl("start", "--all").exit_code == 0
     assert {s["state"] for s in daemon.result("status")} == {"running"}

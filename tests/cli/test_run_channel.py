@@ -11,8 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-from tests.conftest import fake
-from tests.support import agentd, records, write_unit
+from tests.support import agentd, fake, records, write_unit
 
 QUICK = {"min_uptime": 0, "delay": "50ms"}
 

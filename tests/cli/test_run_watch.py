@@ -15,13 +15,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from agentd.cli.agentctl.group import main as agentctl_main
-from tests.cli.test_watch import ctl_pty, detach, end, said
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.support import agentd, write_unit
+from tests.support import Served, agentd, ctl_pty, detach, end, fake, poll_for, said, write_unit
 
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 STOP = {"grace": "300ms"}
 
 

@@ -11,7 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import pexpect
 import pyte
 import pytest
 from click.testing import CliRunner, Result
@@ -19,49 +18,25 @@ from click.testing import CliRunner, Result
 from agentd.cli.agentctl.attach import hold_interrupts
 from agentd.cli.agentctl.group import main as agentctl_main
 from agentd.session.screen import ScreenRing
-from tests.conftest import FIXTURES, LOCAL_FIXTURES, fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.support import write_unit
+from tests.support import (
+    FIXTURES,
+    LOCAL_FIXTURES,
+    Served,
+    ctl_pty,
+    detach,
+    end,
+    fake,
+    poll_for,
+    said,
+    write_unit,
+)
 
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 TUI_FIXTURES = sorted([*FIXTURES.glob("*.raw"), *(LOCAL_FIXTURES / "captured").glob("*.raw")])
 STOP = {"grace": "300ms"}
 
 
 def agentctl(*args: str) -> Result:
     return CliRunner().invoke(agentctl_main, list(args), catch_exceptions=False)
-
-
-def ctl_pty(home: Path, *args: str) -> pexpect.spawn:
-    """``agentctl ARGS`` on a real terminal of its own (80x24), for keys and raw mode."""
-    return pexpect.spawn(
-        sys.executable,
-        ["-m", "agentd.cli.agentctl", *args],
-        env=dict(os.environ, AGENTD_HOME=str(home)),
-        dimensions=(24, 80),
-        timeout=15,
-    )
-
-
-def end(child: pexpect.spawn) -> int:
-    """Wait for ``child`` to exit (killing it after 10 s); its exit status."""
-    if child.isalive():
-        child.expect(pexpect.EOF, timeout=10)
-    child.close(force=True)
-    return int(child.exitstatus if child.exitstatus is not None else -1)
-
-
-def detach(child: pexpect.spawn, unit: str) -> None:
-    """Press Ctrl-]: ``agentctl attach`` says so and exits 0."""
-    child.send("\x1d")
-    child.expect(f"detached from {unit}: you pressed Ctrl-]")
-    assert end(child) == 0
-
-
-def said(home: Path, unit: str, text: str) -> bool:
-    path = home / "logs" / unit / "transcript.log"
-    return path.exists() and text in path.read_text(errors="replace")
 
 
 def serve_units(

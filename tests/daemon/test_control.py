@@ -32,12 +32,7 @@ from agentd.events import EventLog
 from agentd.paths import Paths
 from agentd.supervisor.api import Supervisor
 from agentd.supervisor.records.history import sessions
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.support import write_unit
-
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
+from tests.support import Served, fake, poll_for, write_unit
 
 # --- the wire format, from tables ---------------------------------------------------------
 

@@ -7,126 +7,17 @@ bytes); every wait is bounded; every daemon is stopped by its PID.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
 import socket
 import stat
-import subprocess
-import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import psutil
 import pytest
 
-from tests.conftest import fake, poll_for
-from tests.support import events, records, write_unit
-
-QUICK = {"min_uptime": "0s", "delay": "50ms", "max_delay": "200ms"}
-
-
-class Served:
-    """One ``python -m agentd.cli serve`` process and a raw client for it."""
-
-    def __init__(
-        self, home: Path, args: tuple[str, ...] = ("serve",), env: dict[str, str] | None = None
-    ) -> None:
-        self.home = home
-        self.socket = home / "run" / "agentd.sock"
-        self.err_path = home / f"serve-{time.monotonic_ns()}.err"
-        full_env = dict(os.environ, AGENTD_HOME=str(home), **(env or {}))
-        with self.err_path.open("wb") as err:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "agentd.cli", *args],
-                env=full_env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-            )
-
-    @property
-    def stderr(self) -> str:
-        return self.err_path.read_text(errors="replace")
-
-    def ready(self, timeout: float = 15.0) -> Served:
-        def up() -> bool:
-            if self.proc.poll() is not None:
-                pytest.fail(f"agentd exited {self.proc.returncode}: {self.stderr}")
-            try:
-                return bool(self.call("ping")["ok"])
-            except OSError:
-                return False
-
-        poll_for(up, timeout=timeout, what="agentd to answer ping")
-        return self
-
-    def call(self, cmd: str, timeout: float = 30.0, **args: Any) -> dict[str, Any]:
-        """One request on a fresh connection; the raw reply object."""
-        return request(self.socket, json.dumps({"cmd": cmd, "args": args}).encode(), timeout)
-
-    def result(self, cmd: str, **args: Any) -> Any:
-        reply = self.call(cmd, **args)
-        assert reply["ok"], reply
-        return reply["result"]
-
-    def status(self, name: str) -> dict[str, Any]:
-        return dict(self.result("status", units=[name])[0])
-
-    def kill(self, sig: int) -> None:
-        self.proc.send_signal(sig)
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            pytest.fail(f"agentd did not stop within {timeout}s: {self.stderr}")
-
-
-def request(path: Path, line: bytes, timeout: float = 30.0) -> dict[str, Any]:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(timeout)
-        s.connect(str(path))
-        s.sendall(line + b"\n")
-        reply: dict[str, Any] = json.loads(s.makefile("rb").readline())
-        return reply
-
-
-@pytest.fixture
-def dhome(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A short AGENTD_HOME (the socket path must fit in sun_path)."""
-    root = Path(tempfile.mkdtemp(prefix="ad", dir="/tmp"))
-    (root / "units").mkdir()
-    (root / "work").mkdir()
-    monkeypatch.setenv("AGENTD_HOME", str(root))
-    monkeypatch.delenv("AGENTD_SOCKET", raising=False)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture
-def serve(dhome: Path) -> Iterator[list[Served]]:
-    """Start daemons with ``serve.append(Served(...))``; all are stopped at the end."""
-    started: list[Served] = []
-    yield started
-    for d in started:
-        if d.proc.poll() is None:
-            d.stop()
-
-
-def _gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
+from tests.support import QUICK, Served, events, fake, gone, poll_for, records, write_unit
 
 
 def _said(home: Path, unit: str, line: str) -> bool:
@@ -169,7 +60,7 @@ def test_bare_agentd_serves_autostarts_and_sigterm_stops_every_tree(
     [start] = events(dhome, "daemon.start")
     assert start["pid"] == d.proc.pid and start["socket"] == str(d.socket)
     assert d.stop() == 0
-    assert _gone(leader) and _gone(child)  # the child ignored SIGTERM: killed after grace
+    assert gone(leader) and gone(child)  # the child ignored SIGTERM: killed after grace
     assert events(dhome, "daemon.stop")
     assert not d.socket.exists()
     assert "SIGTERM" in d.stderr
@@ -188,7 +79,7 @@ def test_sigint_stops_too_and_a_second_one_kills_at_once(dhome: Path, serve: lis
     started = time.monotonic()
     assert d.stop(signal.SIGINT) == 0, d.stderr
     assert time.monotonic() - started < 10  # not the 30 s grace
-    assert _gone(pid)
+    assert gone(pid)
 
 
 def test_a_second_serve_refuses_naming_pid_and_socket(dhome: Path, serve: list[Served]) -> None:
@@ -264,14 +155,14 @@ def test_after_kill_9_a_new_serve_reclaims_sessions_and_keeps_counts(
     poll_for(lambda: _pids(pids) and _said(dhome, "m", "up"), what="k and m running")
     orphan, leader_m = _pids(pids)[0], first.status("m")["pid"]
     first.stop(signal.SIGKILL)
-    assert not _gone(orphan) and not _gone(leader_m)  # agentd died hard: its sessions live on
+    assert not gone(orphan) and not gone(leader_m)  # agentd died hard: its sessions live on
     pids.unlink()
 
     second = Served(dhome)
     serve.append(second.ready())
     # m is not autostart, yet what the killed daemon left of it is ended too
     for pid in (orphan, leader_m):
-        poll_for(lambda pid=pid: _gone(pid), what=f"pid {pid} left by the killed agentd")
+        poll_for(lambda pid=pid: gone(pid), what=f"pid {pid} left by the killed agentd")
     poll_for(lambda: second.status("k")["state"] == "running", what="k running again")
     assert second.status("k")["session"] == 2  # the count survives
     poll_for(
@@ -311,7 +202,7 @@ def test_units_dir_changes_are_picked_up_by_themselves(dhome: Path, serve: list[
     path.unlink()
     poll_for(lambda: d.call("status", units=["n"]).get("code") == 4, what="n to be removed")
     # forgotten at once, its tree ended right after (the removal runs on)
-    poll_for(lambda: _gone(pid), timeout=10, what=f"pid {pid} of the removed unit to end")
+    poll_for(lambda: gone(pid), timeout=10, what=f"pid {pid} of the removed unit to end")
     # reported once the removal is complete: a moment after the pid is gone
     removed = poll_for(lambda: events(dhome, "unit.removed"), what="unit.removed")
     assert [e["unit"] for e in removed] == ["n"]
@@ -544,7 +435,7 @@ def test_reconcile_adds_redefines_and_removes_even_when_cancelled(dhome: Path) -
             await sup.shutdown()
 
     pid = asyncio.run(main())
-    assert _gone(pid)
+    assert gone(pid)
 
 
 def test_a_usage_limit_pause_survives_a_daemon_restart(dhome: Path, serve: list[Served]) -> None:

@@ -18,13 +18,8 @@ from typing import Any
 import pytest
 
 from agentd.daemon.dashboard.timeline import COLOURS
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.daemon.test_dashboard import QUICK, dashboard_daemon
-from tests.support import write_unit
+from tests.support import QUICK, Served, dashboard_daemon, fake, poll_for, write_unit
 
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 sync_api = pytest.importorskip(
     "playwright.sync_api",
     reason="the dashboard's browser tests need playwright: pip install -e '.[test]'",

@@ -14,57 +14,13 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import QUICK, Served, request
-from tests.support import events, write_unit
-
-dhome = test_daemon.dhome  # the fixtures of the daemon's own tests
-serve = test_daemon.serve
-
-STATUS_BOUND = 1.0  # s: the slowest status answer any probe may cause
-
-
-class StatusWatch:
-    """Asks ``status`` every 50 ms on a thread; ``worst`` is the slowest answer (s)."""
-
-    def __init__(self, socket: Path) -> None:
-        self.socket = socket
-        self.worst = 0.0
-        self.failures: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> StatusWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.05):
-            started = time.monotonic()
-            try:
-                reply = request(self.socket, b'{"cmd": "status"}', timeout=10)
-                if not reply.get("ok"):
-                    self.failures.append(str(reply))
-            except OSError as exc:
-                self.failures.append(repr(exc))
-            self.worst = max(self.worst, time.monotonic() - started)
-
-    def check(self) -> None:
-        assert not self.failures, self.failures[:3]
-        assert self.worst < STATUS_BOUND, f"a status answer took {self.worst:.2f}s"
+from tests.support import QUICK, Served, StatusWatch, events, fake, poll_for, write_unit
 
 
 def no_traceback(daemon: Served) -> None:

@@ -15,12 +15,8 @@ import pytest
 
 from agentd.supervisor.records.lifecycle import Lifecycle, Remembered, read
 from agentd.supervisor.states import State
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.support import records, write_unit
+from tests.support import Served, fake, poll_for, records, write_unit
 
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 STOP = {"grace": "300ms"}
 
 

@@ -16,13 +16,16 @@ import psutil
 import pytest
 
 from agentd.process import cgroup as cgroups
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.daemon.test_hostile import StatusWatch
-from tests.support import events, noted_pid, records, write_unit
-
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
+from tests.support import (
+    Served,
+    StatusWatch,
+    events,
+    fake,
+    noted_pid,
+    poll_for,
+    records,
+    write_unit,
+)
 
 
 def gone(pid: int) -> bool:

@@ -14,12 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.support import events, write_unit
-
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
+from tests.support import Served, events, fake, poll_for, write_unit
 
 
 def _write(path: Path, text: str) -> Path:

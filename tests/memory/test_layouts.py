@@ -16,7 +16,7 @@ from agentd.memory.formats import readonly
 from agentd.memory.layout import load_layout, preset_names
 from agentd.memory.verbs.init import init
 from agentd.tokens import estimate_tokens
-from tests.memory.test_bootstrap import GOOD_LINE, NOW, boot, entry
+from tests.support import GOOD_LINE, NOW, boot, entry
 
 CONTRACT = """# PROJECT CONTRACT (IMMUTABLE)
 

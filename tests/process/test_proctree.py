@@ -23,7 +23,7 @@ from agentd.process.tree import (
     order_bottom_up,
     session_env_marker,
 )
-from tests.conftest import FAKE_AGENT, fake, poll_for
+from tests.support import FAKE_AGENT, fake, poll_for
 
 REPO = Path(__file__).resolve().parents[2]
 

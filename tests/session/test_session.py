@@ -19,7 +19,7 @@ from agentd.session.session import Session
 from agentd.session.transcript import Transcript
 from agentd.terminal.matcher import LineMatcher
 from agentd.terminal.rules import Hit, Rule
-from tests.conftest import fake, poll_for
+from tests.support import fake, poll_for
 
 
 def test_output_buffered_at_the_exit_is_matched_before_the_exit_is_reported(

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import fake
-from tests.support import agentd, events, records, write_unit
+from tests.support import agentd, events, fake, records, write_unit
 
 QUICK = {"min_uptime": 0, "delay": "50ms"}
 WHEN = r"(?P<left>\d+)% until auto-compact"

@@ -13,8 +13,17 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import FAKE_AGENT, fake, poll_for
-from tests.support import agentd, agentd_popen, events, noted_pid, records, write_unit
+from tests.support import (
+    FAKE_AGENT,
+    agentd,
+    agentd_popen,
+    events,
+    fake,
+    noted_pid,
+    poll_for,
+    records,
+    write_unit,
+)
 
 QUICK = {"min_uptime": "0s", "delay": "50ms", "max_delay": "200ms"}
 
@@ -520,7 +529,7 @@ def test_real_claude_code_output_restarts_with_the_preset(
     home: Path, tmp_path: Path, capture: str, sentinel: str
 ) -> None:
     """Raw bytes a real Claude Code wrote while compacting, through a real pty."""
-    from tests.conftest import FIXTURES
+    from tests.support import FIXTURES
 
     rec = tmp_path / "rec.jsonl"
     write_unit(

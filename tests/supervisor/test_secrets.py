@@ -9,9 +9,7 @@ from pathlib import Path
 
 from agentd.supervisor.api import Supervisor
 from agentd.supervisor.states import State
-from tests.conftest import fake
-from tests.supervisor.test_service import run_with
-from tests.support import agentd, events, records, write_unit
+from tests.support import agentd, events, fake, records, run_with, write_unit
 
 GH = "ghp_" + "A1b2C3d4E5" * 4  # a GitHub token's shape
 CORP = "corp-7f3a9c1e"  # only the unit's `secrets:` pattern knows this one

@@ -7,47 +7,25 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import psutil
 
 from agentd.config.unitfile import load_unit
-from agentd.events import EventLog
-from agentd.paths import Paths
 from agentd.supervisor.api import Supervisor
 from agentd.supervisor.states import State
-from tests.conftest import fake, poll_for
-from tests.support import agentd_popen, events, noted_pid, records, write_unit
-
-
-def run_with(
-    home: Path, name: str, unit: dict[str, Any], body: Callable[[Supervisor], Awaitable[None]]
-) -> list[dict[str, Any]]:
-    """Load ``unit``, run ``body`` against a live supervisor, shut it down; return events."""
-    path = write_unit(home, name, unit)
-    paths = Paths.resolve(home)
-    seen: list[dict[str, Any]] = []
-
-    async def main() -> None:
-        log = EventLog(paths.events_file)
-        log.subscribe(seen.append)
-        sup = Supervisor(paths, log)
-        sup.attach()
-        sup.add(load_unit(path))
-        try:
-            await asyncio.wait_for(body(sup), timeout=20)
-        finally:
-            await sup.shutdown()
-            log.close()
-
-    asyncio.run(main())
-    return seen
-
-
-def states(seen: list[dict[str, Any]]) -> list[str]:
-    return [e["to"] for e in seen if e["event"] == "unit.state"]
+from tests.support import (
+    agentd_popen,
+    events,
+    fake,
+    noted_pid,
+    poll_for,
+    records,
+    run_with,
+    states,
+    write_unit,
+)
 
 
 def test_stop_during_backoff_cancels_the_restart(home: Path) -> None:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import fake
-from tests.support import agentd, events, records, write_unit
+from tests.support import agentd, events, fake, records, write_unit
 
 QUICK = {"min_uptime": "0s", "delay": "50ms", "max_delay": "200ms"}
 

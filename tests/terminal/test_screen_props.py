@@ -113,7 +113,7 @@ def test_rows_equal_pyte(stream: str, cuts: list[int]) -> None:
 
 @pytest.mark.parametrize("name", ["tui", "captured"])
 def test_real_captures_equal_pyte_byte_by_byte(name: str) -> None:
-    from tests.conftest import FIXTURES
+    from tests.support import FIXTURES
 
     for path in sorted((FIXTURES.parent / name).glob("*.raw")):
         data = path.read_bytes()

@@ -16,7 +16,7 @@ from agentd.terminal.ansi import strip_ansi
 from agentd.terminal.matcher import PARTIAL_MAX, LineMatcher
 from agentd.terminal.regexlit import required_literal, required_literals
 from agentd.terminal.rules import Hit, Rule
-from tests.conftest import FIXTURES, LOCAL_FIXTURES
+from tests.support import FIXTURES, LOCAL_FIXTURES
 
 CAPTURED = LOCAL_FIXTURES / "captured"
 
