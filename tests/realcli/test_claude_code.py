@@ -19,7 +19,7 @@ import pytest
 
 from tests.realcli import fake_anthropic as fa
 from tests.realcli.agentd_run import agentctl, running, session_starts, with_agentctl_on_path
-from tests.realcli.conftest import ClaudeProject
+from tests.realcli.clis import ClaudeProject
 from tests.realcli.model import (
     BIG,
     FakeModel,
