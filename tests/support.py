@@ -21,7 +21,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import pexpect
 import psutil
@@ -53,9 +53,15 @@ def fake(*steps: str) -> list[str]:
 
 
 def poll_for(
-    probe: Callable[[], T], *, timeout: float = 10.0, interval: float = 0.02, what: str = ""
+    probe: Callable[[], T],
+    *,
+    timeout: float = 10.0,
+    interval: float = 0.02,
+    what: str = "",
+    seen: Callable[[], object] | None = None,
 ) -> T:
-    """Wait until ``probe()`` is truthy; on timeout fail showing what it last saw."""
+    """Wait until ``probe()`` is truthy (and return it); at ``timeout`` fail the test
+    showing what the probe last returned, and ``seen()`` where a falsy value says little."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while True:
@@ -63,10 +69,15 @@ def poll_for(
         if last:
             return last
         if time.monotonic() > deadline:
-            pytest.fail(
-                f"timed out after {timeout}s waiting for {what or probe!r}; last saw {last!r}"
-            )
+            _timed_out(timeout, what or repr(probe), last, seen)
         time.sleep(interval)
+
+
+def _timed_out(
+    timeout: float, what: str, last: object, seen: Callable[[], object] | None
+) -> NoReturn:
+    also = f"; and {seen()!r}" if seen is not None else ""
+    pytest.fail(f"timed out after {timeout}s waiting for {what}; last saw {last!r}{also}")
 
 
 async def async_poll_for(
@@ -75,10 +86,11 @@ async def async_poll_for(
     timeout: float = 10.0,
     interval: float = 0.01,
     what: str = "",
+    seen: Callable[[], object] | None = None,
 ) -> T:
-    """``poll_for`` on the running loop (which goes on meanwhile: a session reads, a
-    supervisor acts); ``probe`` may be a coroutine function. On timeout it fails
-    showing what it last saw."""
+    """``poll_for`` on the running loop, which goes on meanwhile (a session reads, a
+    supervisor acts); ``probe`` may be a coroutine function. At ``timeout`` it fails
+    the test showing what the probe last returned (and ``seen()``)."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while True:
@@ -88,9 +100,7 @@ async def async_poll_for(
         if last:
             return last  # type: ignore[no-any-return]
         if time.monotonic() > deadline:
-            pytest.fail(
-                f"timed out after {timeout}s waiting for {what or probe!r}; last saw {last!r}"
-            )
+            _timed_out(timeout, what or repr(probe), last, seen)
         await asyncio.sleep(interval)
 
 
@@ -108,6 +118,22 @@ async def async_wait_for(
     except TimeoutError:
         last = f"; last saw {seen()!r}" if seen is not None else ""
         pytest.fail(f"timed out after {timeout}s waiting for {what}{last}")
+
+
+# --- counting instead of timing ---------------------------------------------------------------
+
+# Bounded work is asserted as a count (bytes read, calls made), never as seconds.
+READS_COUNTED = os.path.exists("/proc/self/io")
+needs_read_count = pytest.mark.skipif(
+    not READS_COUNTED, reason="counts the bytes read in /proc/self/io (Linux)"
+)
+
+
+def bytes_read() -> int:
+    """The bytes this process has read so far, from any file, by any thread (``rchar``
+    of /proc/self/io): a difference of two is what the code between them read."""
+    with open("/proc/self/io", encoding="ascii") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
 
 
 # --- the real CLIs and what they write -----------------------------------------------------------
@@ -286,7 +312,9 @@ class StatusWatch:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self._thread.join(10)
+        self._thread.join(15)  # a request in flight has 10 s
+        if self._thread.is_alive():
+            self.failures.append("the status watcher did not stop within 15 s")
 
     def _run(self) -> None:
         while not self._stop.wait(0.05):
