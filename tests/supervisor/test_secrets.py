@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from pathlib import Path
 
 from agentd.supervisor.api import Supervisor
 from agentd.supervisor.states import State
-from tests.support import agentd, events, fake, records, run_with, write_unit
+from tests.support import agentd, async_poll_for, events, fake, records, run_with, write_unit
 
 GH = "ghp_" + "A1b2C3d4E5" * 4  # a GitHub token's shape
 CORP = "corp-7f3a9c1e"  # only the unit's `secrets:` pattern knows this one
@@ -104,9 +102,10 @@ def test_a_reason_is_hidden_in_status_history_events_and_the_next_bootstrap(
         svc = sup.get("r")
         svc.start()
         await svc.wait(lambda s: s == State.RUNNING)
-        deadline = time.monotonic() + 5
-        while not rec.exists() and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
+        # session 1 has recorded itself, whole (else the restart could come first)
+        await async_poll_for(
+            lambda: rec.exists() and rec.read_text().endswith("\n"), what="session 1's record"
+        )
         sup.restart("r", f"rotate {token} now")
         await svc.wait(lambda s: s == State.DONE)
         seen_status.extend(sup.status(["r"]))

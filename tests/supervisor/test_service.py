@@ -33,10 +33,16 @@ def test_stop_during_backoff_cancels_the_restart(home: Path) -> None:
         svc = sup.get("b")
         svc.start()
         await svc.wait(lambda s: s == State.BACKOFF)
+        restart = svc._timer  # the backoff's deadline: the restart it would start
+        assert restart is not None
         await sup.stop("b")
         assert svc.state == State.STOPPED
-        await asyncio.sleep(0.3)  # past the 100 ms backoff: nothing may start
-        assert svc.state == State.STOPPED
+        # Past that deadline (its timer, had it not been cancelled, ran before this
+        # sleep's, which is due later on the same loop): nothing started.
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(max(0.0, restart.when() - loop.time()))
+        await asyncio.sleep(0)
+        assert restart.cancelled() and svc.state == State.STOPPED
 
     seen = run_with(home, "b", {"command": fake("exit:1"), "restart": {"delay": "100ms"}}, body)
     assert states(seen) == ["starting", "running", "stopping", "backoff", "stopped"]
