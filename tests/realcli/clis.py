@@ -15,6 +15,7 @@ from typing import Any
 
 import psutil
 import pytest
+from filelock import FileLock, Timeout
 
 from agentd.config.presets import load_cli_preset
 from tests.realcli import seed_cli_homes
@@ -22,11 +23,26 @@ from tests.realcli import seed_cli_homes
 CLAUDE_CODE = "2.1.197"
 CODEX = "0.171.0"
 CACHE = Path(os.environ.get("AGENTD_TEST_CACHE") or Path.home() / ".cache" / "agentd-tests")
+INSTALL_TIMEOUT = 240  # s: one npm install
 
 
 def _install(package: str, version: str, prefix: Path, exe: Path) -> Path:
+    """Install ``package@version`` into ``prefix`` unless ``exe`` is there: once per
+    machine, however many test processes (xdist's workers, two runs) ask at once."""
     if exe.exists():
         return exe
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(prefix.parent / f"{prefix.name}.lock"))
+    try:
+        with lock.acquire(timeout=INSTALL_TIMEOUT + 60):  # the holder's install has its own
+            if exe.exists():  # another process installed it while we waited
+                return exe
+            return _npm_install(package, version, prefix, exe)
+    except Timeout:
+        pytest.skip(f"REAL CLI TESTS SKIPPED: another install of {package} holds {lock.lock_file}")
+
+
+def _npm_install(package: str, version: str, prefix: Path, exe: Path) -> Path:
     npm = shutil.which("npm")
     if npm is None:
         pytest.skip(f"REAL CLI TESTS SKIPPED: npm is not on PATH, cannot install {package}")
@@ -43,11 +59,13 @@ def _install(package: str, version: str, prefix: Path, exe: Path) -> Path:
             ],
             capture_output=True,
             text=True,
-            timeout=240,
+            timeout=INSTALL_TIMEOUT,
             stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired:
-        pytest.skip(f"REAL CLI TESTS SKIPPED: npm install {package}@{version} took over 240 s")
+        pytest.skip(
+            f"REAL CLI TESTS SKIPPED: npm install {package}@{version} took over {INSTALL_TIMEOUT} s"
+        )
     if done.returncode != 0 or not exe.exists():
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         pytest.skip(
