@@ -39,7 +39,7 @@ T_RUN = "tests/supervisor/test_run.py"
 T_SERVICE = "tests/supervisor/test_service.py"
 T_PROC = "tests/process"
 T_BOOT = "tests/memory/test_bootstrap.py"
-T_CTL = "tests/cli/test_ctl.py"
+T_CTL = "tests/cli/test_agentctl.py"
 
 MUTATIONS = [
     # Only a test that runs `python -m agentd.cli run` sees this message: if it
@@ -159,7 +159,7 @@ MUTATIONS = [
         "agentd/terminal/matcher.py",
         "        hits, self._hits = self._hits, []\n",
         "        hits, self._hits = [], []\n",
-        "tests/terminal/test_sentinel_props.py",
+        "tests/terminal/test_matcher_props.py",
     ),
     # --- the restart policy, branch by branch ---
     m(
