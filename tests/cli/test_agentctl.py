@@ -82,6 +82,7 @@ def daemon(dhome: Path, serve: list[Served]) -> Served:
     return d
 
 
+@pytest.mark.slow
 def test_status_table_json_and_lsb_exit_codes(daemon: Served) -> None:
     res = agentctl("status")
     assert res.exit_code == 0, res.output
@@ -121,6 +122,7 @@ def console(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_console_script_answers_a_plain_status_without_click(
     daemon: Served, dhome: Path
 ) -> None:
@@ -158,6 +160,7 @@ def test_an_unreachable_daemon_is_exit_1_naming_the_socket(dhome: Path) -> None:
     assert fast.returncode == 1 and proc.stderr in fast.stderr
 
 
+@pytest.mark.slow
 def test_start_restart_stop_round_trip(daemon: Served, dhome: Path) -> None:
     started = agentctl("start", "b")
     assert started.exit_code == 0 and "b: running (session 1" in started.stdout
@@ -195,6 +198,7 @@ def test_start_restart_stop_round_trip(daemon: Served, dhome: Path) -> None:
     # (attach asks for a terminal first: without one it exits 1 before asking agentd)
 
 
+@pytest.mark.slow
 def test_start_says_when_a_unit_did_not_start_cleanly(dhome: Path, serve: list[Served]) -> None:
     write_unit(
         dhome,
@@ -209,6 +213,7 @@ def test_start_says_when_a_unit_did_not_start_cleanly(dhome: Path, serve: list[S
     assert "agentctl logs x" in res.stderr
 
 
+@pytest.mark.slow
 def test_logs_strip_escapes_unless_raw(daemon: Served, dhome: Path) -> None:
     poll_for(lambda: "alert" in agentctl("logs", "a").stdout, what="a's output")
     clean = agentctl("logs", "a", "-n", "1").stdout
@@ -218,6 +223,7 @@ def test_logs_strip_escapes_unless_raw(daemon: Served, dhome: Path) -> None:
     assert agentctl("logs", "ghost").exit_code == 4
 
 
+@pytest.mark.slow
 def test_an_agent_stopped_by_a_signal_is_shown_so(daemon: Served) -> None:
     pid = daemon.status("a")["pid"]
     os.kill(pid, signal.SIGSTOP)
@@ -235,6 +241,7 @@ def test_an_agent_stopped_by_a_signal_is_shown_so(daemon: Served) -> None:
     )
 
 
+@pytest.mark.slow
 def test_logs_and_events_follow(daemon: Served, dhome: Path) -> None:
     logs_out, events_out = dhome / "logs.out", dhome / "events.out"
     poll_for(lambda: "alert" in agentctl("logs", "a").stdout, what="a's output")
@@ -262,6 +269,7 @@ def test_logs_and_events_follow(daemon: Served, dhome: Path) -> None:
     assert "\x1b" not in logs_out.read_text()
 
 
+@pytest.mark.slow
 def test_events_history_and_bootstrap(daemon: Served, dhome: Path) -> None:
     work = dhome / "work" / ".agent"
     work.mkdir(parents=True, exist_ok=True)  # the first session created and initialised it
@@ -291,6 +299,7 @@ def test_events_history_and_bootstrap(daemon: Served, dhome: Path) -> None:
     assert len(as_json) == 2 and all("event" in e for e in as_json)
 
 
+@pytest.mark.slow
 def test_reload_reports_changes_and_invalid_files(daemon: Served, dhome: Path) -> None:
     res = agentctl("reload")
     assert res.exit_code == 0 and "no changes" in res.stdout
@@ -439,6 +448,7 @@ def test_format_event() -> None:
     assert " a#2 " in line and "code=42 reason=exit:42" in line
 
 
+@pytest.mark.slow
 def test_home_option_and_logs_json(
     daemon: Served, dhome: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

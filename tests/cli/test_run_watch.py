@@ -35,6 +35,7 @@ def run_in_background(home: Path, *args: str) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
 def test_every_read_verb_and_attach_reach_agentd_run_and_its_files_after(
     dhome: Path, serve: list[Served], tmp_path: Path
 ) -> None:
@@ -97,6 +98,7 @@ def test_every_read_verb_and_attach_reach_agentd_run_and_its_files_after(
     assert agentctl("logs", "ghost").exit_code == 1
 
 
+@pytest.mark.slow
 def test_agentd_run_attach_passes_keys_and_gives_the_terminal_back(dhome: Path) -> None:
     write_unit(
         dhome,
@@ -131,6 +133,7 @@ def test_agentd_run_attach_passes_keys_and_gives_the_terminal_back(dhome: Path) 
     assert said(dhome, "talk", "GOT:Ada")
 
 
+@pytest.mark.slow
 def test_agentd_run_attach_gives_the_agent_the_size_of_the_terminal(dhome: Path) -> None:
     write_unit(
         dhome,
@@ -165,6 +168,7 @@ def test_agentd_run_attach_gives_the_agent_the_size_of_the_terminal(dhome: Path)
     assert said(dhome, "tui", "WINCH:132x40")
 
 
+@pytest.mark.slow
 def test_agentd_run_attach_needs_a_terminal(dhome: Path) -> None:
     write_unit(dhome, "talk", {"command": fake("exit:0")})
     res = agentd(dhome, "run", "-i", "talk")
@@ -172,6 +176,7 @@ def test_agentd_run_attach_needs_a_terminal(dhome: Path) -> None:
     assert "--attach needs a terminal" in res.stderr
 
 
+@pytest.mark.slow
 def test_a_failed_run_names_its_transcript_and_shows_its_last_lines(dhome: Path) -> None:
     write_unit(
         dhome,

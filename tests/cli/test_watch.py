@@ -135,6 +135,7 @@ class _tmux:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("capture", TUI_FIXTURES, ids=lambda p: p.name)
 def test_screen_shows_what_the_terminal_shows(
     dhome: Path, serve: list[Served], capture: Path
@@ -190,6 +191,7 @@ def test_a_repaint_redraws_the_same_cells() -> None:
 # --- attach ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_attach_draws_the_screen_first_then_types_and_guards_ctrl_c(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -214,6 +216,7 @@ def test_attach_draws_the_screen_first_then_types_and_guards_ctrl_c(
     assert d.status("t")["state"] == "running"  # neither Ctrl-C nor detaching ended it
 
 
+@pytest.mark.slow
 def test_attach_says_who_closed_the_stream(dhome: Path, serve: list[Served]) -> None:
     d = serve_units(dhome, serve, {"t": "up"}, t=["out:up", "wait"])
     child = ctl_pty(dhome, "attach", "t")
@@ -226,6 +229,7 @@ def test_attach_says_who_closed_the_stream(dhome: Path, serve: list[Served]) -> 
         child.close(force=True)
 
 
+@pytest.mark.slow
 def test_attach_gives_the_agent_the_size_of_the_terminal_and_keeps_it(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -253,6 +257,7 @@ def test_attach_gives_the_agent_the_size_of_the_terminal_and_keeps_it(
     assert d.call("resize", unit="nope", cols=80, rows=24)["code"] == 4
 
 
+@pytest.mark.slow
 def test_attach_no_resize_leaves_the_size_alone(dhome: Path, serve: list[Served]) -> None:
     d = serve_units(dhome, serve, {"t": "ready> "}, t=["prompt:ready> ", "wait"])
     child = ctl_pty(dhome, "attach", "--no-resize", "t")
@@ -302,6 +307,7 @@ def test_ctrl_c_is_passed_on_only_when_pressed_twice(
 # --- logs of every unit ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_logs_without_a_unit_interleave_every_unit(dhome: Path, serve: list[Served]) -> None:
     serve_units(
         dhome,
@@ -321,6 +327,7 @@ def test_logs_without_a_unit_interleave_every_unit(dhome: Path, serve: list[Serv
 # --- top ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_top_shows_every_unit_and_stops_one_by_key(dhome: Path, serve: list[Served]) -> None:
     if shutil.which("tmux") is None:
         pytest.skip(
@@ -345,14 +352,20 @@ def test_top_shows_every_unit_and_stops_one_by_key(dhome: Path, serve: list[Serv
                 if cells and cells[0] in ("one", "two")
             }
 
+        def screen() -> str:
+            return tmux("capture-pane", "-p")
+
         poll_for(
             lambda: {u: r[1] for u, r in rows().items()} == {"one": "running", "two": "running"},
-            timeout=20,
+            timeout=30,  # textual's start-up, on a loaded machine
             what="top to show both units running",
+            seen=screen,
         )
-        poll_for(lambda: rows()["two"][-2:] == ["two", "ready>"], what="two's screen line")
+        poll_for(
+            lambda: rows()["two"][-2:] == ["two", "ready>"], what="two's screen line", seen=screen
+        )
         tmux("send-keys", "x")  # the cursor is on the first row: one
-        poll_for(lambda: rows()["one"][1] == "stopped", what="one shown stopped")
+        poll_for(lambda: rows()["one"][1] == "stopped", what="one shown stopped", seen=screen)
         assert d.status("one")["state"] == "stopped"
         assert d.status("two")["state"] == "running"
         tmux("send-keys", "q")

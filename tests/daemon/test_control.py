@@ -172,6 +172,7 @@ def _replies(s: socket.socket, n: int) -> list[dict[str, Any]]:
     return [json.loads(f.readline()) for _ in range(n)]
 
 
+@pytest.mark.slow
 def test_malformed_requests_get_errors_and_the_connection_goes_on(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -240,6 +241,7 @@ def test_unknown_units_are_code_4(dhome: Path, serve: list[Served]) -> None:
     assert d.call("stop")["code"] == 2
 
 
+@pytest.mark.slow
 def test_events_follow_streams_until_the_daemon_stops(dhome: Path, serve: list[Served]) -> None:
     write_unit(
         dhome, "a", {"command": fake("wait"), "autostart": False, "stop": {"grace": "300ms"}}

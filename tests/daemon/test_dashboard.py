@@ -262,6 +262,7 @@ def test_a_request_from_another_machine_is_refused_before_the_token(tmp_path: Pa
 # --- the real daemon over HTTP -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_request_needs_the_token_and_a_post_its_csrf(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -303,6 +304,7 @@ def test_every_request_needs_the_token_and_a_post_its_csrf(
     assert site.get("/units/ghost")[0] == 404 and site.get("/units/w?span=2h")[0] == 400
 
 
+@pytest.mark.slow
 def test_the_unit_page_svg_screen_and_bootstraps(dhome: Path, serve: list[Served]) -> None:
     write_unit(
         dhome,
@@ -347,6 +349,7 @@ def test_the_unit_page_svg_screen_and_bootstraps(dhome: Path, serve: list[Served
     assert site.get("/static/dashboard.js")[1]["Content-Type"].startswith("text/javascript")
 
 
+@pytest.mark.slow
 def test_live_events_stream_until_the_daemon_stops(dhome: Path, serve: list[Served]) -> None:
     write_unit(dhome, "e", {"command": fake("out:hi", "wait"), "autostart": False})
     d, site = dashboard_daemon(dhome, serve)
@@ -370,6 +373,7 @@ def test_live_events_stream_until_the_daemon_stops(dhome: Path, serve: list[Serv
     assert d.stop() == 0
 
 
+@pytest.mark.slow
 def test_agentctl_dashboard_prints_the_link(dhome: Path, serve: list[Served]) -> None:
     env = {**os.environ, "AGENTD_HOME": str(dhome)}
     ctl = [sys.executable, "-m", "agentd.cli.agentctl", "dashboard"]
@@ -384,6 +388,7 @@ def test_agentctl_dashboard_prints_the_link(dhome: Path, serve: list[Served]) ->
     assert site.get(f"/?token={site.token}", token=False)[0] == 200
 
 
+@pytest.mark.slow
 def test_a_wide_bind_is_refused_unless_allowed(dhome: Path, serve: list[Served]) -> None:
     done = agentd(dhome, "serve", "--http", "0.0.0.0:0")
     assert done.returncode == 1

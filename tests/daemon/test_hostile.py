@@ -75,6 +75,7 @@ def small_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_a_full_disk_degrades_and_nothing_wedges_or_is_missed(small_home: Path) -> None:
     write_unit(
         small_home,
@@ -140,6 +141,7 @@ def test_a_full_disk_degrades_and_nothing_wedges_or_is_missed(small_home: Path) 
         daemon.stop()
 
 
+@pytest.mark.slow
 def test_sigterm_on_a_full_disk_still_stops_cleanly(small_home: Path) -> None:
     write_unit(small_home, "u", {"command": fake("out:up", "wait"), "stop": {"grace": "1s"}})
     daemon = Served(small_home).ready()
@@ -155,6 +157,7 @@ def test_sigterm_on_a_full_disk_still_stops_cleanly(small_home: Path) -> None:
         daemon.stop()
 
 
+@pytest.mark.slow
 def test_a_logs_dir_that_cannot_be_written_degrades_anywhere(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -272,6 +275,7 @@ def test_a_read_only_state_dir_in_file_mode_backs_off_and_recovers(
         subprocess.run(["umount", str(state)], capture_output=True, check=False)
 
 
+@pytest.mark.slow
 def test_a_file_mode_bootstrap_that_cannot_be_written_backs_off_and_recovers(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -322,6 +326,7 @@ def _status_rows(daemon: Served) -> dict[str, dict[str, Any]]:
     return {row["unit"]: row for row in daemon.result("status")}
 
 
+@pytest.mark.slow
 def test_a_fifo_and_dev_zero_in_the_state_dir_block_nothing(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -349,6 +354,7 @@ def test_a_fifo_and_dev_zero_in_the_state_dir_block_nothing(
     no_traceback(daemon)
 
 
+@pytest.mark.slow
 def test_nul_and_ctrl_c_in_state_reach_no_agent(dhome: Path, serve: list[Served]) -> None:
     for name in ("a", "s"):
         state = dhome / "work" / f".agent-{name}"

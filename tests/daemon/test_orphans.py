@@ -53,6 +53,7 @@ def escapee(pidfile: Path) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fate", ["deleted", "broken"])
 def test_a_session_of_a_unit_that_does_not_load_again_is_ended(
     dhome: Path, serve: list[Served], fate: str
@@ -123,6 +124,7 @@ def escaped(dhome: Path, serve: list[Served]) -> Iterator[tuple[Served, int]]:
         kill(hidden)
 
 
+@pytest.mark.slow
 def test_an_env_i_escapee_is_ended_with_its_session(
     dhome: Path, escaped: tuple[Served, int]
 ) -> None:
@@ -136,6 +138,7 @@ def test_an_env_i_escapee_is_ended_with_its_session(
     assert d.stop() == 0
 
 
+@pytest.mark.slow
 def test_an_env_i_escapee_left_by_a_killed_agentd_is_reclaimed(
     dhome: Path, serve: list[Served], escaped: tuple[Served, int]
 ) -> None:

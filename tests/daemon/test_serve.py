@@ -44,6 +44,7 @@ def _pids(path: Path) -> list[int]:
 # --- start, stop, single instance ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_bare_agentd_serves_autostarts_and_sigterm_stops_every_tree(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -77,6 +78,7 @@ def test_bare_agentd_serves_autostarts_and_sigterm_stops_every_tree(
     assert "SIGTERM" in d.stderr
 
 
+@pytest.mark.slow
 def test_sigint_stops_too_and_a_second_one_kills_at_once(dhome: Path, serve: list[Served]) -> None:
     write_unit(
         dhome, "slow", {"command": fake("ignore-term", "out:up", "wait"), "stop": {"grace": "30s"}}
@@ -95,6 +97,7 @@ def test_sigint_stops_too_and_a_second_one_kills_at_once(dhome: Path, serve: lis
     assert gone(pid)
 
 
+@pytest.mark.slow
 def test_a_second_serve_refuses_naming_pid_and_socket(dhome: Path, serve: list[Served]) -> None:
     first = Served(dhome)
     serve.append(first.ready())
@@ -104,6 +107,7 @@ def test_a_second_serve_refuses_naming_pid_and_socket(dhome: Path, serve: list[S
     assert first.result("ping")["pid"] == first.proc.pid  # the first one is unharmed
 
 
+@pytest.mark.slow
 def test_socket_is_0600_in_a_0700_dir_and_a_stale_one_is_replaced(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -119,6 +123,7 @@ def test_socket_is_0600_in_a_0700_dir_and_a_stale_one_is_replaced(
     assert stat.S_IMODE(os.stat(run).st_mode) == 0o700
 
 
+@pytest.mark.slow
 def test_a_socket_path_too_long_is_a_clear_error(dhome: Path) -> None:
     long = dhome / ("x" * 120) / "agentd.sock"
     d = Served(dhome, env={"AGENTD_SOCKET": str(long)})
@@ -126,6 +131,7 @@ def test_a_socket_path_too_long_is_a_clear_error(dhome: Path) -> None:
     assert "too long" in d.stderr and str(long) in d.stderr
 
 
+@pytest.mark.slow
 def test_a_regular_file_at_the_socket_path_is_left_alone(dhome: Path) -> None:
     (dhome / "run").mkdir(mode=0o700)
     (dhome / "run" / "agentd.sock").write_text("mine")
@@ -138,6 +144,7 @@ def test_a_regular_file_at_the_socket_path_is_left_alone(dhome: Path) -> None:
 # --- kill -9 recovery (SPEC 10) -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_after_kill_9_a_new_serve_reclaims_sessions_and_keeps_counts(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -194,6 +201,7 @@ def test_after_kill_9_a_new_serve_reclaims_sessions_and_keeps_counts(
 # --- the units dir ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_units_dir_changes_are_picked_up_by_themselves(dhome: Path, serve: list[Served]) -> None:
     d = Served(dhome)
     serve.append(d.ready())
@@ -221,6 +229,7 @@ def test_units_dir_changes_are_picked_up_by_themselves(dhome: Path, serve: list[
     assert [e["unit"] for e in removed] == ["n"]
 
 
+@pytest.mark.slow
 def test_a_changed_unit_applies_from_its_next_session(dhome: Path, serve: list[Served]) -> None:
     rec = dhome / "rec.jsonl"
     unit = {"command": fake(f"record:{rec}", "out:v1", "wait"), "stop": {"grace": "300ms"}}
@@ -278,6 +287,7 @@ def test_one_bad_unit_never_stops_the_others(dhome: Path, serve: list[Served]) -
 # --- systemd and idleness ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("abstract", [False, True])
 def test_sd_notify_ready_watchdog_and_stopping(
     dhome: Path, serve: list[Served], abstract: bool
@@ -333,6 +343,7 @@ def _ctx_switches(pid: int) -> int:
     return total
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc")
 def test_an_idle_daemon_does_not_wake_up(dhome: Path, serve: list[Served]) -> None:
     write_unit(dhome, "idle", {"command": fake("wait"), "autostart": False})
@@ -454,6 +465,7 @@ def test_reconcile_adds_redefines_and_removes_even_when_cancelled(dhome: Path) -
     assert gone(pid)
 
 
+@pytest.mark.slow
 def test_a_usage_limit_pause_survives_a_daemon_restart(dhome: Path, serve: list[Served]) -> None:
     rec = dhome / "rec.jsonl"
     until = int(time.time()) + 3600
@@ -492,6 +504,7 @@ def test_a_usage_limit_pause_survives_a_daemon_restart(dhome: Path, serve: list[
     assert len(records(rec)) == 2  # session 1 and the manual restart, none since
 
 
+@pytest.mark.slow
 def test_precompact_hook_ends_the_session_through_the_daemon_socket(
     dhome: Path, serve: list[Served]
 ) -> None:

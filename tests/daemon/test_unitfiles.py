@@ -25,6 +25,7 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_an_invalid_unit_is_listed_with_its_problem(dhome: Path, serve: list[Served]) -> None:
     bad = _write(
         dhome / "units" / "ww.yaml",
@@ -79,6 +80,7 @@ def reads_of(path: Path) -> Iterator[Callable[[], int]]:
         observer.join(10)
 
 
+@pytest.mark.slow
 def test_each_problem_is_reported_once_per_change(dhome: Path, serve: list[Served]) -> None:
     d = Served(dhome)
     serve.append(d.ready())
@@ -120,6 +122,7 @@ def _worst_status_latency(d: Served, during: threading.Event) -> float:
     return worst
 
 
+@pytest.mark.slow
 def test_status_answers_within_a_second_while_big_or_many_files_arrive(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -152,6 +155,7 @@ def test_status_answers_within_a_second_while_big_or_many_files_arrive(
     assert worst[0] < 1.0, f"status took {worst[0]:.3f}s at worst"
 
 
+@pytest.mark.slow
 def test_a_unit_named_like_agentds_own_files_is_invalid_not_fatal(
     dhome: Path, serve: list[Served]
 ) -> None:

@@ -99,6 +99,7 @@ def test_a_device_inside_the_state_dir_is_never_opened(work: Path) -> None:
         statedir.read_head(work / "fifo", 100)
 
 
+@pytest.mark.slow
 @needs_read_count
 def test_a_1gb_sparse_readonly_file_is_hashed_bounded_and_once(
     work: Path, monkeypatch: pytest.MonkeyPatch

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import pytest
 
 from agentd.config.unitfile import load_unit
 from agentd.supervisor.api import Supervisor
@@ -146,6 +147,7 @@ def test_notify_command_runs_on_done(home: Path, tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_session_left_by_a_killed_agentd_is_ended_at_next_start(
     home: Path, tmp_path: Path
 ) -> None:

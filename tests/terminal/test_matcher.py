@@ -318,6 +318,7 @@ def test_tokens_and_bytes_in() -> None:
     assert m.tokens == 2 + 2  # 2 CJK chars + 8 other chars / 4
 
 
+@pytest.mark.slow
 def test_a_huge_line_keeps_memory_bounded_and_its_end_matches() -> None:
     m = LineMatcher(PACK)
     block = b"x" * 65536
@@ -334,6 +335,7 @@ def test_a_huge_line_keeps_memory_bounded_and_its_end_matches() -> None:
     assert peak < 3 * 2**20, f"peak {peak} bytes"
 
 
+@pytest.mark.slow
 def test_a_huge_line_is_fed_and_checked_block_by_block() -> None:
     # 20 MB in one line, looked at after every block as a session does: ~0.1 s. Its
     # time is not asserted here (scripts/bench.py's business); quadratic re-joining

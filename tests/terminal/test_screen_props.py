@@ -104,6 +104,7 @@ def cut(data: bytes, cuts: list[int]) -> list[bytes]:
     return [data[a:b] for a, b in itertools.pairwise(points)]
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(stream=STREAM, cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=6))
 def test_rows_equal_pyte(stream: str, cuts: list[int]) -> None:
@@ -144,6 +145,7 @@ def hits(chunks: list[bytes]) -> tuple[list[tuple], list[str], int]:
     return found, display, m.tokens
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     pieces=st.lists(
