@@ -38,6 +38,15 @@ def _descendants_and_marked() -> dict[int, str]:
 
 
 @pytest.fixture(autouse=True)
+def no_terminal_size_in_the_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """xdist's workers have LINES=24 and COLUMNS=80 in their environment: a terminal
+    program a test starts (agentctl top in tmux) would take that size for its
+    terminal's. Every test runs as it does without xdist."""
+    monkeypatch.delenv("LINES", raising=False)
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
+@pytest.fixture(autouse=True)
 def no_leftover_processes() -> Iterator[None]:
     """Fail a test that leaves a process (or a zombie child) behind; kill what it left."""
     os.environ["AGENTD_TEST_OWNER"] = str(os.getpid())
