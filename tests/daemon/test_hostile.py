@@ -76,13 +76,16 @@ def small_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 @pytest.mark.slow
-def test_a_full_disk_degrades_and_nothing_wedges_or_is_missed(small_home: Path) -> None:
+def test_a_full_disk_degrades_and_nothing_wedges_or_is_missed(
+    small_home: Path, tmp_path: Path
+) -> None:
+    full = tmp_path / "disk-full"  # (not on the full disk)
     write_unit(
         small_home,
         "u",
         {
             "command": fake(
-                "if-session:1:sleep:1.5",
+                f"if-session:1:until:{full}",
                 "if-session:1:spam:200",
                 "if-session:1:out:Compacting conversation",
                 "out:up",
@@ -101,6 +104,7 @@ def test_a_full_disk_degrades_and_nothing_wedges_or_is_missed(small_home: Path) 
         with StatusWatch(daemon.socket) as watch:
             poll_for(lambda: daemon.status("u")["state"] == "running", what="session 1")
             filler = fill(small_home)
+            full.touch()  # the agent goes on: its output and sentinel meet a full disk
             # the sentinel comes while nothing can be written: it is matched all the same
             poll_for(
                 lambda: (
@@ -163,12 +167,13 @@ def test_a_logs_dir_that_cannot_be_written_degrades_anywhere(
 ) -> None:
     """The portable probe (no mount needed, root or not): the logs dir becomes a
     regular file, so every write of events, transcripts and histories fails."""
+    broken = dhome / "logs-broken"
     write_unit(
         dhome,
         "u",
         {
             "command": fake(
-                "if-session:1:sleep:1.5",
+                f"if-session:1:until:{broken}",
                 "if-session:1:out:Compacting conversation",
                 "out:up",
                 "wait",
@@ -187,6 +192,7 @@ def test_a_logs_dir_that_cannot_be_written_degrades_anywhere(
         poll_for(lambda: daemon.status("u")["state"] == "running", what="session 1")
         logs.rename(dhome / "logs.gone")  # at once: the daemon writes into it meanwhile
         logs.write_text("not a dir\n")
+        broken.touch()  # the agent goes on: its sentinel comes with no logs dir
         # the sentinel comes while nothing can be written: it is matched all the same
         poll_for(
             lambda: daemon.status("u")["session"] == 2 and daemon.status("u")["state"] == "running",
