@@ -61,9 +61,18 @@ def no_leftover_processes() -> Iterator[None]:
     for pid in left:
         with contextlib.suppress(OSError):
             os.kill(pid, 9)
-    for pid in zombies:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
+    # Reap what is ours of it, the killed too: the next test must not inherit them
+    # (and fail for zombies it did not make).
+    ours = {p.pid for p in psutil.Process().children()} & ({*left, *zombies})
+    deadline = time.monotonic() + 3.0
+    while ours and time.monotonic() < deadline:
+        for pid in list(ours):
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    ours.discard(pid)
+            except ChildProcessError:
+                ours.discard(pid)
+        time.sleep(0.01)
     _remove_cgroups(f"agentd-t{os.getpid()}-")
     if left:
         pytest.fail(f"test left processes behind: {left}")
