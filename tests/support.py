@@ -120,7 +120,7 @@ async def async_wait_for(
         pytest.fail(f"timed out after {timeout}s waiting for {what}{last}")
 
 
-# --- counting instead of timing ---------------------------------------------------------------
+# --- counting instead of timing ------------------------------------------------------------------
 
 # Bounded work is asserted as a count (bytes read, calls made), never as seconds.
 READS_COUNTED = os.path.exists("/proc/self/io")

@@ -42,10 +42,12 @@ def ctl_process(home: Path, *args: str, out: Path) -> subprocess.Popen[bytes]:
 
 
 def _end(proc: subprocess.Popen[bytes]) -> int:
+    """Ctrl-C ``proc`` and wait for its end (SIGKILL after 30 s: a loaded machine can
+    leave a process without the CPU for seconds); its exit status."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
     try:
-        return proc.wait(10)
+        return proc.wait(30)
     except subprocess.TimeoutExpired:
         proc.kill()
         return proc.wait()
