@@ -42,15 +42,21 @@ def ctl_process(home: Path, *args: str, out: Path) -> subprocess.Popen[bytes]:
 
 
 def _end(proc: subprocess.Popen[bytes]) -> int:
-    """Ctrl-C ``proc`` and wait for its end (SIGKILL after 30 s: a loaded machine can
-    leave a process without the CPU for seconds); its exit status."""
+    """Ctrl-C ``proc`` and wait for its end (SIGKILL after 30 s, failing the test with
+    how the process stood: its state and signal masks); its exit status."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
     try:
         return proc.wait(30)
     except subprocess.TimeoutExpired:
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+            stood = [ln for ln in status.splitlines() if ln.startswith(("State", "Sig", "Shd"))]
+        except OSError as exc:
+            stood = [repr(exc)]
         proc.kill()
-        return proc.wait()
+        proc.wait()
+        pytest.fail(f"{proc.args[3:]} did not end within 30 s of a SIGINT: {stood}")
 
 
 @pytest.fixture
