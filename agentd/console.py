@@ -6,6 +6,8 @@ import sys
 from datetime import datetime
 from typing import Any, TextIO
 
+from agentd import events as ev
+
 
 def _clock(event: dict[str, Any]) -> str:
     try:
@@ -19,49 +21,54 @@ def describe(event: dict[str, Any]) -> str | None:
     """One line for the events a person watching a run cares about (None: skip)."""
     name = event.get("event")
     s = event.get("session")
-    if name == "unit.error":
-        return f"error: {event.get('error')}"
-    if name == "daemon.error":
+    if name == ev.UNIT_ERROR:
+        # one severity per problem: the event's level, as `agentd check` says it
+        label = "warning" if event.get("level") == "warning" else "error"
+        return f"{label}: {event.get('error')}"
+    if name == ev.DAEMON_ERROR:
         return f"internal error: {event.get('error')}"
-    if name == "daemon.degraded":
+    if name == ev.DAEMON_DEGRADED:
         return (
             f"degraded: {event.get('what')} writes fail ({event.get('path')}: "
             f"{event.get('error')}); going on without them"
         )
-    if name == "daemon.recovered":
+    if name == ev.DAEMON_RECOVERED:
         return f"recovered: {event.get('what')} writes work again ({event.get('failed')} lost)"
-    if name == "unit.state":
+    if name == ev.UNIT_STATE:
         to, why = event.get("to"), event.get("reason") or ""
         if to in ("backoff", "paused", "done", "failed", "stalled", "stopped"):
             return f"{to}" + (f" ({why})" if why else "")
         return None
-    if name == "state.init":
+    if name == ev.STATE_INIT:
         created = event.get("created") or []
         return (
             f"state dir {event.get('dir')} created and initialised (layout "
             f"{event.get('layout')}, {len(created)} files)"
         )
-    if name == "state.error":
+    if name == ev.STATE_ERROR:
         return f"state dir: {event.get('error')}"
-    if name == "session.start":
+    if name == ev.SESSION_START:
         return f"session {s} started, pid {event.get('pid')}"
-    if name == "session.bootstrap":
-        warn = event.get("warnings") or []
-        extra = f", {len(warn)} warning(s): {'; '.join(warn)[:200]}" if warn else ""
-        return f"session {s} bootstrap: {event.get('tokens')} tokens{extra}"
-    if name == "session.inject":
+    if name == ev.SESSION_BOOTSTRAP:
+        warn = [str(w) for w in event.get("warnings") or []]
+        extra = f", {len(warn)} warning(s):" if warn else ""
+        # each warning whole, on a line of its own (a cut one would hide the file it names)
+        return f"session {s} bootstrap: {event.get('tokens')} tokens{extra}" + "".join(
+            f"\n    warning: {w}" for w in warn
+        )
+    if name == ev.SESSION_INJECT:
         return f"session {s} injected by {event.get('mode')} ({event.get('bytes')} bytes)"
-    if name == "session.sentinel":
+    if name == ev.SESSION_SENTINEL:
         if event.get("error"):
             return f"sentinel {event.get('name')}: {event['error']}"
         return (
             f"session {s} sentinel {event.get('name')} -> {event.get('action')}: "
             f"{str(event.get('line', ''))[:80]!r}"
         )
-    if name in ("session.kill", "session.orphan_killed"):
-        what = "left-over processes" if name == "session.orphan_killed" else "processes"
+    if name in (ev.SESSION_KILL, ev.SESSION_ORPHAN_KILLED):
+        what = "left-over processes" if name == ev.SESSION_ORPHAN_KILLED else "processes"
         return f"session {s} {what}: SIG{event.get('signal')} to {event.get('pids')}"
-    if name == "session.exit":
+    if name == ev.SESSION_EXIT:
         how = event.get("error") or (
             f"exit {event['code']}"
             if event.get("code") is not None

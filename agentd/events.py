@@ -1,4 +1,4 @@
-"""Events: one JSON object per line in ``logs/agentd.jsonl`` (SPEC 6).
+"""Events: one JSON object per line in ``logs/agentd.jsonl`` (docs/events.md).
 
 Written with structlog, without touching its global configuration (tests and
 the daemon may hold several ``EventLog`` values). The file is rotated by size
@@ -8,7 +8,7 @@ receive each event dict: ``agentd run`` prints them for people, tests assert
 on them, the control server will stream them.
 
 A line that cannot be written (a full disk) is lost, never raised: the
-caller's state change goes on. ``health`` (``agentd.health``) counts such
+caller's state change goes on. ``health`` (``WriteHealth``, below) counts such
 failures for every writer of agentd's files and reports the first of a spell
 as an event; listeners get every event either way, and the file takes lines
 again as soon as it can (a line cut by the failure is ended first).
@@ -17,7 +17,9 @@ again as soon as it can (a line cut by the failure is ended first).
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +27,8 @@ import structlog
 
 from agentd.errors import PathError
 from agentd.fileio import replaced, rotate
-from agentd.health import WriteHealth
 
-# Event names (SPEC 6); kept here so a typo is a NameError, not a silent new event.
+# Every event name agentd emits; kept here so a typo is a NameError, not a silent new event.
 DAEMON_START = "daemon.start"
 DAEMON_STOP = "daemon.stop"
 DAEMON_RELOAD = "daemon.reload"
@@ -48,6 +49,12 @@ SESSION_EXIT = "session.exit"
 SESSION_ORPHAN_KILLED = "session.orphan_killed"
 STATE_INIT = "state.init"  # a unit's missing state dir, created and initialised
 STATE_ERROR = "state.error"  # agentd could not do its part in the state dir
+DAEMON_WARNING = "daemon.warning"  # a unit file the loader could not read as it is
+DAEMON_DEGRADED = "daemon.degraded"  # a kind of agentd's own writes started failing
+DAEMON_RECOVERED = "daemon.recovered"  # ...and works again
+UNIT_REMOVED = "unit.removed"
+CONTROL_REFUSED = "control.refused"  # connections refused at a cap (once per spell)
+CONTROL_ERROR = "control.error"  # a control command that raised
 
 Listener = Callable[[dict[str, Any]], None]
 Redact = Callable[[str], str]
@@ -195,3 +202,75 @@ class _Sink:
 
     def __init__(self, write: Callable[[str], None]) -> None:
         self.msg = self.debug = self.info = self.warning = self.error = self.critical = write
+
+
+# -- agentd's own writes that fail: counted, reported once, shown until they work again --
+#
+# A full disk, a read-only state dir or a logs dir that vanished must not
+# wedge a unit or crash the daemon: every writer of agentd's own files (the
+# event log, transcripts, histories, bootstrap copies, the lifecycle and run
+# records, the state dir in file mode) catches its ``OSError`` and tells
+# ``WriteHealth`` instead. The first failure of a kind of write starts a
+# *spell*: it is reported once (``daemon.degraded``), later ones are only
+# counted; the next write of that kind that works ends the spell
+# (``daemon.recovered``), so writes resume by themselves when space returns.
+# While any spell lasts the daemon is degraded: ``status()`` says which
+# writes fail, since when and how often, and ``agentctl`` shows it.
+#
+# Single-threaded: called on the daemon's loop only.
+
+Report = Callable[[str, dict[str, Any]], None]  # (event name, fields)
+
+
+@dataclass
+class Spell:
+    """One kind of write failing, from its first failure on."""
+
+    path: str
+    error: str
+    since: float
+    count: int = 1
+
+
+class WriteHealth:
+    def __init__(
+        self, report: Report | None = None, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.report = report
+        self._clock = clock
+        self._failing: dict[str, Spell] = {}
+        self.failed_total = 0  # failed writes since the daemon started
+
+    def failed(self, what: str, path: Path | str, exc: BaseException) -> None:
+        """A write of kind ``what`` (``events``, ``transcript:UNIT``...) to ``path`` failed."""
+        self.failed_total += 1
+        spell = self._failing.get(what)
+        if spell is not None:
+            spell.count += 1
+            return
+        error = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        self._failing[what] = Spell(str(path), error, self._clock())
+        if self.report is not None:
+            self.report(
+                DAEMON_DEGRADED,
+                {"what": what, "path": str(path), "error": error, "level": "warning"},
+            )
+
+    def ok(self, what: str) -> None:
+        """A write of kind ``what`` worked: a spell of failures of it is over."""
+        if not self._failing:  # the common case: one dict test per write
+            return
+        spell = self._failing.pop(what, None)
+        if spell is not None and self.report is not None:
+            self.report(DAEMON_RECOVERED, {"what": what, "path": spell.path, "failed": spell.count})
+
+    @property
+    def degraded(self) -> bool:
+        return bool(self._failing)
+
+    def status(self) -> list[dict[str, Any]]:
+        """The writes failing now: what, path, error, since (epoch s), failed (count)."""
+        return [
+            {"what": what, "path": s.path, "error": s.error, "since": s.since, "failed": s.count}
+            for what, s in sorted(self._failing.items())
+        ]

@@ -1,4 +1,4 @@
-"""Where agentd keeps things (SPEC 2): one ``Paths`` value, resolved once.
+"""Where agentd keeps things (README, "Places"): one ``Paths`` value, resolved once.
 
 With ``AGENTD_HOME`` (or ``--home``) everything lives under it; otherwise the
 XDG base directories are used. ``AGENTD_SOCKET`` overrides the socket path.

@@ -1,7 +1,7 @@
 """Token estimate shared by the bootstrap budget and the context limit.
 
 The estimate is deliberately simple and tokenizer-free: 1 token per CJK
-character, 1 per 4 other characters (rounded up), as SPEC section 4 fixes.
+character, 1 per 4 other characters (rounded up), as docs/layouts.md says.
 """
 
 from __future__ import annotations

@@ -370,6 +370,34 @@ def dashboard_daemon(home: Path, serve: list[Served], *extra: str) -> tuple[Serv
     return d, Web(d)
 
 
+# The dashboard in a real browser (the ``browser`` fixture of tests/daemon/conftest.py).
+CHROMIUM = "/usr/bin/chromium"  # the distribution's: no browser is ever downloaded
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+WAIT_MS = 15_000  # for anything the page shows
+
+
+def console_errors(page: Any) -> list[str]:
+    """The errors the (playwright) ``page`` will log (a script or style refused, a
+    failed request...). Chromium asks for /favicon.ico now and then on its own,
+    without the cookie (the pages say they have none): that 401 is not the page's."""
+    said: list[str] = []
+
+    def note(message: Any) -> None:
+        if message.type == "error" and not message.location["url"].endswith("/favicon.ico"):
+            said.append(f"{message.text} ({message.location['url']})")
+
+    page.on("console", note)
+    return said
+
+
 # --- agentctl on a terminal of its own -----------------------------------------------------------
 
 

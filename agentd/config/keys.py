@@ -219,7 +219,7 @@ def _shown(value: Any, metadata: Any) -> str:
     if value is None:
         return "null"
     if value == FILE_NAME:
-        return value
+        return FILE_NAME
     if func is parse_duration:
         return _duration(value)
     if func is parse_size:

@@ -1,4 +1,4 @@
-"""What a unit may be named (SPEC 1): its file stem, no paths, none of agentd's own.
+"""What a unit may be named: its file stem, no paths, none of agentd's own.
 
 A unit's logs live in ``logs/UNIT/`` beside agentd's own files there
 (``agentd.jsonl`` and its rotations, ``agentd.err.log``): names that begin

@@ -1,4 +1,4 @@
-"""Agent-CLI presets (SPEC section 7): what ``preset: NAME`` brings into a unit.
+"""Agent-CLI presets (README, "Presets"): what ``preset: NAME`` brings into a unit.
 
 Each preset is ``agentd/config/cli_presets/NAME.yaml``: unit keys (command,
 inject, sentinels...) and, under ``examples``, real output lines each sentinel
@@ -25,6 +25,12 @@ _CLI_PRESETS = Path(__file__).resolve().parent / "cli_presets"
 def cli_preset_names() -> list[str]:
     """Names accepted by ``preset:``: the files in ``agentd/config/cli_presets``."""
     return sorted(p.stem for p in _CLI_PRESETS.glob("*.yaml"))
+
+
+def preset_path(name: str) -> Path | None:
+    """The file of preset ``name`` (``agentctl cat`` shows it); None if there is none."""
+    path = _CLI_PRESETS / f"{name}.yaml"
+    return path if name in cli_preset_names() else None
 
 
 @cache

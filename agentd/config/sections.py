@@ -1,4 +1,4 @@
-"""The sections of a unit (SPEC section 3): one pydantic model per key.
+"""The sections of a unit (docs/units.md): one pydantic model per key.
 
 ``sentinels``, ``inject``, ``state``, ``restart``, ``stop``, ``limits``,
 ``budget``, ``logs``, ``notify`` and ``pty`` (``handoff``: ``agentd.config.handoff``); each

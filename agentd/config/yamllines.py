@@ -9,7 +9,7 @@ Problems are ``UnitError``s with the file and line.
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import Any
 
 import yaml
 from yaml.constructor import SafeConstructor
@@ -31,7 +31,7 @@ _PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 class _Loader(yaml.SafeLoader):
     """SafeLoader whose only booleans are true/false (YAML 1.2), so ``on:`` stays a key."""
 
-    yaml_implicit_resolvers: ClassVar[dict[Any, list[tuple[str, re.Pattern[str]]]]] = {
+    yaml_implicit_resolvers = {  # noqa: RUF012 (PyYAML's own class attribute)
         first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }
@@ -47,7 +47,7 @@ _Loader.add_implicit_resolver(*_BOOL)
 _CLoader: type[Any] | None = None
 if yaml.__with_libyaml__:
 
-    class _LibyamlLoader(yaml.CSafeLoader):  # type: ignore[misc,name-defined]
+    class _LibyamlLoader(yaml.CSafeLoader):
         """``_Loader`` on libyaml: the same document, 15 times faster (a 1 MiB file in
         under a second, not 11 s). libyaml bounds the nesting depth itself."""
 

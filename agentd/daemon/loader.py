@@ -24,9 +24,6 @@ from agentd.paths import Paths
 from agentd.supervisor.api import Supervisor
 from agentd.supervisor.unitrefs import Changes
 
-UNIT_REMOVED = "unit.removed"
-DAEMON_WARNING = "daemon.warning"
-
 
 class UnitLoader:
     def __init__(self, paths: Paths, sup: Supervisor, events: EventLog) -> None:
@@ -72,7 +69,7 @@ class UnitLoader:
             try:
                 await self._apply(await self._scan())
             except AgentdError as exc:  # e.g. the units dir became unreadable
-                self.events.emit(DAEMON_WARNING, level="warning", error=str(exc))
+                self.events.emit(ev.DAEMON_WARNING, level="warning", error=str(exc))
 
     async def _scan(self, *, force: bool = False) -> Scan:
         """Read the unit files on a worker thread: the loop goes on serving meanwhile."""
@@ -144,7 +141,7 @@ class UnitLoader:
                 autostart=unit.autostart,
             )
         for name in changes.removed:
-            self.events.emit(UNIT_REMOVED, unit=name)
+            self.events.emit(ev.UNIT_REMOVED, unit=name)
 
     def watch(self) -> None:
         """Rescan when the units dir changes (SIGHUP and ``agentctl reload`` work without)."""
@@ -154,7 +151,7 @@ class UnitLoader:
         except OSError as exc:  # e.g. the inotify watch limit: SIGHUP still works
             self.watcher = None
             self.events.emit(
-                DAEMON_WARNING,
+                ev.DAEMON_WARNING,
                 level="warning",
                 error=f"cannot watch {self.paths.units}: {exc}; "
                 "use agentctl reload (or SIGHUP) after changes",

@@ -70,7 +70,7 @@ def watchdog_interval(env: Mapping[str, str]) -> float | None:
     return usec / 2e6 if usec > 0 else None
 
 
-# --- service files: what ``agentctl install-service`` writes (SPEC 10) -------------------
+# --- service files: what ``agentctl install-service`` writes ------------------------------
 
 # The templates in a source checkout; an installed wheel has no init/, so the
 # same text is kept here too (a test checks the two agree).

@@ -1,4 +1,4 @@
-"""``agentd serve``: the daemon (SPEC 8, 9, 10).
+"""``agentd serve``: the daemon.
 
 One asyncio loop, one thread that acts. Signals are queued by the loop's
 signal handlers and dispatched to ``handle_<sig>`` by ``run``; the units-dir
@@ -45,7 +45,7 @@ from agentd import events as ev
 from agentd.console import Console
 from agentd.daemon.control.commands import Context
 from agentd.daemon.control.server import ControlServer
-from agentd.daemon.loader import DAEMON_WARNING, UNIT_REMOVED, UnitLoader
+from agentd.daemon.loader import UnitLoader
 from agentd.daemon.notify import SystemdNotify
 from agentd.errors import AgentdError, PathError
 from agentd.events import EventLog
@@ -220,7 +220,7 @@ class Daemon:
             where = str(event.get("file")) + (f":{event['line']}" if event.get("line") else "")
             kept = f" (kept {event['kept']})" if event.get("kept") else ""
             self.console.say(f"agentd: {where}: {event.get('error')}{kept}", always=True)
-        elif name in (ev.UNIT_LOADED, UNIT_REMOVED, ev.DAEMON_RELOAD, DAEMON_WARNING):
+        elif name in (ev.UNIT_LOADED, ev.UNIT_REMOVED, ev.DAEMON_RELOAD, ev.DAEMON_WARNING):
             what = [event.get(k) for k in ("unit", "change", "why", "error")]
             self.console.say(" ".join(["agentd:", str(name), *(str(w) for w in what if w)]))
 

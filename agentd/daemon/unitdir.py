@@ -32,7 +32,8 @@ class UnitDir:
         self._cache: dict[Path, tuple[tuple[int, ...], Unit | UnitError]] = {}
 
     def scan(self, *, force: bool = False) -> Scan:
-        out, cache = Scan(), {}
+        out = Scan()
+        cache: dict[Path, tuple[tuple[int, ...], Unit | UnitError]] = {}
         for path in unit_paths(self.directory):
             try:
                 st = path.stat()

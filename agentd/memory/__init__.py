@@ -3,7 +3,7 @@
 - at the root: layouts (``layout``, data checked by ``schema``;
   ``layouts/*.yaml`` with their init templates), the state dir read cheaply
   and bounded (``statedir``) and what git says of the workdir (``gitinfo``);
-- ``formats/``: the files the seeds keep, each read and written: Markdown
+- ``formats/``: the files the layouts keep, each read and written: Markdown
   sections and list items (``markdown``), decision lines (``decisions``), the
   task state (``taskstate``), snapshots, the completion mark (``complete``),
   readonly files' hashes (``readonly``);

@@ -1,4 +1,5 @@
-"""What git says about the workdir, for the bootstrap (SPEC 4, steps 3-4).
+"""What git says about the workdir, for the bootstrap's warnings and its changes since
+the last session.
 
 ``run_git`` and ``git_head`` ask it, with a short timeout.
 

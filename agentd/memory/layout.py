@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentd.errors import AgentdError, KeyProblem
-from agentd.memory.schema import Field, Record, check_fields, from_mapping
+from agentd.memory.schema import Record, check_fields, field, from_mapping
 
 # How a file is rendered. `text`: as is (optionally only some sections, or its
 # last `tail` lines); `task-state`: a state.json as Markdown; `decision-log`:
@@ -58,7 +58,7 @@ Keep = Literal["must", "record", "free"]
 # the body, `key` sets a `- key: value` line, `item`/`first-item` add a list
 # item last/first, `step` adds a `- [x]` item. Whole files: `line` appends a
 # dated line, `entry` appends a numbered `## N.` decision, `checkpoint`
-# rewrites the file as a seed-004 checkpoint.
+# rewrites the file as a checkpoint (the ``checkpoint`` layout).
 TargetForm = Literal[
     "text", "key", "item", "first-item", "step", "decision", "line", "entry", "checkpoint"
 ]
@@ -82,12 +82,12 @@ class _Checked(Record):
 
 
 class LayoutFile(_Checked):
-    path: str = Field(metadata=_STATE_PATH)
+    path: str = field(metadata=_STATE_PATH)
     title: str | None = None
     kind: FileKind = "text"
-    tail: int | None = Field(default=None, metadata=_POSITIVE)
+    tail: int | None = field(default=None, metadata=_POSITIVE)
     section: str | tuple[str, ...] | None = None
-    max_tokens: int | None = Field(default=None, metadata=_POSITIVE)
+    max_tokens: int | None = field(default=None, metadata=_POSITIVE)
     optional: bool = False
     readonly: bool = False
     keep: Keep | None = None  # None: as the kind implies (`priority`)
@@ -115,10 +115,10 @@ class LayoutFile(_Checked):
 class Target(_Checked):
     """Where a verb writes: a JSON field, a Markdown section, or a whole file."""
 
-    path: str = Field(metadata=_STATE_PATH)
+    path: str = field(metadata=_STATE_PATH)
     field: str | None = None
     section: str | None = None
-    aliases: tuple[str, ...] = ()  # other names the section may have (the seed's own)
+    aliases: tuple[str, ...] = ()  # other names of the section (its write-up's own)
     key: str | None = None
     form: TargetForm = "text"
     cross_off: str | None = None  # `step`: the field or section that held it as to-do
@@ -148,8 +148,8 @@ class Target(_Checked):
 
 
 class ArchiveRule(Target):
-    keep: int = Field(metadata=_POSITIVE)
-    to: str = Field(metadata=_STATE_PATH)  # may contain {year}
+    keep: int = field(metadata=_POSITIVE)
+    to: str = field(metadata=_STATE_PATH)  # may contain {year}
 
 
 class StateVerbs(_Checked):
@@ -160,7 +160,7 @@ class StateVerbs(_Checked):
     block: Target | None = None
     handoff: Target | None = None
     decide: tuple[Target, ...] = ()  # the layout's own decision record, beside decisions.log
-    task_switch_decision: bool = False  # `task` also logs a decision (seed 000)
+    task_switch_decision: bool = False  # `task` also logs a decision (the ``decision-log`` layout)
 
 
 class Layout(_Checked):

@@ -70,7 +70,13 @@ class Field:
         return f"Field({self.name!r}, default={self.default!r})"
 
 
-@dataclass_transform(kw_only_default=True, field_specifiers=(Field,))
+def field(*, default: Any = MISSING, metadata: Mapping[str, Any] | None = None) -> Any:
+    """A field with limits in a record's class body (``tail: int | None = field(...)``);
+    typed ``Any`` so that the annotation, not ``Field``, is the field's type."""
+    return Field(default, metadata)
+
+
+@dataclass_transform(kw_only_default=True, field_specifiers=(Field, field))
 class Record:
     """A frozen record with keyword-only fields: ``name: type = default`` in the
     class body (``Field(...)`` for limits); ``__post_init__`` runs after the
@@ -115,7 +121,7 @@ class Record:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self._values() == other._values()  # type: ignore[attr-defined]
+        return self._values() == other._values()
 
     def __hash__(self) -> int:
         return hash((type(self), self._values()))
@@ -150,8 +156,12 @@ _NOUNS: dict[Any, tuple[str, str]] = {  # type -> (one, many)
 }
 
 
-@cache
 def _hints(cls: type) -> dict[str, Any]:
+    return _cached_hints(cls)
+
+
+@cache
+def _cached_hints(cls: Any) -> dict[str, Any]:
     return get_type_hints(cls)
 
 
@@ -193,7 +203,7 @@ def _convert(value: Any, hint: Any, path: Path) -> Any:
     """``value`` as ``hint`` wants it built: mappings as records, lists as tuples."""
     for option in _options(hint):
         if isinstance(value, Mapping) and isinstance(option, type) and is_record(option):
-            return from_mapping(option, value, path)  # type: ignore[arg-type]
+            return from_mapping(option, value, path)
         if isinstance(value, list) and get_origin(option) is tuple:
             item = get_args(option)[0]
             return tuple(_convert(v, item, (*path, i)) for i, v in enumerate(value))

@@ -1,4 +1,4 @@
-"""End every process a session started (SPEC section 5).
+"""End every process a session started.
 
 The session's process group gets the signal first, at once (one
 ``killpg``; the sid is the leader's pid, so also its group's id), because a scan
@@ -164,8 +164,9 @@ class _Ending:
             for proc in ordered
             if (grouped and _pgid(proc) == self._sid) or _send(proc, sig)
         ]
-        if grouped and self._leader == self._sid and self._leader not in sent:
-            sent.append(self._leader)  # it leads the group: it got sig, maybe died of it since
+        leader = self._leader
+        if grouped and leader is not None and leader == self._sid and leader not in sent:
+            sent.append(leader)  # it leads the group: it got sig, maybe died of it since
         self._group_sig = None  # later batches are new processes: signal each
         self._signal_group(sig)
         if sig not in (signal.SIGKILL, signal.SIGCONT):

@@ -78,10 +78,10 @@ class Reaper:
         # Fast path: peek (WNOWAIT) at any exited child; an unowned one is
         # reaped and we look again. Owners reap theirs before this runs on
         # SIGCHLD, so an owned zombie here is rare: then list children one by one.
-        while (pid := _peek_any()) is not None and not self._owned(pid):
-            if not self._reap_one(pid, reaped):
+        while (exited := _peek_any()) is not None and not self._owned(exited):
+            if not self._reap_one(exited, reaped):
                 break
-        if pid is None:
+        if exited is None:
             return reaped
         for pid in self._exited_unowned():
             self._reap_one(pid, reaped)

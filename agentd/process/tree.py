@@ -1,4 +1,4 @@
-"""Find every process a session started (SPEC section 5).
+"""Find every process a session started.
 
 A session's processes are found three ways, because each alone misses some:
 

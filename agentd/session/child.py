@@ -23,6 +23,7 @@ import os
 import signal
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import pexpect
 
@@ -131,12 +132,14 @@ def _not_runnable(program: str, env: Mapping[str, str]) -> str:
 class Child:
     """A spawned agent: ``pid`` (session and group leader) and the pty master ``fd``."""
 
-    def __init__(self, proc: pexpect.spawn) -> None:
+    def __init__(self, proc: pexpect.spawn[Any]) -> None:
         self._proc = proc
+        # ptyprocess's process under pexpect's spawn (its stubs leave it out; it has none)
+        self._pty: Any = proc.ptyproc  # type: ignore[attr-defined]
         # close() must never sleep on the loop (ptyprocess waits delayafterclose).
         proc.delayafterclose = 0
-        proc.ptyproc.delayafterclose = 0
-        self.pid: int = proc.pid
+        self._pty.delayafterclose = 0
+        self.pid: int = cast(int, proc.pid)  # set by the spawn (the stubs allow None)
         self.fd: int = proc.child_fd
         self.exit_code: int | None = None
         self.signal: int | None = None
@@ -230,20 +233,20 @@ class Child:
         if self.reaped:
             return True
         try:
-            alive = self._proc.ptyproc.isalive()
+            alive = self._pty.isalive()
         except Exception:  # ptyprocess raises PtyProcessError if the pid vanished
             alive = False
         if alive:
             return False
         self.reaped = True
-        self.exit_code = self._proc.ptyproc.exitstatus
-        self.signal = self._proc.ptyproc.signalstatus
+        self.exit_code = self._pty.exitstatus
+        self.signal = self._pty.signalstatus
         return True
 
     def close(self) -> None:
         """Close the pty master. Only after the leader was reaped: it then never sleeps."""
         with contextlib.suppress(OSError):
-            self._proc.ptyproc.fileobj.close()
-        self._proc.ptyproc.closed = True
+            self._pty.fileobj.close()
+        self._pty.closed = True
         self._proc.closed = True
         self._proc.child_fd = -1

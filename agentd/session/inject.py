@@ -1,4 +1,4 @@
-"""How the bootstrap reaches a new session (SPEC 3 ``inject``).
+"""How the bootstrap reaches a new session (docs/units.md, ``inject``).
 
 ``plan()`` is pure: from the unit, the rendered text and the file it was
 written to, it returns the argv to spawn and what (if anything) to type into
@@ -76,7 +76,7 @@ def session_env(
     marker: str,
     socket: Path,
 ) -> dict[str, str]:
-    """The session's environment (SPEC 5): agentd's own, the unit's ``env`` on top, then
+    """The session's environment: agentd's own, the unit's ``env`` on top, then
     the AGENTD_* contract and the marker that finds the session's processes later."""
     env = dict(base)
     env.update(plan.env)

@@ -1,7 +1,7 @@
 """Secrets hidden in what agentd writes: each replaced by ``***``.
 
 Where secrets come from: values of environment variables whose names contain
-a marker (KEY, TOKEN, SECRET, PASSWORD; SPEC section 5), and what
+a marker (KEY, TOKEN, SECRET, PASSWORD), and what
 ``secrets_in`` finds in the state a bootstrap shows: values assigned to such
 names (``API_TOKEN=...``, ``password: ...``), well-known token shapes
 (``TOKEN_SHAPES``) and the unit's ``secrets:`` patterns.

@@ -1,7 +1,7 @@
 """The raw transcript of a unit's sessions: ``logs/UNIT/transcript.log``.
 
 Every byte the agent writes to its pty is appended as it arrives, after
-secrets are replaced by ``***`` (SPEC section 5), and the file is rotated by
+secrets are replaced by ``***``, and the file is rotated by
 size: ``transcript.log`` -> ``transcript.log.1`` -> ... -> ``transcript.log.N``,
 the oldest is deleted (no backups: the file starts empty again). A transcript
 deleted or moved away (logrotate) is noticed within ``RECHECK`` seconds, at
@@ -18,8 +18,8 @@ import os
 import time
 from pathlib import Path
 
+from agentd.events import WriteHealth
 from agentd.fileio import replaced, rotate
-from agentd.health import WriteHealth
 from agentd.session.redact import Redactor
 
 RECHECK = 1.0  # seconds between looks at whether the file is still at its path

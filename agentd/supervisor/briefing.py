@@ -24,7 +24,7 @@ retires, writes and takes the state dir's fingerprint on a thread; a state
 dir that does not answer within ``STATE_TIMEOUT`` gives a bootstrap that says
 so (``agentd.memory.bootstrap.render.unavailable``). Events and write failures are
 collected on the thread and reported on the loop. A kept copy that cannot be
-written (a full disk) is counted (``agentd.health``) and the session goes on;
+written (a full disk) is counted (``agentd.events``) and the session goes on;
 the file the agent must read that cannot be written is a spawn error that
 is tried again (a read-only state dir in file mode), never a wedged unit.
 """
@@ -42,8 +42,8 @@ from agentd import events as ev
 from agentd.config.placeholders import placeholders_in
 from agentd.config.unit import Unit
 from agentd.errors import AgentdError, SpawnError
+from agentd.events import WriteHealth
 from agentd.fileio import write_atomic
-from agentd.health import WriteHealth
 from agentd.memory.bootstrap.render import Bootstrap, BootstrapContext, render, unavailable
 from agentd.memory.formats import complete
 from agentd.memory.layout import resolve

@@ -1,4 +1,4 @@
-"""Budgets that span restarts (SPEC 7): sessions, runtime and output per day.
+"""Budgets that span restarts (docs/units.md, ``budget``): sessions, runtime and output per day.
 
 A day is the local calendar day. Usage comes from the unit's history: each
 ``start`` record counts a session, each ``end`` record brings its

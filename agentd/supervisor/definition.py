@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentd.config.unit import Unit
-from agentd.health import WriteHealth
+from agentd.events import WriteHealth
 from agentd.session.redact import Redactor, secrets_from_env
 from agentd.session.transcript import Transcript
 from agentd.supervisor.briefing import Briefing

@@ -21,6 +21,7 @@ from pathlib import Path
 from agentd import events as ev
 from agentd.config.handoff import HandoffSpec
 from agentd.memory.statedir import fingerprint
+from agentd.reasons import CONTEXT
 from agentd.session.inject import hand_over
 from agentd.session.session import Session
 from agentd.supervisor.triggers import Trigger
@@ -84,7 +85,7 @@ class Handoff:
             if current != last:
                 last, changed_at = current, self._clock()
         self._done(changed=changed_at is not None)
-        self._fire(Trigger("context"))
+        self._fire(Trigger(CONTEXT))
 
     def _done(self, *, changed: bool, exited: bool = False) -> None:
         self._emit(

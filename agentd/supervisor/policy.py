@@ -43,13 +43,14 @@ from typing import Literal
 
 from agentd.config.convert import signal_name
 from agentd.config.sections import Limits, RestartSpec
+from agentd.reasons import CONTEXT, IDLE, TIMEOUT, Outcome, Reason
 
 Next = Literal["start", "backoff", "done", "failed", "stopped", "paused", "stalled"]
 
 _CONTEXT_NAME = re.compile(r"compact|context", re.IGNORECASE)
 
-# Triggers agentd itself sets when it ends a session (besides "sentinel:NAME").
-HANDOFF_TRIGGERS = ("timeout", "idle", "context")
+# The ends agentd itself triggers that hand over to a fresh session (besides sentinels).
+HANDOFF_TRIGGERS = frozenset({TIMEOUT, IDLE, CONTEXT})
 QUICK_END = 1.0  # seconds from start to end...
 QUICK_IN_A_ROW = 3  # ...this many sessions in a row: a failure, whatever min_uptime says
 
@@ -63,9 +64,9 @@ class SessionEnd:
     ended_at: float
     exit_code: int | None = None
     signal: int | None = None
-    # Why agentd ended it, if it did: "sentinel:NAME", "timeout", "idle",
-    # "context", "manual"; None when the agent ended by itself.
-    trigger: str | None = None
+    # Why agentd ended it, if it did: sentinel:NAME, timeout, idle, context,
+    # manual...; None when the agent ended by itself. Given as text, it is parsed.
+    trigger: Reason | None = None
     # What the trigger asked for: "restart", "stop" or "pause".
     action: str = "restart"
     pause_until: float | None = None
@@ -76,15 +77,19 @@ class SessionEnd:
     # mission was complete as the session ended: the unit is done, whatever the code.
     complete: str | None = None
 
+    def __post_init__(self) -> None:
+        if isinstance(self.trigger, str):  # "sentinel:NAME", as tables and records write it
+            object.__setattr__(self, "trigger", Reason.parse(self.trigger))
+
     @property
     def uptime(self) -> float:
         return max(0.0, self.ended_at - self.started_at)
 
     @property
     def reason(self) -> str:
-        """The restart reason SPEC 5 names: exit:N, signal:NAME, sentinel:NAME, ..."""
+        """The reason, as kept and shown: exit:N, signal:NAME, sentinel:NAME, ..."""
         if self.trigger:
-            return self.trigger
+            return str(self.trigger)
         if self.spawn_error is not None:
             return "spawn-error"
         if self.exit_code is not None:
@@ -101,9 +106,7 @@ class Decision:
     delay: float = 0.0
     until: float | None = None
     failure: bool = False
-    # The session's outcome (SPEC 7): done, handoff, context, usage-limited,
-    # timeout, idle, crashed, stalled, stopped.
-    outcome: str = "crashed"
+    outcome: Outcome = Outcome.CRASHED
     detail: str = ""
 
 
@@ -124,7 +127,7 @@ class RestartPolicy:
 
     def _is_handoff(self, end: SessionEnd) -> bool:
         if end.trigger is not None:
-            return end.trigger.startswith("sentinel:") or end.trigger in HANDOFF_TRIGGERS
+            return end.trigger.is_sentinel or end.trigger in HANDOFF_TRIGGERS
         return end.spawn_error is None and end.exit_code in self.restart.exit_codes
 
     def decide(self, end: SessionEnd, history: Sequence[SessionEnd], now: float) -> Decision:
@@ -132,27 +135,29 @@ class RestartPolicy:
         reason = end.reason
         outcome = _outcome(end)
         if end.action == "stop":
-            return Decision("stopped", reason, outcome="stopped")
+            return Decision("stopped", reason, outcome=Outcome.STOPPED)
         if end.complete is not None:
             return Decision(
-                "done", "complete", outcome="done", detail=f"mission complete: {end.complete}"
+                "done", "complete", outcome=Outcome.DONE, detail=f"mission complete: {end.complete}"
             )
         if end.action == "pause":
             return Decision("paused", reason, until=end.pause_until, outcome=outcome)
         if end.trigger is None and end.exit_code in self.restart.success_codes:
-            return Decision("done", reason, outcome="done")
+            return Decision("done", reason, outcome=Outcome.DONE)
         if end.spawn_error is not None and not end.spawn_retry:
             # trying again changes nothing until someone fixes the command
             return Decision("failed", reason, failure=True, detail=end.spawn_error)
         failure = self.is_failure(end, history)
         if failure:
-            outcome = "crashed"
+            outcome = Outcome.CRASHED
             verdict = self._failure(end, history, now, reason)
             if verdict.next == "failed":
                 return verdict
         stalled = self._stalled(end, history)
         if stalled:
-            return Decision("stalled", reason, failure=failure, outcome="stalled", detail=stalled)
+            return Decision(
+                "stalled", reason, failure=failure, outcome=Outcome.STALLED, detail=stalled
+            )
         cap = self.restart.max_sessions
         if cap and end.session >= cap:
             detail = f"max_sessions reached ({cap})"
@@ -212,21 +217,21 @@ def _quick_run(end: SessionEnd, before: Sequence[SessionEnd]) -> bool:
     return len(run) >= QUICK_IN_A_ROW and all(e.uptime < QUICK_END for e in run)
 
 
-def _outcome(end: SessionEnd) -> str:
-    trigger = end.trigger or ""
-    if trigger in ("timeout", "idle", "context"):
-        return trigger
+def _outcome(end: SessionEnd) -> Outcome:
+    trigger = end.trigger
+    if trigger in HANDOFF_TRIGGERS:
+        return Outcome(str(trigger))
     if end.action == "pause":
-        return "usage-limited"
-    if trigger.startswith("sentinel:"):
+        return Outcome.USAGE_LIMITED
+    if trigger is not None and trigger.is_sentinel:
         # A sentinel about compaction or a full context is the `context`
-        # outcome (SPEC 7); any other restart sentinel is a hand-over.
-        return "context" if _CONTEXT_NAME.search(trigger) else "handoff"
+        # outcome; any other restart sentinel is a hand-over.
+        return Outcome.CONTEXT if _CONTEXT_NAME.search(trigger.arg) else Outcome.HANDOFF
     if _is_manual(trigger):
-        return "stopped" if end.action == "stop" else "handoff"
-    return "handoff"
+        return Outcome.STOPPED if end.action == "stop" else Outcome.MANUAL
+    return Outcome.HANDOFF
 
 
-def _is_manual(trigger: str | None) -> bool:
+def _is_manual(trigger: Reason | None) -> bool:
     """``manual`` or ``manual:TEXT`` (agentctl restart --reason TEXT)."""
-    return trigger is not None and (trigger == "manual" or trigger.startswith("manual:"))
+    return trigger is not None and trigger.is_manual

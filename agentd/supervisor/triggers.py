@@ -15,6 +15,7 @@ from typing import Any
 
 from agentd import events as ev
 from agentd.config.unit import Unit
+from agentd.reasons import CONTEXT, IDLE, TIMEOUT, Reason
 from agentd.session.inject import PROMPT_RULE
 from agentd.session.session import Session
 from agentd.supervisor.budget import Usage, next_midnight
@@ -29,7 +30,7 @@ HANDOFF_RULE = "handoff"  # the matcher rule of the unit's `handoff.when`
 class Trigger:
     """Why agentd ends a running session, and what it wants next."""
 
-    reason: str  # sentinel:NAME, timeout, idle, context, manual[:TEXT]
+    reason: Reason  # sentinel:NAME, timeout, idle, context, manual[:TEXT], budget:NAME
     action: str = "restart"  # restart | stop | pause
     pause_until: float | None = None  # wall-clock epoch
 
@@ -81,18 +82,18 @@ class Triggers:
         tokens = self._session.matcher.tokens
         limit = self.unit.limits.context_tokens
         if limit and tokens >= limit:
-            self.fire(Trigger("context"))
+            self.fire(Trigger(CONTEXT))
         cap = self.unit.budget.max_output_tokens_per_day
         if cap and self._usage is not None and self._usage.tokens + tokens >= cap:
             self._budget("max_output_tokens_per_day", self._usage.tokens + tokens, cap)
 
     def _budget(self, name: str, used: float, limit: float) -> None:
-        """A daily budget ran out mid-session: pause until midnight (SPEC 7)."""
+        """A daily budget ran out mid-session: pause until midnight."""
         if self.fired.done():
             return
         until = next_midnight(self._wall())
         self._emit(ev.UNIT_BUDGET, budget=name, used=round(used, 1), limit=limit, until=iso(until))
-        self.fire(Trigger(f"budget:{name}", "pause", until))
+        self.fire(Trigger(Reason.budget(name), "pause", until))
 
     def _on_sentinel(self, hit: Hit) -> None:
         rule = hit.rule
@@ -100,13 +101,13 @@ class Triggers:
         if self._session is not None:  # how far into the session's output it was seen
             fields["at_byte"] = self._session.bytes_out
         self._emit(ev.SESSION_SENTINEL, **fields)
-        reason = f"sentinel:{rule.name}"
+        reason = Reason.sentinel(rule.name)
         if rule.action in ("restart", "stop"):
             self.fire(Trigger(reason, rule.action))
         elif rule.action == "pause":
             self.fire(Trigger(reason, "pause", self._pause_until(rule.name, hit.groups)))
         elif rule.action == "notify" and self._notify is not None:
-            self._notify(reason)
+            self._notify(str(reason))
 
     def _pause_until(self, name: str, groups: dict[str, str]) -> float:
         now = self._wall()
@@ -130,7 +131,7 @@ class Triggers:
         limits = self.unit.limits
         if limits.session_timeout:
             self._timers.append(
-                self._loop.call_later(limits.session_timeout, self.fire, Trigger("timeout"))
+                self._loop.call_later(limits.session_timeout, self.fire, Trigger(TIMEOUT))
             )
         if limits.idle_timeout:
             self._timers.append(self._loop.call_later(limits.idle_timeout, self._check_idle))
@@ -147,7 +148,7 @@ class Triggers:
             return
         remaining = self.unit.limits.idle_timeout - (session.clock() - session.last_output_at)
         if remaining <= 0:
-            self.fire(Trigger("idle"))
+            self.fire(Trigger(IDLE))
         else:
             self._timers.append(self._loop.call_later(remaining, self._check_idle))
 

@@ -1,4 +1,4 @@
-"""The line matcher: raw pty bytes in, sentinel hits out (SPEC section 3).
+"""The line matcher: raw pty bytes in, sentinel hits out (docs/units.md, ``sentinels``).
 
 Pure: no I/O, no clock. A session feeds every pty read to ``LineMatcher.feed``
 and acts on the returned hits.

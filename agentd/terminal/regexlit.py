@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from re import _constants as sre_constants  # type: ignore[attr-defined]
 from re import _parser as sre_parser  # type: ignore[attr-defined]
+from typing import Any
 
 MIN_LITERAL = 3
 _LITERAL = sre_constants.LITERAL
@@ -43,16 +44,16 @@ def required_literals(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     if one is not None:
         return (one,)
     while len(items) == 1 and items[0][0] is _SUBPATTERN and not any(items[0][1][1:3]):
-        items = list(items[0][1][3])  # type: ignore[index]  # (?:A|B) or (A|B) whole
+        items = list(items[0][1][3])  # (?:A|B) or (A|B) whole
     if len(items) != 1 or items[0][0] is not _BRANCH:
         return None
-    found = [_longest_run(list(branch)) for branch in items[0][1][1]]  # type: ignore[index]
+    found = [_longest_run(list(branch)) for branch in items[0][1][1]]
     if any(literal is None for literal in found):
         return None
     return tuple(dict.fromkeys(literal for literal in found if literal is not None))
 
 
-def _parsed(pattern: re.Pattern[str]) -> list[tuple[object, object]] | None:
+def _parsed(pattern: re.Pattern[str]) -> list[tuple[Any, Any]] | None:
     if pattern.flags & re.IGNORECASE:
         return None
     try:
@@ -61,7 +62,7 @@ def _parsed(pattern: re.Pattern[str]) -> list[tuple[object, object]] | None:
         return None
 
 
-def _longest_run(items: list[tuple[object, object]]) -> str | None:
+def _longest_run(items: list[tuple[Any, Any]]) -> str | None:
     runs: list[str] = []
     run: list[str] = []
     _literal_runs(items, runs, run)
@@ -70,22 +71,22 @@ def _longest_run(items: list[tuple[object, object]]) -> str | None:
     return best if len(best) >= MIN_LITERAL else None
 
 
-def _literal_runs(items: list[tuple[object, object]], runs: list[str], run: list[str]) -> None:
+def _literal_runs(items: list[tuple[Any, Any]], runs: list[str], run: list[str]) -> None:
     """Extend ``run`` with consecutive mandatory literals; push finished runs to ``runs``."""
     for op, av in items:
         if op is _LITERAL:
-            run.append(chr(av))  # type: ignore[call-overload]
+            run.append(chr(av))
             continue
         if op is _SUBPATTERN:
-            _, add_flags, del_flags, sub = av  # type: ignore[misc]
+            _, add_flags, del_flags, sub = av
             if not (add_flags or del_flags):  # a plain group: its items are in sequence
                 _literal_runs(list(sub), runs, run)
                 continue
-        elif op in _REPEATS and av[0] >= 1:  # type: ignore[index]
+        elif op in _REPEATS and av[0] >= 1:
             # x{1,} holds one x: its literals count, but the run ends around it.
             _flush(runs, run)
             inner: list[str] = []
-            _literal_runs(list(av[2]), runs, inner)  # type: ignore[index]
+            _literal_runs(list(av[2]), runs, inner)
             _flush(runs, inner)
             continue
         elif op in _ZERO_WIDTH:

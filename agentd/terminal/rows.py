@@ -34,6 +34,7 @@ class Rows:
         self.text = [""] * rows
         self.wrap = [False] * rows
         self.marks: list[Mark] = [NO_MARK] * rows
+        self._prefix: list[str] = []  # pieces, joined when read
         self.prefix = ""
         self._deferred: Callable[[], None] | None = None
 

@@ -1,4 +1,4 @@
-"""Hook settings for agent CLIs that announce compaction (SPEC 7).
+"""Hook settings for agent CLIs that announce compaction.
 
 Screen text is a guess; a hook is the CLI saying so. ``agentctl hooks
 claude-code|codex`` merges two hooks into the project's settings

@@ -22,6 +22,7 @@ import tty
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from agentd import events as ev
 from agentd.cli.common import terminal_size
 from agentd.console import Console, describe
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 DETACH = b"\x1d"  # Ctrl-]
 # The events worth a status line in the agent's terminal: a session changes.
-STATUS_EVENTS = frozenset({"session.start", "session.exit", "unit.state", "unit.error"})
+STATUS_EVENTS = frozenset({ev.SESSION_START, ev.SESSION_EXIT, ev.UNIT_STATE, ev.UNIT_ERROR})
 
 
 class AttachedView:

@@ -81,7 +81,7 @@ async def _run(unit: Unit, paths: Paths, console: Console, *, attach: bool) -> i
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, on_signal, sig)
-    started = time.monotonic()
+    started, before = time.monotonic(), service.session_no  # this run's sessions come after
     refused = service.claim()
     if refused:
         await sup.shutdown()
@@ -111,14 +111,17 @@ async def _run(unit: Unit, paths: Paths, console: Console, *, attach: bool) -> i
     if signals:
         why = f"interrupted by {signal.Signals(signals[0]).name}"
     detail = f"; {why}" if why else ""
+    ran = service.session_no - before  # of this run, as the time is
+    which = f" (sessions {before + 1}-{service.session_no})" if before and ran > 1 else ""
+    which = f" (session {service.session_no})" if before and ran == 1 else which
     console.say(
-        f"agentd: {unit.name} {service.state} after {service.session_no} session(s) in "
+        f"agentd: {unit.name} {service.state} after {ran} session(s){which} in "
         f"{took:.1f}s (last: {status['last_reason'] or '-'}{detail})",
         always=True,
     )
     if service.state != State.DONE or signals:
         _show_transcript(service.transcript.path, console)
-    # SPEC 8: 0 ok, 1 failure; only `done` is ok (an interrupted run is not).
+    # 0 ok, 1 failure (docs/commands.md); only `done` is ok (an interrupted run is not).
     return 0 if service.state == State.DONE and not signals else 1
 
 

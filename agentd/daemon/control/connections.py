@@ -25,6 +25,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from agentd import events as ev
+
 MAX_CLIENTS = 1024
 MAX_PER_UID = 768  # one uid (a runaway agent) leaves room for the rest
 FD_LIMIT = 8192  # the soft fd limit the daemon raises itself to (as far as the hard one allows)
@@ -33,7 +35,6 @@ WRITE_DEADLINE = 10.0  # seconds a client may take to read what it was sent
 # A connection waiting less than this is evicted only when no other idle one is: its
 # client may be about to send (descheduled between connect and send on a loaded machine).
 EVICT_AFTER = 0.05
-CONTROL_REFUSED = "control.refused"
 
 
 def raise_fd_limit() -> None:
@@ -159,7 +160,7 @@ class Clients:
         if not self._refusing:  # once, until a connection is admitted again
             self._refusing = True
             self._emit(
-                CONTROL_REFUSED,
+                ev.CONTROL_REFUSED,
                 level="warning",
                 uid=uid,
                 error=f"control socket: {why} busy, none idle; refusing new ones",

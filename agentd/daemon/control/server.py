@@ -1,4 +1,4 @@
-"""The control server: ``agentctl``'s requests over a Unix socket (SPEC 9).
+"""The control server: ``agentctl``'s requests over a Unix socket.
 
 It runs on the daemon's loop (no thread), speaks ``agentd.daemon.control.requests`` and acts
 only through the ``Supervisor``'s public API. Each connection is one task:
@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agentd import events as ev
 from agentd.daemon.control.client import listening
 from agentd.daemon.control.commands import HANDLERS, Context, Reload
 from agentd.daemon.control.connections import REQUEST_IDLE, Clients, drain
@@ -43,7 +44,6 @@ from agentd.paths import Paths, ensure_private_dir
 from agentd.supervisor.api import Supervisor
 from agentd.supervisor.unitrefs import UnknownUnit
 
-CONTROL_ERROR = "control.error"
 LISTEN_BACKLOG = 64  # connections the kernel holds until accepted
 BULKY = frozenset({"logs", "events"})  # replies that may be megabytes
 CLOSE_GRACE = 0.5  # closing waits this long for the replies under way and streams' goodbyes
@@ -184,7 +184,9 @@ class ControlServer:
         except AgentdError as exc:
             reply = error(str(exc), Code.FAILURE)
         except Exception as exc:  # a bug in a command must not take the daemon down
-            self.sup.events.emit(CONTROL_ERROR, level="error", error=f"{type(exc).__name__}: {exc}")
+            self.sup.events.emit(
+                ev.CONTROL_ERROR, level="error", error=f"{type(exc).__name__}: {exc}"
+            )
             reply = error(f"internal error: {type(exc).__name__}: {exc}", Code.FAILURE)
         writer.write(reply)
         await drain(writer)

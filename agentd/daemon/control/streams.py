@@ -1,4 +1,4 @@
-"""The streaming replies of the control server: ``events -f`` and ``attach`` (SPEC 9).
+"""The streaming replies of the control server: ``events -f`` and ``attach``.
 
 Each stream is fed through a bounded queue by a listener (the event log's, or
 the unit's terminal) and pumped to its client until the client leaves, falls

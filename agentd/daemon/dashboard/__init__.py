@@ -1,4 +1,4 @@
-"""The web dashboard of ``agentd serve --http HOST:PORT`` (SPEC 11 "Dashboard").
+"""The web dashboard of ``agentd serve --http HOST:PORT``.
 
 Who may use it (``access``: the address it binds, the token, CSRF), the
 session timeline drawn as SVG (``timeline``, pure), the pages and their

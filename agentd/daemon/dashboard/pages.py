@@ -1,4 +1,4 @@
-"""The dashboard's pages and what they fetch (SPEC 11 "Dashboard").
+"""The dashboard's pages and what they fetch (README, "Dashboard").
 
 ==============================================  =========================================
 GET  /                                          every unit: state, session, uptime,

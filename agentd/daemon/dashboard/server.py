@@ -20,9 +20,11 @@ from collections.abc import Awaitable, Callable
 from http.cookies import SimpleCookie
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
+from agentd import events as ev
 from agentd.daemon.control.commands import Context
-from agentd.daemon.control.server import CLOSE_GRACE, CONTROL_ERROR
+from agentd.daemon.control.server import CLOSE_GRACE
 from agentd.daemon.dashboard.access import (
     Bind,
     BindRefused,
@@ -99,7 +101,7 @@ class Dashboard:
             self._runner = None
 
     # -- every request -------------------------------------------------------------------
-    def _guard(self) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+    def _guard(self) -> Middleware:
         @web.middleware
         async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
             if not peer_allowed(request.remote, allow_remote=self.bind.allow_remote):
@@ -125,7 +127,7 @@ class Dashboard:
                 raise
             except Exception as exc:  # a bug in a page must not take the daemon down
                 self.ctx.sup.events.emit(
-                    CONTROL_ERROR,
+                    ev.CONTROL_ERROR,
                     level="error",
                     path=request.path,
                     error=f"{type(exc).__name__}: {exc}",
@@ -148,12 +150,9 @@ class Dashboard:
             # (set_cookie would be too late here: aiohttp has turned cookies into headers)
             cookie: SimpleCookie = SimpleCookie()
             cookie[self._cookie] = self.token
-            cookie[self._cookie].update(
-                {
-                    "max-age": str(COOKIE_DAYS * 86400),
-                    "path": "/",
-                    "httponly": True,
-                    "samesite": "Strict",
-                }
-            )
+            morsel = cookie[self._cookie]
+            morsel["max-age"] = str(COOKIE_DAYS * 86400)
+            morsel["path"] = "/"
+            morsel["httponly"] = True
+            morsel["samesite"] = "Strict"
             response.headers.add("Set-Cookie", cookie[self._cookie].OutputString())

@@ -129,7 +129,7 @@ def cut_cost(s: Share) -> float:
 
 
 def assemble(plan: Plan, must_over: float) -> Fitted:
-    sections: list[tuple[str, FileAccount]] = []
+    sections: list[tuple[str | None, FileAccount]] = []
     cut: list[str] = []
     left_out: list[str] = []
     for i, block in enumerate(plan.blocks):

@@ -41,6 +41,7 @@ from agentd.memory.bootstrap.kinds import file_block, shown
 from agentd.memory.bootstrap.parts import Block
 from agentd.memory.formats import complete, readonly
 from agentd.memory.layout import LayoutFile
+from agentd.reasons import Reason
 from agentd.tokens import estimate_tokens
 
 
@@ -226,7 +227,8 @@ def _header(ctx: BootstrapContext, done: complete.Completion | None) -> str:
 
 
 def _explain(reason: str) -> str:
-    kind, _, arg = reason.partition(":")
+    parsed = Reason.parse(reason)
+    kind, arg = parsed.kind, parsed.arg
     fixed = {
         "exit:42": "the agent asked for a fresh session",
         "context": "its context was nearly full",

@@ -1,4 +1,4 @@
-"""Decisions: the six-field log line (SPEC 4, seed 000) and the Markdown entry.
+"""Decisions: the six-field log line (docs/layouts.md) and the Markdown entry.
 
 One decision per line of ``decisions.log``; blank lines are ignored::
 
@@ -7,12 +7,12 @@ One decision per line of ``decisions.log``; blank lines are ignored::
 ``[TAG]`` may be ``[]`` or left out; ``| alternatives: ...`` may be empty or
 left out; decision, why, files and snapshot must not be empty (``-`` for
 none); spaces around ``|`` are free; the time must be a real date and time.
-The labels may also be seed 000's own (``决策``, ``理由``, ``影响文件``,
+The labels may also be the ``decision-log`` write-up's own (``决策``, ``理由``, ``影响文件``,
 ``快照``/``状态快照``, ``替代方案``) and a colon may be full-width (``：``), so a
-log written by the seed's shell function is read as it is.
+log written by that write-up's shell function is read as it is.
 
 Layouts with a Markdown decision file (``four-file``, ``checkpoint``) get the
-same decision as a numbered entry (seed 002's ``## N. title`` with its fields
+same decision as a numbered entry (the ``four-file`` layout's ``## N. title`` with its fields
 as ``- key: value`` lines), see ``format_entry``.
 """
 
@@ -157,7 +157,7 @@ def scan_file(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def format_entry(number: int, d: Decision) -> list[str]:
-    """``d`` as a numbered Markdown entry, seed 002's ``decisions.md`` form."""
+    """``d`` as a numbered Markdown entry, the ``four-file`` layout's ``decisions.md`` form."""
     tag = f"[{d.tag}] " if d.tag else ""
     lines = [
         f"## {number}. {tag}{_one_line(d.decision)}",

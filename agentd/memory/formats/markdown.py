@@ -1,6 +1,6 @@
-"""Markdown state files as the seeds write them: sections and entries.
+"""Markdown state files as the layouts' agents write them: sections and entries.
 
-The seeds keep state in Markdown with fixed headings (``## CURRENT``,
+The layouts keep state in Markdown with fixed headings (``## CURRENT``,
 ``## NEXT``, ``# 下一步``), checklists (``- [x] done``, ``- [ ] to do``) and
 numbered entries (``## 5. 依赖注入方案``). This module finds and edits those
 parts on lists of lines; it does no I/O. The list items inside a section

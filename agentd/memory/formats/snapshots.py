@@ -1,4 +1,4 @@
-"""Decision snapshots: ``snapshots/snapshot-NNN.json`` (SPEC 4, seed 000).
+"""Decision snapshots: ``snapshots/snapshot-NNN.json`` (the ``decision-log`` layout).
 
 One per decision, taken by ``agentctl state decide``: the time, the
 decision and why, the current task, git HEAD, and the git blob hash of each

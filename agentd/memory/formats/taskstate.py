@@ -1,6 +1,6 @@
 """``state.json`` as Markdown for the bootstrap, and what is wrong with it.
 
-Schema 1 (SPEC 4; seed 003 is a subset of it): ``mission``, ``task``,
+Schema 1 (docs/layouts.md; the ``memento`` layout's is a subset of it): ``mission``, ``task``,
 ``phase``, ``next_action``, ``completed_steps`` (``{text, at, verified}``
 or plain strings), ``blockers``, ``constraints``, ``key_decisions``
 (``{decision, reason}``), ``handoff``, ``updated_at``. Seed 004 names three
@@ -11,7 +11,7 @@ of them differently, and those names are read too: ``next`` for
 Most important first: the agent must see the mission (or task) and the next
 action even if the rest is cut. Completed steps and key decisions only grow:
 they are records (``ListPart``), of which the bootstrap keeps the newest;
-completed steps without ``verified`` are shown as pending (seed 004:
+completed steps without ``verified`` are shown as pending (the ``checkpoint`` layout:
 "没填的条目视为未完成").
 """
 
@@ -112,7 +112,7 @@ def to_parts(data: dict[str, object], warn: Warn, unset: Warn | None = None) -> 
     facts: list[str] = []
     if mission:
         facts += [f"**Mission:** {mission}", ""]
-    elif "mission" in data or not task:  # seed 004 has a task and no mission field
+    elif "mission" in data or not task:  # a checkpoint state.json has a task and no mission field
         key = "task" if "task" in data and "mission" not in data else "mission"
         facts += [f"**{key.capitalize()}:** (not set)", ""]
         unset(
@@ -230,10 +230,11 @@ def _decision_item(entry: object) -> str | None:
     if not isinstance(entry, dict) or not isinstance(entry.get("decision"), str):
         return None
     reason = entry.get("reason")
+    decision: str = entry["decision"]
     if not reason:
-        return entry["decision"]
+        return decision
     because = "" if str(reason).lower().startswith(("because", "因为")) else "because "
-    return f"{entry['decision']} - {because}{reason}"
+    return f"{decision} - {because}{reason}"
 
 
 def _other_fields(data: dict[str, object]) -> list[str]:

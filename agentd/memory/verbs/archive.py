@@ -1,12 +1,13 @@
 """``agentctl state archive``: keep the state small enough to re-read.
 
-- ``decisions.log`` is cut into epochs of ``EPOCH`` decisions (seed 000):
-  every complete epoch but the current one moves to
+- ``decisions.log`` is cut into epochs of ``EPOCH`` decisions (as the write-up of
+  the ``decision-log`` layout does): every complete epoch but the current one moves to
   ``decisions-epoch-N.log``, so the log keeps between 1 and 50 lines.
 - Snapshots beyond the newest ``KEEP_SNAPSHOTS`` move to ``snapshots/archive/``.
 - Each rule of the layout's ``archive:`` list moves the oldest entries of a
   list (completed steps, done items, key decisions, summary lines) to its
-  ``to`` file, keeping the newest ``keep`` (seeds 002, 003). JSON entries are
+  ``to`` file, keeping the newest ``keep`` (the ``four-file`` and ``memento``
+  layouts). JSON entries are
   archived as JSON lines, or as Markdown items when ``to`` ends in ``.md``.
 - Constraints are never archived. A state file still longer than one screen
   (``SCREEN_LINES``) is reported, for a person or the agent to shorten.

@@ -2,7 +2,7 @@
 
 ``agentctl state handoff TEXT`` writes ``[2026-12-01 14:32 · session 12] TEXT``
 into the layout's handoff place (a state.json field, a Markdown section, or
-seed 004's checkpoint, which dates itself). When agentd starts a session it
+the ``checkpoint`` layout's checkpoint file, which dates itself). When agentd starts a session it
 renders the bootstrap, which shows the handoff, then ``retire`` moves the
 handoff to ``handoffs.md`` (newest last) and clears its place: the session
 after sees a handoff only if the one before wrote a new one, never a stale

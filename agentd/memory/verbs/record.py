@@ -104,7 +104,7 @@ def _record(sd: StateDir, d: Decision, files: list[str], now: float, cwd: Path) 
         task = " ".join(read(docs, sd.layout.state.task))
     except StateError:
         task = ""  # an unreadable task file must not lose the decision
-    record = {
+    record: dict[str, object] = {
         "time": datetime.fromtimestamp(now).astimezone().isoformat(timespec="seconds"),
         "decision": d.decision,
         "why": d.why,

@@ -50,7 +50,7 @@ def _apply_json(
     else:
         items = json_list(data, key, t.path)
         if t.form == "step":
-            # SPEC 4: {text, at, verified}; verified is null until someone checked it
+            # state.json: {text, at, verified}; verified is null until someone checked it
             step: dict[str, object] = {"text": text, "at": stamp(now), "verified": verified or None}
             items.append(step)
             if t.cross_off and _same(data.get(t.cross_off), text):

@@ -9,7 +9,7 @@ moves to ``history.jsonl.1`` (replacing the one before) and the newer half
 stays: the recent sessions, their numbers and a pause in force are never cut.
 
 A record that cannot be written (a full disk) is lost and counted by
-``health`` (``agentd.health``), never raised: the session goes on. A history
+``health`` (``agentd.events``), never raised: the session goes on. A history
 that cannot be read reads as empty.
 """
 
@@ -23,8 +23,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agentd.events import WriteHealth
 from agentd.fileio import write_atomic
-from agentd.health import WriteHealth
 
 TAIL_BYTES = 256 * 1024
 

@@ -31,8 +31,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agentd.events import WriteHealth
 from agentd.fileio import write_atomic
-from agentd.health import WriteHealth
 from agentd.supervisor.states import State
 from agentd.times import iso
 
@@ -103,7 +103,7 @@ def read(path: Path) -> Remembered:
     if isinstance(restarts, int) and not isinstance(restarts, bool) and restarts >= 0:
         out = dataclasses.replace(out, restarts=restarts)
     with contextlib.suppress(ValueError, TypeError):
-        state = State(data.get("state"))
+        state = State(str(data.get("state")))
         if state in REMEMBERED:
             since = datetime.fromisoformat(str(data.get("since")).replace("Z", "+00:00"))
             out = dataclasses.replace(

@@ -19,8 +19,8 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from agentd.events import WriteHealth
 from agentd.fileio import write_atomic
-from agentd.health import WriteHealth
 from agentd.process import cgroup as cgroups
 
 

@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import time
+from typing import Any
 
 MISSION = "Put a cache layer in front of the cart module without changing its API"
 STEPS = [
@@ -44,12 +45,13 @@ def agentctl_state(*args: str) -> None:
     )
 
 
-def load_state(path: str) -> dict:
+def load_state(path: str) -> dict[str, Any]:
     with open(path, encoding="utf-8") as f:
-        return json.load(f)
+        state: dict[str, Any] = json.load(f)
+    return state
 
 
-def do_step(state: dict) -> None:
+def do_step(state: dict[str, Any]) -> None:
     step = state["next_action"]
     say(f"working on: {step}")
     time.sleep(PAUSE)
@@ -71,15 +73,24 @@ def do_step(state: dict) -> None:
     say(f"done: {step} (recorded with agentctl state)")
 
 
-def log_progress(workdir: str, record: dict) -> None:
+def log_progress(workdir: str, record: dict[str, Any]) -> None:
     with open(os.path.join(workdir, "demo-progress.jsonl"), "a", encoding="utf-8") as f:
         f.write(json.dumps(record) + "\n")
+
+
+def read_bootstrap(args: list[str]) -> str:
+    """The bootstrap, from the file its path names (``{bootstrap_file}``: the state
+    stays out of ``ps``, as a real CLI's prompt "Read FILE and follow it" does)."""
+    if not args:
+        return ""
+    with open(args[0], encoding="utf-8") as f:
+        return f.read()
 
 
 def main() -> int:
     session = int(os.environ.get("AGENTD_SESSION", "1"))
     state = load_state(os.path.join(os.environ["AGENTD_STATE_DIR"], "state.json"))
-    bootstrap = sys.argv[1] if len(sys.argv) > 1 else ""
+    bootstrap = read_bootstrap(sys.argv[1:])
     resumed = state["next_action"]
     picked_up = bool(state["completed_steps"]) and resumed in bootstrap
     if state["completed_steps"]:

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from agentd.events import EventLog
-from agentd.health import DEGRADED, RECOVERED, WriteHealth
+from agentd.events import DAEMON_DEGRADED as DEGRADED
+from agentd.events import DAEMON_RECOVERED as RECOVERED
+from agentd.events import EventLog, WriteHealth
 from agentd.session.transcript import Transcript
 from agentd.supervisor.records.history import History
 
