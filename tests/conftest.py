@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import Iterator
@@ -15,6 +16,13 @@ import psutil
 import pytest
 
 from tests.support import Served
+
+# A suite started with SIGINT ignored (in the background of a script, under nohup)
+# would hand that on to every process a test starts, and a Ctrl-C a test sends to
+# one (agentctl logs -f, agentd run) would do nothing: the processes the tests start
+# get the default, as from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _descendants_and_marked() -> dict[int, str]:
