@@ -44,11 +44,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from tests.helpers import events as logged_events  # noqa: E402
-from tests.realcli.conftest import ClaudeProject  # noqa: E402
-from tests.realcli.install import npm_cli  # noqa: E402
+from tests.realcli.clis import ClaudeProject, claude_exe  # noqa: E402
 from tests.realcli.model import FakeModel, compacting_brain  # noqa: E402
 from tests.realcli.pins import versions  # noqa: E402
+from tests.support import events as logged_events  # noqa: E402
 
 PATHS = ("preset", "screen", "project")
 
@@ -57,7 +56,7 @@ def claude(version: str) -> Path:
     import pytest  # the installer skips (pytest's Skipped) when npm fails
 
     try:
-        return npm_cli("@anthropic-ai/claude-code", version, "claude-code", "claude")
+        return claude_exe(version)
     except pytest.skip.Exception as exc:
         raise SystemExit(str(exc)) from None
 

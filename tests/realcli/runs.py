@@ -7,9 +7,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tests.conftest import poll_for
-from tests.helpers import agentd_popen, events
 from tests.realcli.agentd_run import _stop
+from tests.support import agentd_popen, events, poll_for
 
 T = TypeVar("T")
 

@@ -26,10 +26,10 @@ from typing import Any
 import pytest
 
 from agentd.times import parse_iso
-from tests.helpers import events, write_unit
 from tests.realcli.agentd_run import session_starts
 from tests.realcli.gemini_aider import AiderProject, FakeChat, aider_exe, chat_text
 from tests.realcli.runs import run_until, sentinel, state_change
+from tests.support import events, write_unit
 
 pytestmark = [pytest.mark.timeout(150), pytest.mark.slow]
 CONTEXT_ERROR = {

@@ -22,10 +22,9 @@ from typing import Any
 import pytest
 
 from agentd.times import parse_iso
-from tests.helpers import events, records, write_unit
 from tests.realcli import fake_anthropic as fa
 from tests.realcli.agentd_run import agentctl, session_starts, with_agentctl_on_path
-from tests.realcli.conftest import ClaudeProject, claude_exe
+from tests.realcli.clis import ClaudeProject, claude_exe
 from tests.realcli.limits_model import (
     RATE_LIMITED,
     LimitModel,
@@ -43,6 +42,7 @@ from tests.realcli.model import (
 )
 from tests.realcli.pins import versions
 from tests.realcli.runs import run_until, sentinel, state_change
+from tests.support import events, records, write_unit
 
 pytestmark = [pytest.mark.timeout(150), pytest.mark.slow]
 

@@ -24,12 +24,12 @@ from typing import Any
 import pytest
 
 from agentd.times import parse_iso
-from tests.helpers import write_unit
 from tests.realcli.agentd_run import session_starts
-from tests.realcli.conftest import CodexProject
+from tests.realcli.clis import CodexProject
 from tests.realcli.openai_model import FakeOpenAI, _Handler, tool_outputs, user_texts
 from tests.realcli.runs import run_until, sentinel, state_change
 from tests.realcli.served import ServedModel
+from tests.support import write_unit
 
 pytestmark = [pytest.mark.timeout(100), pytest.mark.slow]
 LIMIT = 2_000  # model_auto_compact_token_limit

@@ -27,7 +27,6 @@ from typing import Any
 import pytest
 
 from agentd.times import parse_iso
-from tests.helpers import events, write_unit
 from tests.realcli.agentd_run import agentctl, session_starts, with_agentctl_on_path
 from tests.realcli.gemini_aider import (
     WINDOW,
@@ -39,6 +38,7 @@ from tests.realcli.gemini_aider import (
     shell,
 )
 from tests.realcli.runs import run_until, sentinel, state_change
+from tests.support import events, write_unit
 
 pytestmark = [pytest.mark.timeout(150), pytest.mark.slow]
 HANDOFF_ASK = "your context is filling up"  # the gemini preset's handoff message
