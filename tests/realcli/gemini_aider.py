@@ -36,8 +36,27 @@ WINDOW = 1_048_576  # Gemini CLI 0.61's tokenLimit() for every model
 
 
 # -- Gemini ------------------------------------------------------------------------------
+NODE_MAJOR = 20  # Gemini CLI 0.61's engines.node: ">=20.0.0"
+
+
 def gemini_exe() -> Path:
+    node = _node_major()
+    if node is not None and node < NODE_MAJOR:
+        pytest.skip(
+            f"REAL CLI TESTS SKIPPED: Gemini CLI {GEMINI} needs Node {NODE_MAJOR} or later; "
+            f"this node is {node} (Debian 12's is 18: install a newer one, e.g. NodeSource's)"
+        )
     return npm_cli("@google/gemini-cli", GEMINI, "gemini-cli", "gemini")
+
+
+def _node_major() -> int | None:
+    """The major version of the ``node`` on PATH (None: none, or it does not say)."""
+    node = shutil.which("node")
+    if node is None:
+        return None  # npm_cli says npm is missing
+    said = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30)
+    major = said.stdout.strip().lstrip("v").split(".")[0]
+    return int(major) if major.isdigit() else None
 
 
 def _strings(obj: Any) -> list[str]:
