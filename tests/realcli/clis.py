@@ -77,8 +77,13 @@ class CodexProject:
 
     def __init__(self, root: Path, codex: Path) -> None:
         self.home = root / "codexhome"
+        # HOME too: Codex runs its commands in a login shell, which would read the
+        # machine's ~/.bashrc (pyenv's init there waits up to 60 s on a rehash lock
+        # that a shell killed with its session leaves behind)
+        self.user_home = root / "home"
         self.project = root / "p"
         self.project.mkdir(parents=True)
+        self.user_home.mkdir()
         self.codex = codex
 
     def seed(self, port: int, compact_limit: int | None = None, **config: int | str) -> None:
@@ -101,7 +106,11 @@ class CodexProject:
                 bootstrap,
             ],
             "workdir": str(self.project),
-            "env": {"CODEX_HOME": str(self.home), "FAKE_API_KEY": "x"},
+            "env": {
+                "CODEX_HOME": str(self.home),
+                "HOME": str(self.user_home),
+                "FAKE_API_KEY": "x",
+            },
             "restart": {"min_uptime": 0, "delay": "100ms"},
             "stop": {"signal": "TERM", "grace": "5s"},
         }
