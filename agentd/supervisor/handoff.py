@@ -38,6 +38,7 @@ class Handoff:
         *,
         state_dir: Path,
         submit: str,
+        paste: bool = True,
         emit: Callable[..., None],
         fire: Callable[[Trigger], None],
         clock: Callable[[], float],
@@ -45,6 +46,7 @@ class Handoff:
         self.spec = spec
         self._state_dir = state_dir
         self._submit = submit
+        self._paste = paste
         self._emit = emit
         self._fire = fire
         self._clock = clock
@@ -64,7 +66,7 @@ class Handoff:
         self._before = fingerprint(self._state_dir)
         self._asked_at = self._clock()
         session.matcher.expect_echo(self.spec.message)  # its echo is no sentinel
-        hand_over(session, self.spec.message, self._submit)
+        hand_over(session, self.spec.message, self._submit, paste=self._paste)
         self._emit(
             ev.SESSION_HANDOFF,
             phase="asked",
