@@ -12,13 +12,13 @@ end                                         next        counts as failure
 =========================================  ==========  =================
 agentd stopped it (manual / sentinel stop)  stopped     no
 the state says the mission is complete      done        no
-sentinel ``pause``                          paused      no
+sentinel ``pause`` (the reset still ahead)  paused      no
 manual restart                              start now   no
 exit code in ``success_codes``              done        no
 a command that cannot be executed          failed      yes
 exit code in ``exit_codes``; sentinel       start now   only if shorter
-``restart``; timeout / idle / context                   than min_uptime, or
-                                                        the ``QUICK_IN_A_ROW``th
+``restart``; timeout / idle / context; a                than min_uptime, or
+``pause`` whose reset time is already past              the ``QUICK_IN_A_ROW``th
                                                         quick end in a row
 anything else (other exit, signal, spawn)   backoff     yes
 =========================================  ==========  =================
@@ -29,7 +29,10 @@ A failure waits ``delay`` doubled for each failure in a row, capped at
 ends holds whatever ``min_uptime`` says (also 0): sessions that each end
 within ``QUICK_END`` of their start, ``QUICK_IN_A_ROW`` times in a row, are
 a loop (a sentinel that matches at once, an agent that exits 42 at once),
-not hand-overs. A restart is refused (``failed``) once ``max_sessions``
+not hand-overs. Every way back to a session counts: a ``pause`` whose reset
+time is already past (a CLI printing a stale epoch) waits for nothing, so it
+is a restart at once and braked like one; a real pause is its own brake. A
+restart is refused (``failed``) once ``max_sessions``
 sessions ran, and (``stalled``) when ``stall_sessions`` sessions in a row
 left the state dir unchanged.
 """
@@ -69,7 +72,10 @@ class SessionEnd:
     trigger: Reason | None = None
     # What the trigger asked for: "restart", "stop" or "pause".
     action: str = "restart"
-    pause_until: float | None = None
+    pause_until: float | None = None  # wall clock
+    # Seconds from the end to ``pause_until``: none (a reset time already past) and
+    # the pause waits for nothing: it is a restart at once.
+    pause_left: float | None = None
     spawn_error: str | None = None
     spawn_retry: bool = False  # the spawn error may go away by itself (out of processes)
     state_changed: bool = True
@@ -80,6 +86,11 @@ class SessionEnd:
     def __post_init__(self) -> None:
         if isinstance(self.trigger, str):  # "sentinel:NAME", as tables and records write it
             object.__setattr__(self, "trigger", Reason.parse(self.trigger))
+
+    @property
+    def waits(self) -> bool:
+        """A pause that waits for something (its reset time still ahead)."""
+        return self.action == "pause" and (self.pause_left is None or self.pause_left > 0)
 
     @property
     def uptime(self) -> float:
@@ -117,7 +128,7 @@ class RestartPolicy:
 
     def is_failure(self, end: SessionEnd, before: Sequence[SessionEnd] = ()) -> bool:
         """Does ``end`` count as a failure (``before``: the ends before it, oldest first)?"""
-        if end.action in ("stop", "pause") or _is_manual(end.trigger) or end.complete is not None:
+        if end.action == "stop" or end.waits or _is_manual(end.trigger) or end.complete is not None:
             return False
         if end.trigger is None and end.exit_code in self.restart.success_codes:
             return False
@@ -126,6 +137,8 @@ class RestartPolicy:
         return True
 
     def _is_handoff(self, end: SessionEnd) -> bool:
+        if end.action == "pause":  # one that waits for nothing (``waits`` is False)
+            return True
         if end.trigger is not None:
             return end.trigger.is_sentinel or end.trigger in HANDOFF_TRIGGERS
         return end.spawn_error is None and end.exit_code in self.restart.exit_codes
@@ -140,7 +153,7 @@ class RestartPolicy:
             return Decision(
                 "done", "complete", outcome=Outcome.DONE, detail=f"mission complete: {end.complete}"
             )
-        if end.action == "pause":
+        if end.waits:
             return Decision("paused", reason, until=end.pause_until, outcome=outcome)
         if end.trigger is None and end.exit_code in self.restart.success_codes:
             return Decision("done", reason, outcome=Outcome.DONE)
