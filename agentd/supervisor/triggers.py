@@ -115,12 +115,12 @@ class Triggers:
         if text:
             try:
                 return parse_reset_time(text, now)
-            except ValueError:
+            except ValueError as exc:
                 self._emit(
                     ev.SESSION_SENTINEL,
                     level="warning",
                     name=name,
-                    error=f"cannot read the reset time {text!r}; pausing for pause_for",
+                    error=f"cannot read the reset time {text!r} ({exc}); pausing for pause_for",
                 )
         spec = next((s for s in self.unit.sentinels if s.name == name), None)
         return now + (spec.pause_for if spec else 3600.0)

@@ -28,7 +28,7 @@ def status_rows(statuses: list[dict[str, Any]], now: float) -> str:
             last += f" ({span(now - at)} ago)"
         until = parse_iso(s.get("paused_until"))
         if until is not None:
-            last += f"; paused until {time.strftime('%H:%M', time.localtime(until))}"
+            last += f"; paused until {until_text(until, now)}"
         if s.get("detail") and s["state"] in ("failed", "stalled", "stopped"):
             last += f": {s['detail']}"
         if s.get("invalid"):
@@ -51,6 +51,15 @@ def status_rows(statuses: list[dict[str, Any]], now: float) -> str:
             ]
         )
     return table(rows)
+
+
+def until_text(until: float, now: float) -> str:
+    """When a pause ends: its time of day within a day, else its date too."""
+    shown = "%H:%M" if 0 <= until - now < 86400 else "%Y-%m-%d %H:%M"
+    try:
+        return time.strftime(shown, time.localtime(until))
+    except (OverflowError, OSError, ValueError):
+        return "much later"
 
 
 def problem_line(problem: dict[str, Any]) -> str:
