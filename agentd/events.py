@@ -43,6 +43,7 @@ SESSION_START = "session.start"
 SESSION_BOOTSTRAP = "session.bootstrap"
 SESSION_INJECT = "session.inject"
 SESSION_SENTINEL = "session.sentinel"
+SESSION_SENTINEL_OFF = "session.sentinel_off"  # a rule ran over its time budget: dropped
 SESSION_HANDOFF = "session.handoff"
 SESSION_KILL = "session.kill"
 SESSION_EXIT = "session.exit"

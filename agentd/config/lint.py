@@ -9,7 +9,12 @@ the time the unit starts); ``check`` says so now, as exec would later:
   command line, where any user of the machine reads it with ``ps``
   (warning; ``{bootstrap_file}`` passes its path instead);
 - a bootstrap that could outgrow what exec takes in one argument or in all
-  of argv and the environment (warning: the session would fail with E2BIG).
+  of argv and the environment (warning: the session would fail with E2BIG);
+- a pattern that runs on the agent's output (``sentinels``, ``handoff.when``,
+  ``inject.after``, ``secrets``) shaped so that a backtracking engine could
+  take exponential or polynomial time on one line (``(a+)+$``; warning: agentd
+  runs it on RE2, in linear time, where RE2 can express it, and else within a
+  time budget that turns the sentinel off for the session: ``agentd.regexes``).
 
 Pure apart from looking the command up, as exec would (``lint`` takes the
 environment and the system's limits as values).
@@ -18,14 +23,16 @@ environment and the system's limits as values).
 from __future__ import annotations
 
 import os
+import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from agentd.config.placeholders import placeholders_in
 from agentd.config.unit import Unit
 from agentd.config.yamllines import Index
+from agentd.regexes import backtracking, searcher
 
 # What a bootstrap may take beyond its budget: header, warnings, closing rules.
 BOOTSTRAP_OVERHEAD = 4096
@@ -58,6 +65,37 @@ def lint(unit: Unit, env: Mapping[str, str], limits: ArgLimits) -> list[Finding]
     """What would go wrong when ``unit`` runs under ``env`` (this process's, plus the unit's)."""
     found = _command(unit, env)
     found += _bootstrap_in_argv(unit, env, limits)
+    found += _backtracking(unit)
+    return found
+
+
+def _patterns(unit: Unit) -> Iterator[tuple[tuple[str | int, ...], re.Pattern[str]]]:
+    """The patterns that run on what the agent prints, with their keys."""
+    for i, sentinel in enumerate(unit.sentinels):
+        yield ("sentinels", Index(i), "match"), sentinel.pattern
+    if unit.handoff.pattern is not None:
+        yield ("handoff", "when"), unit.handoff.pattern
+    if unit.inject.after is not None:
+        yield ("inject", "after"), re.compile(unit.inject.after)
+    for i, pattern in enumerate(unit.secret_patterns):
+        yield ("secrets", Index(i)), pattern
+
+
+def _backtracking(unit: Unit) -> list[Finding]:
+    found = []
+    for key, pattern in _patterns(unit):
+        why = backtracking(pattern)
+        if why is None:
+            continue
+        how = (
+            "agentd runs it on RE2, in linear time, but other tools would not"
+            if searcher(pattern).linear
+            else "RE2 cannot run it, so it runs on Python's re within a time budget: "
+            "a line it takes too long on turns the sentinel off for the session"
+        )
+        found.append(
+            Finding("warning", key, f"{pattern.pattern!r} can backtrack: {why}; {how}; rewrite it")
+        )
     return found
 
 

@@ -19,6 +19,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar
 
+from agentd.regexes import MatchTimeout, searcher
+
 Text = TypeVar("Text", str, bytes)
 
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
@@ -36,6 +38,9 @@ _GAP = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|[\r\n]")
 _CUT_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*)?\Z")  # an escape the chunk's end cut
 # Learned secrets (from the state) kept per unit, so a state full of them cannot grow it forever.
 MAX_LEARNED = 1000
+# What replaces output a unit's `secrets:` pattern takes too long on (it backtracks, and
+# runs on Python's re: ``agentd.regexes``): hidden whole rather than maybe shown.
+TOO_SLOW = "[agentd: output hidden: a `secrets:` pattern took too long on it]\n"
 
 # A value assigned to a name like a secret's, in state text: `GITHUB_TOKEN=ghp_...`,
 # `password: "..."`. At least 8 characters, so `password: yes` is left alone.
@@ -208,8 +213,16 @@ class Redactor:
     def redact_text(self, text: str) -> str:
         if self._secrets:
             text = self._text_re.sub(MASK.decode(), text)
+        return self._sub_patterns(text)
+
+    def _sub_patterns(self, text: str) -> str:
+        """The unit's ``secrets:`` patterns masked in ``text``, each in linear time or
+        within a time budget (the agent writes the text)."""
         for pattern in self._patterns:
-            text = pattern.sub(MASK.decode(), text)
+            try:
+                text = searcher(pattern).sub(MASK.decode(), text)
+            except MatchTimeout:
+                return TOO_SLOW
         return text
 
     def _mask(
@@ -230,9 +243,7 @@ class Redactor:
     def _match_patterns(self, data: bytes) -> bytes:
         if not self._patterns or not data:
             return data
-        text = data.decode("utf-8", "surrogateescape")
-        for pattern in self._patterns:
-            text = pattern.sub(MASK.decode(), text)
+        text = self._sub_patterns(data.decode("utf-8", "surrogateescape"))
         return text.encode("utf-8", "surrogateescape")
 
     def _hold_from(self, buf: bytes, start: int) -> int:

@@ -561,7 +561,7 @@ class Service:
             on_handoff=handoff.on_hit,
         )
         run.screen.resize(cols, rows)
-        matcher = LineMatcher(rules(unit), cols=cols, rows=rows)
+        matcher = LineMatcher(rules(unit, triggers.sentinel_off), cols=cols, rows=rows)
         session = Session(
             number=number,
             child=child,

@@ -9,6 +9,7 @@ from the last output time, so output costs no timer churn.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -109,6 +110,10 @@ class Triggers:
         elif rule.action == "notify" and self._notify is not None:
             self._notify(str(reason))
 
+    def sentinel_off(self, name: str, why: str) -> None:
+        """The matcher dropped rule ``name``: a search of it ran over the time budget."""
+        self._emit(ev.SESSION_SENTINEL_OFF, level="error", name=name, error=why)
+
     def _pause_until(self, name: str, groups: dict[str, str]) -> float:
         now = self._wall()
         text = groups.get("until")
@@ -159,10 +164,15 @@ class Triggers:
         self._session = None
 
 
-def rules(unit: Unit) -> list[Rule]:
+def rules(unit: Unit, off: Callable[[str, str], None] | None = None) -> list[Rule]:
     """What the session's output is matched against: the unit's sentinels and its
-    handoff rule (the PreCompact hook reaches agentd through the socket instead)."""
+    handoff rule (the PreCompact hook reaches agentd through the socket instead);
+    ``off(name, why)`` hears of one dropped for running over the time budget."""
     found = [Rule(s.name, s.pattern, s.action) for s in unit.sentinels]
     if unit.handoff.pattern is not None:
         found.append(Rule(HANDOFF_RULE, unit.handoff.pattern, "handoff"))
-    return found
+    if off is None:
+        return found
+    return [
+        Rule(r.name, r.pattern, r.action, on_timeout=functools.partial(off, r.name)) for r in found
+    ]

@@ -1,0 +1,51 @@
+"""A sentinel that backtracks, against the agent's own text (issue 27): `(a+)+$` and a
+26-character line froze the whole daemon for seconds (29 characters: 150 s)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import fake, poll_for
+from tests.daemon import test_daemon
+from tests.daemon.test_daemon import Served
+from tests.daemon.test_hostile import StatusWatch, no_traceback
+from tests.helpers import events, write_unit
+
+dhome = test_daemon.dhome  # the fixtures of the daemon's own tests
+serve = test_daemon.serve
+
+EVIL = "a" * 26 + "b"
+
+
+@pytest.mark.slow
+def test_a_catastrophic_sentinel_never_holds_the_daemon(dhome: Path, serve: list[Served]) -> None:
+    for name, match in (("re2", "(a+)+$"), ("budget", "(?!z)(a+)+$")):
+        write_unit(
+            dhome,
+            name,
+            {
+                "command": fake(*[f"out:{EVIL}"] * 20, "out:Compacting conversation", "wait"),
+                "sentinels": [
+                    {"name": "evil", "match": match, "action": "notify"},
+                    {"name": "compaction", "match": "Compacting conversation", "action": "stop"},
+                ],
+                "inject": {"mode": "none"},
+            },
+        )
+    d = Served(dhome).ready()
+    serve.append(d)
+    with StatusWatch(d.socket) as watch:
+        for name in ("re2", "budget"):
+            poll_for(
+                lambda n=name: d.status(n)["state"] == "stopped",  # type: ignore[misc]
+                timeout=30,
+                what=f"{name}: the compaction sentinel after the evil lines",
+            )
+    watch.check()
+    off = events(dhome, "session.sentinel_off")
+    assert [(e["unit"], e["name"]) for e in off] == [("budget", "evil")]  # once, then off
+    assert "backtracks" in off[0]["error"]
+    assert d.stop() == 0
+    no_traceback(d)
