@@ -47,7 +47,8 @@ from agentd.daemon.dashboard.timeline import COLOURS, DEFAULT_SPAN, SPANS, layou
 from agentd.daemon.dashboard.views import summary, when
 from agentd.errors import AgentdError
 from agentd.supervisor.budget import usage_today
-from agentd.supervisor.unitrefs import UnknownUnit
+from agentd.config.sections import Budget
+from agentd.supervisor.unitrefs import InvalidUnit, UnknownUnit
 from agentd.times import span
 
 MAX_STREAMS = 64  # live event streams open at once, over all browsers
@@ -103,11 +104,14 @@ class Pages:
         now = time.time()
         status = await self._status(name)
         rows = await HANDLERS["history"](self.ctx, TailArgs(unit=name, lines=100_000))
-        screen = await HANDLERS["screen"](self.ctx, UnitArgs(unit=name))
+        try:
+            screen = await HANDLERS["screen"](self.ctx, UnitArgs(unit=name))
+        except InvalidUnit:  # its file does not load: no screen, its problem is shown
+            screen = {"rows": [], "cursor": [0, 0], "cols": 0, "session": 0}
         recent = await HANDLERS["events"](self.ctx, EventsArgs(unit=name, lines=RECENT_EVENTS))
         shown = rows[::-1][:SHOWN_SESSIONS]
         for row in shown:
-            row["kept"] = self.ctx.sup.given_bootstrap(name, row["session"]).is_file()
+            row["kept"] = self._kept(name, row["session"])
         return self._page(
             "unit.html",
             u=self._summary(status, now),
@@ -143,7 +147,7 @@ class Pages:
             text = self.ctx.sup.given_bootstrap(name, int(which)).read_text(
                 encoding="utf-8", errors="replace"
             )
-        except UnknownUnit:
+        except (UnknownUnit, InvalidUnit):
             raise web.HTTPNotFound(text=f"unknown unit: {name}") from None
         except OSError:
             raise web.HTTPNotFound(
@@ -217,7 +221,17 @@ class Pages:
     def _summary(self, status: dict[str, Any], now: float) -> dict[str, Any]:
         name = status["unit"]
         usage = usage_today(self.ctx.sup.history(name), now)
-        return summary(status, usage, self.ctx.sup.definition(name).budget, now)
+        try:
+            budget = self.ctx.sup.definition(name).budget
+        except InvalidUnit:  # its file does not load and never did: no budget known
+            budget = Budget()
+        return summary(status, usage, budget, now)
+
+    def _kept(self, name: str, session: int) -> bool:
+        try:
+            return self.ctx.sup.given_bootstrap(name, session).is_file()
+        except InvalidUnit:
+            return False
 
     def _timeline(
         self, status: dict[str, Any], rows: list[dict[str, Any]], now: float, span_name: str
@@ -253,6 +267,8 @@ async def _known(call: Awaitable[Any]) -> Any:
         return await call
     except UnknownUnit as exc:
         raise web.HTTPNotFound(text=f"unknown unit: {exc.args[0]}") from None
+    except InvalidUnit as exc:  # its file does not load: nothing of it to show
+        raise web.HTTPNotFound(text=str(exc)) from None
     except ProtocolError as exc:
         if exc.code != Code.UNKNOWN_UNIT:
             raise
