@@ -15,8 +15,9 @@ POST /units/UNIT/start|stop|restart             the ``agentctl`` verb; then back
 Every answer comes from the control server's own handlers
 (``agentd.daemon.control.commands``) or the ``Supervisor`` methods they call: the
 pages show what ``agentctl`` would say. Live events use the socket's bounded
-feeds (``agentd.daemon.control.streams``): a browser that falls behind is dropped
-(its ``EventSource`` reconnects), and at most ``MAX_STREAMS`` are open.
+feeds (``agentd.daemon.control.streams``): a browser that falls ``STREAM_BACKLOG``
+events behind, or does not take what was sent within ``WRITE_DEADLINE``, is
+dropped (its ``EventSource`` reconnects), and at most ``MAX_STREAMS`` are open.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from typing import Any
 from aiohttp import web
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from agentd.config.sections import Budget
 from agentd.daemon.control.commands import HANDLERS, Context
+from agentd.daemon.control.connections import WRITE_DEADLINE
 from agentd.daemon.control.protocol import Code, check_unit_name
 from agentd.daemon.control.requests import (
     EventsArgs,
@@ -47,11 +50,11 @@ from agentd.daemon.dashboard.timeline import COLOURS, DEFAULT_SPAN, SPANS, layou
 from agentd.daemon.dashboard.views import summary, when
 from agentd.errors import AgentdError
 from agentd.supervisor.budget import usage_today
-from agentd.config.sections import Budget
 from agentd.supervisor.unitrefs import InvalidUnit, UnknownUnit
 from agentd.times import span
 
 MAX_STREAMS = 64  # live event streams open at once, over all browsers
+STREAM_BACKLOG = 256  # events queued for a browser that reads slowly; then it is dropped
 RECENT_EVENTS = 50
 SHOWN_SESSIONS = 200  # rows in a unit page's sessions table (the timeline shows them all)
 ACTIONS = ("start", "stop", "restart")
@@ -180,20 +183,20 @@ class Pages:
         )
         self._open_streams += 1
         try:
-            with self.streams.event_feed(name) as feed:
+            with self.streams.event_feed(name, STREAM_BACKLOG) as feed:
                 await response.prepare(request)
-                await response.write(b"retry: 3000\n\n")
+                await _send(request, response, b"retry: 3000\n\n")
                 while True:
                     try:
                         event = await feed.next()
                     except FeedEnded as end:
-                        await response.write(
-                            f"event: end\ndata: {json.dumps(str(end))}\n\n".encode()
-                        )
+                        said = f"event: end\ndata: {json.dumps(str(end))}\n\n"
+                        await _send(request, response, said.encode())
                         break
-                    await response.write(f"data: {json.dumps(event, default=str)}\n\n".encode())
+                    said = f"data: {json.dumps(event, default=str)}\n\n"
+                    await _send(request, response, said.encode())
         except ConnectionError:
-            pass  # the browser left
+            pass  # the browser left, or did not read
         finally:
             self._open_streams -= 1
         return response
@@ -244,6 +247,18 @@ class Pages:
             running=running,
             paused=status if status["state"] == "paused" else None,
         )
+
+
+async def _send(request: web.Request, response: web.StreamResponse, data: bytes) -> None:
+    """Write to a live stream; a browser that has not taken it within ``WRITE_DEADLINE``
+    is dropped, and what was buffered for it with it (ConnectionResetError)."""
+    try:
+        async with asyncio.timeout(WRITE_DEADLINE):
+            await response.write(data)
+    except TimeoutError:
+        if request.transport is not None:
+            request.transport.abort()
+        raise ConnectionResetError("the browser does not read its live events") from None
 
 
 def _unit(request: web.Request) -> str:
