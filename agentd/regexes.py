@@ -88,6 +88,19 @@ class Searcher:
                 return done
         return str(bounded(self.pattern.sub, escaped, text))
 
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where every match in ``text`` is, as ``re.finditer`` finds them."""
+        found = []
+        pos = 0
+        while pos <= len(text):
+            m = self.search(text, pos)
+            if m is None:
+                break
+            start, end = m.span()
+            found.append((start, end))
+            pos = end if end > start else end + 1
+        return found
+
     def search_bytes(self, data: bytes, pos: int, endpos: int) -> Found | None:
         """The first match in UTF-8 ``data[pos:endpos]`` (byte offsets, bytes groups);
         only for a ``linear`` searcher: the text is encoded once for many searches."""

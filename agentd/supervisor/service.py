@@ -67,7 +67,7 @@ from agentd.process.tree import session_env_marker
 from agentd.reasons import INTERNAL_ERROR, MANUAL, Outcome, Reason
 from agentd.session import inject
 from agentd.session.child import Child
-from agentd.session.redact import Redactor
+from agentd.session.redact import Redactor, hide_token_shapes
 from agentd.session.screen import ScreenCapture, ScreenRing
 from agentd.session.session import Session
 from agentd.session.transcript import Transcript
@@ -232,7 +232,7 @@ class Service:
     def restart(self, reason: str = "manual") -> None:
         """End the running session and start a fresh one at once (not a failure).
         A person's ``reason`` is kept and shown with the unit's secrets hidden."""
-        reason = self.redactor.redact_text(reason)
+        reason = hide_token_shapes(self.redactor.redact_text(reason))
         if self.state in (State.RUNNING, State.STARTING):
             given = Reason.parse(reason)
             self._fire(Trigger(given if given.is_manual else Reason.manual(reason)))
@@ -311,10 +311,18 @@ class Service:
         self._state_lock.release()
 
     def watch(self, listener: Callable[[bytes], None]) -> Callable[[], None]:
-        """Have ``listener`` get the terminal output of every session of this unit; the
-        undo. What they type goes to the live session only (``type_input``)."""
-        self._watchers.append(listener)
-        return lambda: self._watchers.remove(listener) if listener in self._watchers else None
+        """Have ``listener`` get the terminal output of every session of this unit, its
+        secrets hidden as in the transcript; the undo. What they type goes to the live
+        session only (``type_input``)."""
+        stream = self.redactor.stream()
+
+        def hidden(data: bytes) -> None:
+            stream.redactor = self.redactor  # the newest definition's secrets
+            if out := stream.redact(data):
+                listener(out)
+
+        self._watchers.append(hidden)
+        return lambda: self._watchers.remove(hidden) if hidden in self._watchers else None
 
     def type_input(self, data: bytes) -> bool:
         """Type ``data`` into the live session (an attached person); False if none runs."""
@@ -334,7 +342,7 @@ class Service:
         """What to draw the last session's screen from (running or not; blank before one)."""
         run = self.current
         ring = run.screen if run is not None else ScreenRing(self.unit.pty.cols, self.unit.pty.rows)
-        return ring.capture()
+        return ring.capture(self.redactor.spans)  # its secrets hidden, as in the transcript
 
     # -- what it is ------------------------------------------------------------------
     @property
