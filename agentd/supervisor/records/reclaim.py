@@ -38,7 +38,7 @@ from agentd.config.unit import Unit
 from agentd.fileio import Held, hold, release
 from agentd.process.ending import end_session_tree
 from agentd.supervisor.records.history import History
-from agentd.supervisor.records.sessions import Recorded, SessionRecords
+from agentd.supervisor.records.sessions import Recorded, SessionRecords, checked
 
 LOST = "agentd-lost"
 
@@ -192,7 +192,7 @@ def _from_history(history: History, unit: str) -> Recorded | None:
     last = records[-1] if records else None
     if not last or last.get("kind") != "start" or not last.get("marker"):
         return None
-    return Recorded(unit, int(last.get("session", 0)), str(last["marker"]), None, 0, 0.0)
+    return checked(Recorded(unit, int(last.get("session", 0)), str(last["marker"]), None, 0, 0.0))
 
 
 async def _end(recorded: Recorded, sig: int, grace: float, emit: Callable[..., None]) -> None:
