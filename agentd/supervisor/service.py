@@ -498,6 +498,8 @@ class Service:
                 unit, number, reason, ends, self._wall(), redactor
             )
             boot, boot_file, state_before = prepared.boot, prepared.file, prepared.fingerprint
+            if refused := self._state_lock.claim_dir(unit):  # its first session made it
+                raise SpawnError(refused, unit=unit.name)
             plan = inject.plan(unit, number, boot.text, boot_file)
             marker = session_env_marker(unit.name, number)
             env = inject.session_env(

@@ -6,7 +6,11 @@ supervises the unit: two supervisors of one unit would share session
 numbers, bootstraps and the state dir. A unit holds
 ``run/statedirs/HASH.lock`` (of its state dir's real path) while it runs or
 waits to run again: two units that share a state dir would overwrite each
-other's memory, so the second one refuses to start.
+other's memory, so the second one refuses to start. That file is one
+AGENTD_HOME's; so the unit also holds an ``flock`` on the state dir itself
+(on the directory, no file made in it), which two agentds of two homes (or
+users) see alike: taken when the unit starts, or once its first session has
+made the dir.
 
 An agentd that died hard (``kill -9``) leaves a record of each session it
 ran in ``run/sessions`` (``agentd.supervisor.records.sessions``; from before
@@ -25,6 +29,7 @@ they were started with.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -91,14 +96,49 @@ class UnitLock(_Lock):
 
 
 class StateDirLock(_Lock):
-    """``run/statedirs/HASH.lock``: held by the one unit that may use a state dir now."""
+    """``run/statedirs/HASH.lock`` and an flock on the state dir: held by the one unit
+    that may use a state dir now."""
 
     def __init__(self, directory: Path) -> None:
         super().__init__()
         self.directory = directory
+        self._dir_fd: int | None = None  # the state dir's, flock'ed
+
+    def release(self) -> None:
+        super().release()
+        release(self._dir_fd)
+        self._dir_fd = None
 
     def claim(self, unit: Unit) -> str | None:
-        """Hold the lock of ``unit``'s state dir (if not yet); why not, if another unit does."""
+        """Hold the locks of ``unit``'s state dir (if not yet; the dir's own once it
+        exists); why not, if another unit, or another agentd, has it."""
+        refused = self._claim_file(unit)
+        if refused is None and (refused := self.claim_dir(unit)) is not None:
+            self.release()  # all or nothing
+        return refused
+
+    def claim_dir(self, unit: Unit) -> str | None:
+        """The flock on the state dir itself, if it exists and is not held yet; why
+        not, if another agentd (another AGENTD_HOME, another user) holds it."""
+        if self._dir_fd is not None:
+            return None
+        try:
+            fd = os.open(unit.state_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return None  # not made yet (its first session makes it: claimed again then)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return (
+                f"{unit.name}: its state dir {os.path.realpath(unit.state_dir)} is in use by "
+                "another agentd (of another AGENTD_HOME, or another user); two supervisors "
+                "must not share one: stop the other, or give this unit its own state.dir"
+            )
+        self._dir_fd = fd
+        return None
+
+    def _claim_file(self, unit: Unit) -> str | None:
         real = os.path.realpath(unit.state_dir)
         path = self.directory / f"{hashlib.sha256(real.encode()).hexdigest()[:32]}.lock"
         return self._claim(
