@@ -446,7 +446,10 @@ class Service:
         self.current = SessionRun(
             unit, self._definition.transcript, self._definition.redactor, self.session_no, reason
         )
-        return await self._session(self.current, self.ends, self.usage)
+        try:
+            return await self._session(self.current, self.ends, self.usage)
+        finally:
+            self._state_lock.release_dir()  # held while a session runs (records.reclaim)
 
     async def _reclaim_safely(self) -> None:
         wall = self._wall

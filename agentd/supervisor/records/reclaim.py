@@ -7,10 +7,11 @@ numbers, bootstraps and the state dir. A unit holds
 ``run/statedirs/HASH.lock`` (of its state dir's real path) while it runs or
 waits to run again: two units that share a state dir would overwrite each
 other's memory, so the second one refuses to start. That file is one
-AGENTD_HOME's; so the unit also holds an ``flock`` on the state dir itself
-(on the directory, no file made in it), which two agentds of two homes (or
-users) see alike: taken when the unit starts, or once its first session has
-made the dir.
+AGENTD_HOME's; so while a session runs the unit also holds an ``flock`` on
+the state dir itself (on the directory, no file made in it), which two
+agentds of two homes (or users) see alike: the second one's session does not
+start. (Only while a session runs: an open directory cannot be unmounted, and
+a unit may wait for hours for its state dir to be fixed.)
 
 An agentd that died hard (``kill -9``) leaves a record of each session it
 ran in ``run/sessions`` (``agentd.supervisor.records.sessions``; from before
@@ -106,6 +107,10 @@ class StateDirLock(_Lock):
 
     def release(self) -> None:
         super().release()
+        self.release_dir()
+
+    def release_dir(self) -> None:
+        """The state dir's own flock goes (a session ended; the file lock stays)."""
         release(self._dir_fd)
         self._dir_fd = None
 
