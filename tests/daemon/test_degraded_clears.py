@@ -26,8 +26,10 @@ def test_a_spell_of_failed_writes_ends_once_they_would_work(small_home: Path) ->
         filler = fill(small_home)
         daemon.result("restart", units=["u"])  # session 2 starts on a full disk
         failing = poll_for(
-            lambda: {d["what"] for d in daemon.call("status").get("degraded", [])}
-            & {"bootstrap:u", "run:u", "history:u"},
+            lambda: (
+                {d["what"] for d in daemon.call("status").get("degraded", [])}
+                & {"bootstrap:u", "run:u", "history:u"}
+            ),
             what="the session's own writes failing",
         )
         filler.unlink()  # room again; the session runs on, writing nothing
