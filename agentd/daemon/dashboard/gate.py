@@ -157,8 +157,13 @@ class _Door(asyncio.Protocol):
 
     def _overdue(self) -> None:
         self._timer = None
-        if not self._busy:
-            self._abort()
+        transport = self._transport
+        if self._busy or transport is None or transport.is_closing():
+            return
+        if transport.get_write_buffer_size():
+            transport.abort()  # an answer it does not take: dropped with its buffer
+        else:
+            transport.close()  # a FIN: a browser will not send on it again
 
     def _idle(self) -> bool:
         """May it be closed to make room: nothing asked, nothing on its way?"""
