@@ -20,8 +20,8 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pyte
@@ -47,6 +47,8 @@ class Drawn:
     rows: list[str]
     cursor: tuple[int, int]
     redraw: bytes = b""
+    # what the supervisor says of it: running, ran, reason and ended_at of an ended one
+    about: dict[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -54,6 +56,7 @@ class Drawn:
             "cursor": list(self.cursor),
             "cols": self.cols,
             "session": self.session,
+            **self.about,
         }
 
 
@@ -98,11 +101,20 @@ class ScreenRing:
         self._sizes.append((at, cols, rows))
         self.cols, self.rows = cols, rows
 
-    def capture(self, mask: Mask | None = None) -> ScreenCapture:
-        """What to draw the screen from, now (cheap: a copy of the ring); ``mask``
-        says where secrets are in the text drawn, to hide them."""
+    def capture(
+        self, about: dict[str, Any] | None = None, mask: Mask | None = None
+    ) -> ScreenCapture:
+        """What to draw the screen from, now (cheap: a copy of the ring); ``about`` goes
+        with the drawn screen; ``mask`` says where secrets are in the text drawn, to
+        hide them."""
         return ScreenCapture(
-            self.session, self._painter, self._start, bytes(self._buf), tuple(self._sizes), mask
+            self.session,
+            self._painter,
+            self._start,
+            bytes(self._buf),
+            tuple(self._sizes),
+            dict(about or {}),
+            mask,
         )
 
 
@@ -113,6 +125,7 @@ class ScreenCapture:
     start: int
     data: bytes
     sizes: tuple[Size, ...]
+    about: dict[str, Any] = field(default_factory=dict)
     mask: Mask | None = None
 
     def draw(self, *, redraw: bool = False) -> Drawn:
@@ -162,6 +175,7 @@ class _Painter:
                 shown,
                 cursor,
                 repaint(screen, hidden) if redraw else b"",
+                capture.about,
             )
 
 
