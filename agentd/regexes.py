@@ -62,17 +62,17 @@ class Searcher:
     """Searches of one pattern: on RE2 when it can (``linear``), else on ``re``
     within ``MATCH_BUDGET`` (``MatchTimeout``)."""
 
-    __slots__ = ("_re2", "linear", "pattern")
+    __slots__ = ("_dollar", "_re2", "linear", "pattern")
 
     def __init__(self, pattern: re.Pattern[str]) -> None:
         self.pattern = pattern
-        self._re2 = _compiled_re2(pattern.pattern, pattern.flags)
+        self._re2, self._dollar = _compiled_re2(pattern.pattern, pattern.flags)
         self.linear = self._re2 is not None
 
     def search(self, text: str, pos: int = 0, endpos: int | None = None) -> Found | None:
         """The first match in ``text[pos:endpos]``, as ``re.Pattern.search``."""
         end = len(text) if endpos is None else endpos
-        if self._re2 is not None:
+        if self._re2 is not None and not (self._dollar and "\n" in text):
             with contextlib.suppress(UnicodeEncodeError):  # a lone surrogate: re, below
                 found: Found | None = self._re2.search(text, pos, end)
                 return found
@@ -82,7 +82,7 @@ class Searcher:
     def sub(self, repl: str, text: str) -> str:
         """``text`` with every match replaced by ``repl`` (a plain string)."""
         escaped = repl.replace("\\", "\\\\")
-        if self._re2 is not None:
+        if self._re2 is not None and not (self._dollar and "\n" in text):
             with contextlib.suppress(UnicodeEncodeError):
                 done: str = self._re2.sub(escaped, text)
                 return done
@@ -104,7 +104,7 @@ class Searcher:
     def search_bytes(self, data: bytes, pos: int, endpos: int) -> Found | None:
         """The first match in UTF-8 ``data[pos:endpos]`` (byte offsets, bytes groups);
         only for a ``linear`` searcher: the text is encoded once for many searches."""
-        assert self._re2 is not None, "search_bytes() of a pattern RE2 cannot run"
+        assert self._re2 is not None and not self._dollar, "search_bytes() of a pattern on re"
         found: Found | None = self._re2.search(data, pos, endpos)
         return found
 
@@ -116,19 +116,20 @@ def searcher(pattern: re.Pattern[str]) -> Searcher:
 
 
 @functools.lru_cache(maxsize=4096)
-def _compiled_re2(source: str, flags: int) -> Any:
+def _compiled_re2(source: str, flags: int) -> tuple[Any, bool]:
+    """(the RE2 pattern or None, whether a text with a newline must go to ``re``)."""
     if _re2 is None:
-        return None
-    spelled = translate(re.compile(source, flags))
+        return None, False
+    spelled, dollar = _translated(re.compile(source, flags))
     if spelled is None:
-        return None
+        return None, False
     options = _re2.Options()
     options.log_errors = False
     options.max_mem = RE2_MAX_MEM
     try:
-        return _re2.compile(spelled, options)
+        return _re2.compile(spelled, options), dollar
     except _re2.error:
-        return None
+        return None, False
 
 
 # --- the budget for patterns on re ------------------------------------------------------
@@ -220,24 +221,33 @@ class _Unsupported(Exception):
 def translate(pattern: re.Pattern[str]) -> str | None:
     """``pattern`` in RE2's syntax with the same matches and groups, or None when RE2
     cannot express it (lookaround, backreference, a Unicode ``\\b``, a possessive or
-    atomic repeat, a count over 1000)."""
+    atomic repeat, a count over 1000). One difference is left: ``$`` outside
+    MULTILINE matches before a last newline in ``re``, not in RE2: a ``Searcher`` asks
+    ``re`` (within the budget) for such a pattern in a text with a newline."""
+    return _translated(pattern)[0]
+
+
+def _translated(pattern: re.Pattern[str]) -> tuple[str | None, bool]:
+    """(the RE2 spelling or None, whether it holds a ``$`` outside MULTILINE)."""
     try:
         parsed = P.parse(pattern.pattern, pattern.flags)
         names = {number: name for name, number in pattern.groupindex.items()}
-        ascii_mode = bool(parsed.state.flags & re.ASCII)
-        body = _Emit(names, ascii_mode).seq(parsed.data)
+        emit = _Emit(names, bool(parsed.state.flags & re.ASCII))
+        body = emit.seq(parsed.data)
     except (_Unsupported, RecursionError):
-        return None
+        return None, False
     except Exception:  # the private parser changed: re, within the budget
-        return None
+        return None, False
     letters = "".join(ch for flag, ch in _FLAG_LETTERS if parsed.state.flags & flag)
-    return (f"(?{letters})" if letters else "") + body
+    dollar = emit.dollar and not parsed.state.flags & re.MULTILINE
+    return (f"(?{letters})" if letters else "") + body, dollar
 
 
 class _Emit:
     def __init__(self, names: dict[int, str], ascii_mode: bool) -> None:
         self.names = names
         self.ascii = ascii_mode
+        self.dollar = False  # a `$` was spelled
 
     def seq(self, items: Any) -> str:
         return "".join(self.item(op, av) for op, av in items)
@@ -269,6 +279,9 @@ class _Emit:
             low, high, inner = av
             if low > RE2_MAX_REPEAT or (high is not C.MAXREPEAT and high > RE2_MAX_REPEAT):
                 raise _Unsupported("a count RE2 does not take")
+            if (high is C.MAXREPEAT or high > 1) and _captures(inner) and _nullable(list(inner)):
+                # re repeats it once more, empty, and keeps that; RE2 stops: another group
+                raise _Unsupported("a repeated group that may match nothing")
             lazy = "?" if op is C.MIN_REPEAT else ""
             if high is C.MAXREPEAT:
                 count = "*" if low == 0 else "+" if low == 1 else f"{{{low},}}"
@@ -279,6 +292,7 @@ class _Emit:
             return f"(?:{self.seq(inner)}){count}{lazy}"
         if op is C.AT:
             if av in _AT:
+                self.dollar = self.dollar or av is C.AT_END
                 return _AT[av]
             if self.ascii and av in (C.AT_BOUNDARY, C.AT_NON_BOUNDARY):
                 return r"\b" if av is C.AT_BOUNDARY else r"\B"  # RE2's are ASCII's
@@ -310,6 +324,22 @@ class _Emit:
         if code in _CLASS_ITEMS:
             return _CLASS_ITEMS[code]
         raise _Unsupported("a negated class among others")  # [\S\d]: rare
+
+
+def _captures(items: Any) -> bool:
+    """Does ``items`` hold a capturing group?"""
+    for op, av in items:
+        if op is C.SUBPATTERN and (av[0] is not None or _captures(av[3])):
+            return True
+        if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT) and _captures(av[2]):
+            return True
+        if op is C.BRANCH and any(_captures(b) for b in av[1]):
+            return True
+    return False
+
+
+def _nullable(items: list[Any]) -> bool:
+    return _Shapes(ignore_case=False, dotall=False).nullable(items)
 
 
 def _char(code: int) -> str:

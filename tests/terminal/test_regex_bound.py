@@ -99,6 +99,20 @@ def test_translated_patterns_match_as_re_does(source: str, text: str, flags: int
 
 
 @pytest.mark.parametrize(
+    ("source", "text"),
+    [
+        (r"limit$", "limit\n"),  # re's $ also matches before a last newline; RE2's does not
+        (r"(?P<g>a?)*", "aa"),  # re repeats the group once more, empty, and keeps that
+        (r"(?P<g>a|)+b", "aab"),
+    ],
+)
+def test_where_re2_would_differ_re_answers(source: str, text: str) -> None:
+    pattern = re.compile(source)
+    assert same(searcher(pattern).search(text), pattern.search(text)), translate(pattern)
+    assert searcher(pattern).sub("*", text) == pattern.sub("*", text)
+
+
+@pytest.mark.parametrize(
     ("source", "linear"),
     [
         (r"You've hit (?!.*\bresets?\b)", False),  # a lookahead
