@@ -73,8 +73,8 @@ class SessionEnd:
     # What the trigger asked for: "restart", "stop" or "pause".
     action: str = "restart"
     pause_until: float | None = None  # wall clock
-    # Seconds from the end to ``pause_until``: none (a reset time already past) and
-    # the pause waits for nothing: it is a restart at once.
+    # How far ahead ``pause_until`` was when the CLI said it: not at all (a reset time
+    # already past: a stale epoch) and the pause waits for nothing: a restart at once.
     pause_left: float | None = None
     spawn_error: str | None = None
     spawn_retry: bool = False  # the spawn error may go away by itself (out of processes)

@@ -649,7 +649,6 @@ class Service:
         trigger = triggers.trigger
         await self._end_session(run, trigger)
         state_after, done = await self.briefing.state_after(unit)
-        until = trigger.pause_until if trigger else None
         return SessionEnd(
             number,
             started,
@@ -658,8 +657,8 @@ class Service:
             signal=child.signal,
             trigger=trigger.reason if trigger else None,
             action=trigger.action if trigger else "restart",
-            pause_until=until,
-            pause_left=until - self._wall() if until is not None else None,
+            pause_until=trigger.pause_until if trigger else None,
+            pause_left=trigger.pause_left if trigger else None,
             state_changed=state_after != state_before or state_after is None,
             complete=done.summary if done is not None else None,
         )

@@ -34,6 +34,7 @@ class Trigger:
     reason: Reason  # sentinel:NAME, timeout, idle, context, manual[:TEXT], budget:NAME
     action: str = "restart"  # restart | stop | pause
     pause_until: float | None = None  # wall-clock epoch
+    pause_left: float | None = None  # how far ahead that was when the CLI said so (s)
 
 
 class Triggers:
@@ -94,7 +95,7 @@ class Triggers:
             return
         until = next_midnight(self._wall())
         self._emit(ev.UNIT_BUDGET, budget=name, used=round(used, 1), limit=limit, until=iso(until))
-        self.fire(Trigger(Reason.budget(name), "pause", until))
+        self.fire(Trigger(Reason.budget(name), "pause", until, until - self._wall()))
 
     def _on_sentinel(self, hit: Hit) -> None:
         rule = hit.rule
@@ -106,7 +107,8 @@ class Triggers:
         if rule.action in ("restart", "stop"):
             self.fire(Trigger(reason, rule.action))
         elif rule.action == "pause":
-            self.fire(Trigger(reason, "pause", self._pause_until(rule.name, hit.groups)))
+            until = self._pause_until(rule.name, hit.groups)
+            self.fire(Trigger(reason, "pause", until, until - self._wall()))
         elif rule.action == "notify" and self._notify is not None:
             self._notify(str(reason))
 
