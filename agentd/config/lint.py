@@ -14,10 +14,13 @@ the time the unit starts); ``check`` says so now, as exec would later:
   ``inject.after``, ``secrets``) shaped so that a backtracking engine could
   take exponential or polynomial time on one line (``(a+)+$``; warning: agentd
   runs it on RE2, in linear time, where RE2 can express it, and else within a
-  time budget that turns the sentinel off for the session: ``agentd.regexes``).
+  time budget that turns the sentinel off for the session: ``agentd.regexes``);
+- ``complete.verify``'s program not found (error: every completion would be
+  refused), ``worktree.repo`` not in a git repository (error).
 
-Pure apart from looking the command up, as exec would (``lint`` takes the
-environment and the system's limits as values).
+Pure apart from looking the programs up, as exec would, and the repository
+for its ``.git`` (``lint`` takes the environment and the system's limits as
+values).
 """
 
 from __future__ import annotations
@@ -27,11 +30,13 @@ import re
 import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from agentd.config.placeholders import placeholders_in
 from agentd.config.unit import Unit
 from agentd.config.yamllines import Index
+from agentd.memory.gitinfo import might_be_a_repo
 from agentd.regexes import backtracking, searcher
 
 # What a bootstrap may take beyond its budget: header, warnings, closing rules.
@@ -65,6 +70,17 @@ def lint(unit: Unit, env: Mapping[str, str], limits: ArgLimits) -> list[Finding]
     """What would go wrong when ``unit`` runs under ``env`` (this process's, plus the unit's)."""
     found = _command(unit, env)
     found += _bootstrap_in_argv(unit, env, limits)
+    if unit.complete is not None:
+        found += _program(unit, env, unit.complete.verify[0], ("complete", "verify", Index(0)))
+    if unit.worktree is not None and not might_be_a_repo(unit.worktree.repo):
+        found.append(
+            Finding(
+                "error",
+                ("worktree", "repo"),
+                f"{unit.worktree.repo} is not in a git repository (no .git in it or above "
+                "it): a worktree needs one",
+            )
+        )
     found += _backtracking(unit)
     return found
 
@@ -103,8 +119,14 @@ def _command(unit: Unit, env: Mapping[str, str]) -> list[Finding]:
     program = unit.command[0]
     if placeholders_in(program):
         return []  # known only when the session starts
+    return _program(unit, env, program, ("command", Index(0)))
+
+
+def _program(
+    unit: Unit, env: Mapping[str, str], program: str, key: tuple[str | int, ...]
+) -> list[Finding]:
+    """What exec would say of ``program`` (a name looked up in PATH, or a path)."""
     search = unit.env.get("PATH", env.get("PATH", os.defpath))
-    key: tuple[str | int, ...] = ("command", Index(0))
     if "/" not in program:
         if shutil.which(program, path=search) is not None:
             return []
@@ -120,7 +142,7 @@ def _command(unit: Unit, env: Mapping[str, str]) -> list[Finding]:
                 "or give its full path (the daemon's PATH may differ from this shell's)",
             )
         ]
-    path = program if os.path.isabs(program) else str(unit.workdir / program)
+    path = program if os.path.isabs(program) else str(_workdir(unit) / program)
     if not os.path.exists(path):
         return [Finding("error", key, f"{path} does not exist")]
     if os.path.isdir(path):
@@ -177,3 +199,12 @@ def _bootstrap_in_argv(unit: Unit, env: Mapping[str, str], limits: ArgLimits) ->
             )
         )
     return found
+
+
+def _workdir(unit: Unit) -> Path:
+    """Where a relative program is found: the workdir, or - in a worktree not made yet -
+    the same place in the repository, whose HEAD the worktree will be made from."""
+    tree = unit.worktree
+    if tree is None or tree.path.exists():
+        return Path(unit.workdir)
+    return tree.repo / unit.workdir.relative_to(tree.path)

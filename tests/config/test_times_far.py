@@ -11,8 +11,7 @@ from agentd.cli.agentctl.output import status_rows
 from agentd.supervisor.api import Supervisor
 from agentd.supervisor.states import State
 from agentd.times import MAX_RESET_AHEAD, iso, parse_reset_time
-from tests.conftest import fake
-from tests.supervisor.test_service import run_with, states
+from tests.support import fake, run_with, states
 
 NOW = 1_800_000_000.0
 

@@ -22,14 +22,16 @@ import pytest
 from agentd.daemon.control.connections import WRITE_DEADLINE
 from agentd.daemon.control.server import LISTEN_BACKLOG
 from agentd.daemon.dashboard.gate import REQUEST_DEADLINE
-from tests.conftest import fake, poll_for
-from tests.daemon import test_dashboard
-from tests.daemon.test_daemon import Served
-from tests.daemon.test_dashboard import Web, dashboard_daemon
-from tests.daemon.test_hostile import StatusWatch
-from tests.helpers import events, write_unit
-
-dhome, serve = test_dashboard.dhome, test_dashboard.serve  # the fixtures
+from tests.support import (
+    Served,
+    StatusWatch,
+    Web,
+    dashboard_daemon,
+    events,
+    fake,
+    poll_for,
+    write_unit,
+)
 
 
 def test_one_invalid_unit_file_does_not_make_the_pages_answer_500(

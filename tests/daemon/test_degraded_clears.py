@@ -7,10 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentd.events import PROBE_EVERY
-from tests.conftest import fake, poll_for
-from tests.daemon.test_daemon import Served
-from tests.daemon.test_hostile import QUICK, fill, small_home  # noqa: F401 (a fixture)
-from tests.helpers import events, write_unit
+from tests.daemon.test_hostile import fill, small_home  # noqa: F401 (a fixture)
+from tests.support import QUICK, Served, events, fake, poll_for, write_unit
 
 
 def test_a_spell_of_failed_writes_ends_once_they_would_work(small_home: Path) -> None:  # noqa: F811

@@ -7,14 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.daemon.test_hostile import StatusWatch, no_traceback
-from tests.helpers import events, write_unit
-
-dhome = test_daemon.dhome  # the fixtures of the daemon's own tests
-serve = test_daemon.serve
+from tests.daemon.test_hostile import no_traceback
+from tests.support import Served, StatusWatch, events, fake, poll_for, write_unit
 
 EVIL = "a" * 26 + "b"
 

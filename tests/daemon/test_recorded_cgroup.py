@@ -16,11 +16,7 @@ import pytest
 
 from agentd.process import cgroup
 from agentd.supervisor.records.sessions import Recorded, checked
-from tests.conftest import poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-
-dhome, serve = test_daemon.dhome, test_daemon.serve
+from tests.support import Served, poll_for
 
 
 @pytest.fixture

@@ -10,12 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.helpers import events, write_unit
-
-dhome, serve = test_daemon.dhome, test_daemon.serve
+from tests.support import Served, events, fake, poll_for, write_unit
 
 
 @pytest.fixture

@@ -11,8 +11,7 @@ import pytest
 
 from agentd.supervisor.api import Supervisor
 from agentd.supervisor.states import State
-from tests.conftest import fake
-from tests.supervisor.test_service import run_with, states
+from tests.support import fake, run_with, states
 
 
 @pytest.mark.parametrize("state_dir", [None, "notes/agent"])

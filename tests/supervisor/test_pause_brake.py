@@ -7,8 +7,7 @@ from pathlib import Path
 
 from agentd.config.sections import Limits, RestartSpec
 from agentd.supervisor.policy import QUICK_IN_A_ROW, RestartPolicy, SessionEnd
-from tests.conftest import fake
-from tests.helpers import agentd, events, records, write_unit
+from tests.support import agentd, events, fake, records, write_unit
 
 
 def policy(**restart: object) -> RestartPolicy:

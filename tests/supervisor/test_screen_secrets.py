@@ -9,9 +9,7 @@ from pathlib import Path
 
 from agentd.supervisor.api import Supervisor
 from agentd.supervisor.states import State
-from tests.conftest import fake, poll_for
-from tests.helpers import records
-from tests.supervisor.test_service import run_with
+from tests.support import fake, poll_for, records, run_with
 
 GH = "ghp_" + "A1b2C3d4E5" * 4  # a GitHub token's shape
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from agentd.regexes import MatchTimeout, backtracking, searcher, translate
 from agentd.terminal.rules import Rule, RuleSet
-from tests.helpers import agentd, write_unit
+from tests.support import agentd, write_unit
 
 PRESETS = Path(__file__).resolve().parents[2] / "agentd" / "config" / "cli_presets"
 # What RE2 cannot express in the shipped presets: they run on re, within the budget.

@@ -11,11 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentd.terminal.relay import TerminalFilter
-from tests.cli.test_watch import ctl_pty, detach, serve_units
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-
-dhome, serve = test_daemon.dhome, test_daemon.serve
+from tests.cli.test_watch import serve_units
+from tests.support import Served, ctl_pty, detach
 
 DROPPED = [
     b"\x1b]52;c;aGVsbG8=\x07",  # clipboard write

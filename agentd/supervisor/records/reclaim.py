@@ -1,17 +1,6 @@
-"""Which agentd owns a unit, which unit owns a state dir, and ending what a
-previous owner left running.
+"""Ending what a previous owner of a unit left running.
 
-An agentd (``serve`` or ``run``) holds ``run/units/UNIT.lock`` while it
-supervises the unit: two supervisors of one unit would share session
-numbers, bootstraps and the state dir. A unit holds
-``run/statedirs/HASH.lock`` (of its state dir's real path) while it runs or
-waits to run again: two units that share a state dir would overwrite each
-other's memory, so the second one refuses to start. That file is one
-AGENTD_HOME's; so while a session runs the unit also holds an ``flock`` on
-the state dir itself (on the directory, no file made in it), which two
-agentds of two homes (or users) see alike: the second one's session does not
-start. (Only while a session runs: an open directory cannot be unmounted, and
-a unit may wait for hours for its state dir to be fixed.)
+Who owns a unit and its state dir is ``agentd.supervisor.records.locks``'s.
 
 An agentd that died hard (``kill -9``) leaves a record of each session it
 ran in ``run/sessions`` (``agentd.supervisor.records.sessions``; from before
@@ -30,9 +19,6 @@ they were started with.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
-import os
 import re
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -41,121 +27,12 @@ from agentd import events as ev
 from agentd.config.convert import signal_name
 from agentd.config.names import UNIT_NAME
 from agentd.config.unit import Unit
-from agentd.fileio import Held, hold, release
 from agentd.process.ending import end_session_tree
 from agentd.supervisor.records.history import History
+from agentd.supervisor.records.locks import UnitLock
 from agentd.supervisor.records.sessions import Recorded, SessionRecords, checked
 
 LOST = "agentd-lost"
-
-
-class _Lock:
-    """One lock file, held from the first ``claim`` until ``release``."""
-
-    def __init__(self) -> None:
-        self._fd: int | None = None
-
-    def _claim(self, name: str, path: Path, note: str, taken: Callable[[Held], str]) -> str | None:
-        """Hold ``path`` (if not yet); ``taken(held)`` says why not when another has it."""
-        if self._fd is not None:
-            return None
-        try:
-            self._fd = hold(path, note)
-        except Held as held:
-            return taken(held)
-        except OSError as exc:
-            return f"{name}: cannot take {path}: {exc.strerror or exc}"
-        return None
-
-    def release(self) -> None:
-        release(self._fd)
-        self._fd = None
-
-
-class UnitLock(_Lock):
-    """``run/units/UNIT.lock``: held by the one agentd that supervises the unit."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__()
-        self.path = path
-
-    def claim(self, unit: Unit) -> str | None:
-        """Hold the lock (if not yet); why not, if another agentd already does."""
-        return self.claim_name(unit.name, str(unit.source or ""))
-
-    def claim_name(self, name: str, note: str = "") -> str | None:
-        """``claim`` for a unit known only by its name (one that did not load)."""
-        return self._claim(
-            name,
-            self.path,
-            note,
-            lambda held: (
-                f"{name} is already supervised by another agentd (pid {held.pid}); "
-                "use `agentctl` for that one, or stop it first"
-            ),
-        )
-
-
-class StateDirLock(_Lock):
-    """``run/statedirs/HASH.lock`` and an flock on the state dir: held by the one unit
-    that may use a state dir now."""
-
-    def __init__(self, directory: Path) -> None:
-        super().__init__()
-        self.directory = directory
-        self._dir_fd: int | None = None  # the state dir's, flock'ed
-
-    def release(self) -> None:
-        super().release()
-        self.release_dir()
-
-    def release_dir(self) -> None:
-        """The state dir's own flock goes (a session ended; the file lock stays)."""
-        release(self._dir_fd)
-        self._dir_fd = None
-
-    def claim(self, unit: Unit) -> str | None:
-        """Hold the locks of ``unit``'s state dir (if not yet; the dir's own once it
-        exists); why not, if another unit, or another agentd, has it."""
-        refused = self._claim_file(unit)
-        if refused is None and (refused := self.claim_dir(unit)) is not None:
-            self.release()  # all or nothing
-        return refused
-
-    def claim_dir(self, unit: Unit) -> str | None:
-        """The flock on the state dir itself, if it exists and is not held yet; why
-        not, if another agentd (another AGENTD_HOME, another user) holds it."""
-        if self._dir_fd is not None:
-            return None
-        try:
-            fd = os.open(unit.state_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError:
-            return None  # not made yet (its first session makes it: claimed again then)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            return (
-                f"{unit.name}: its state dir {os.path.realpath(unit.state_dir)} is in use by "
-                "another agentd (of another AGENTD_HOME, or another user); two supervisors "
-                "must not share one: stop the other, or give this unit its own state.dir"
-            )
-        self._dir_fd = fd
-        return None
-
-    def _claim_file(self, unit: Unit) -> str | None:
-        real = os.path.realpath(unit.state_dir)
-        path = self.directory / f"{hashlib.sha256(real.encode()).hexdigest()[:32]}.lock"
-        return self._claim(
-            unit.name,
-            path,
-            f"{unit.name} {real}",
-            lambda held: (
-                f"{unit.name}: its state dir {real} is in use by unit "
-                f"{held.note.split(' ', 1)[0] or 'another unit'} (pid {held.pid}); two units "
-                "must not share one: give each its own state.dir"
-            ),
-        )
 
 
 async def reclaim_if_owner(
