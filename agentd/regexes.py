@@ -7,11 +7,14 @@ validated, in Python's syntax) is searched with RE2 (google-re2), whose time
 is linear in the text, wherever RE2 can express it with the same matches
 (``translate``: Python's Unicode ``\\d``, ``\\s`` and ``\\w`` spelled out).
 What RE2 cannot express (lookarounds, backreferences, ``\\b`` outside ASCII
-mode, possessive repeats, atomic groups, counts over 1000) runs on ``re``
-with a budget (``MATCH_BUDGET``): in the main thread a timer interrupts a
-search that runs over it (``re`` checks for signals as it goes), elsewhere it
-is measured after the fact; either way ``MatchTimeout`` says so and the
-caller disables what runs the pattern (``agentd.terminal.rules``).
+mode, possessive repeats, atomic groups, counts over 1000) runs on the
+``regex`` module (the same syntax and matches as ``re``) with a timeout
+(``MATCH_BUDGET``), which it checks as it goes, in any thread. Only a pattern
+that ``regex`` does not compile runs on ``re`` itself: in the main thread a
+timer interrupts a search that runs over the budget (``re`` checks for
+signals as it goes), elsewhere it is measured after the fact. Either way
+``MatchTimeout`` says so and the caller disables what runs the pattern
+(``agentd.terminal.rules``).
 
 ``backtracking`` tells, from a pattern's structure, why a backtracking engine
 could take exponential or polynomial time on it (``agentd check`` warns).
@@ -36,8 +39,14 @@ try:  # a dependency; without it every pattern runs on re, within the budget
     import re2 as _re2  # type: ignore[import-untyped]  # (it ships no type hints)
 except ImportError:  # pragma: no cover - the package lists it
     _re2 = None
+try:  # a dependency too: what RE2 cannot run, with a timeout in any thread
+    import regex as _regex  # type: ignore[import-untyped]  # (stubs: a separate package)
+except ImportError:  # pragma: no cover - the package lists it
+    _regex = None
 
 MATCH_BUDGET = 0.1  # s of CPU one search may take before its rule is disabled
+# re's flags that regex takes alike (regex's VERSION0, its default, is re's behaviour)
+_REGEX_FLAGS = re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE | re.ASCII | re.UNICODE
 _WALL_TRIES = 5  # a search interrupted while the process did not run it is tried again
 RE2_MAX_MEM = 1 << 20  # bytes of DFA cache per RE2 pattern (past it: its NFA, still linear)
 RE2_MAX_REPEAT = 1000
@@ -59,15 +68,17 @@ class Found(Protocol):
 
 
 class Searcher:
-    """Searches of one pattern: on RE2 when it can (``linear``), else on ``re``
-    within ``MATCH_BUDGET`` (``MatchTimeout``)."""
+    """Searches of one pattern: on RE2 when it can (``linear``), else on ``regex``
+    (or ``re``) within ``MATCH_BUDGET`` (``MatchTimeout``)."""
 
-    __slots__ = ("_dollar", "_re2", "linear", "pattern")
+    __slots__ = ("_dollar", "_re2", "_regex", "linear", "pattern")
 
     def __init__(self, pattern: re.Pattern[str]) -> None:
         self.pattern = pattern
         self._re2, self._dollar = _compiled_re2(pattern.pattern, pattern.flags)
         self.linear = self._re2 is not None
+        needed = self._re2 is None or self._dollar
+        self._regex = _compiled_regex(pattern.pattern, pattern.flags) if needed else None
 
     def search(self, text: str, pos: int = 0, endpos: int | None = None) -> Found | None:
         """The first match in ``text[pos:endpos]``, as ``re.Pattern.search``."""
@@ -76,7 +87,7 @@ class Searcher:
             with contextlib.suppress(UnicodeEncodeError):  # a lone surrogate: re, below
                 found: Found | None = self._re2.search(text, pos, end)
                 return found
-        found = bounded(self.pattern.search, text, pos, end)
+        found = self._bounded("search", text, pos, end)
         return found
 
     def sub(self, repl: str, text: str) -> str:
@@ -86,7 +97,12 @@ class Searcher:
             with contextlib.suppress(UnicodeEncodeError):
                 done: str = self._re2.sub(escaped, text)
                 return done
-        return str(bounded(self.pattern.sub, escaped, text))
+        return str(self._bounded("sub", escaped, text))
+
+    def _bounded(self, method: str, *args: Any) -> Any:
+        if self._regex is not None:
+            return timed(getattr(self._regex, method), *args)
+        return bounded(getattr(self.pattern, method), *args)
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Where every match in ``text`` is, as ``re.finditer`` finds them."""
@@ -132,7 +148,33 @@ def _compiled_re2(source: str, flags: int) -> tuple[Any, bool]:
         return None, False
 
 
-# --- the budget for patterns on re ------------------------------------------------------
+@functools.lru_cache(maxsize=4096)
+def _compiled_regex(source: str, flags: int) -> Any:
+    """The pattern on ``regex``, or None (no ``regex``, or one it does not compile)."""
+    if _regex is None:
+        return None
+    try:
+        return _regex.compile(source, flags & _REGEX_FLAGS)
+    except Exception:  # its syntax differs here: re, below
+        return None
+
+
+# --- the budget ---------------------------------------------------------------------------
+
+
+def timed(call: Any, *args: Any) -> Any:
+    """``call(*args)`` (a ``regex`` pattern's method) with its timeout; MatchTimeout
+    past the budget. The timeout is of the wall clock: one that ran out while this
+    thread was not running (a loaded machine) is tried again."""
+    for _ in range(_WALL_TRIES):
+        started = time.thread_time()
+        try:
+            return call(*args, timeout=MATCH_BUDGET)
+        except TimeoutError:
+            used = time.thread_time() - started
+            if used >= MATCH_BUDGET / 2:  # it ran, and ran long: it backtracks
+                raise MatchTimeout(f"a search ran over {MATCH_BUDGET:g}s") from None
+    raise MatchTimeout(f"a search did not end within {MATCH_BUDGET:g}s, {_WALL_TRIES} times")
 
 
 class _Overrun(Exception):
@@ -163,7 +205,8 @@ class _Alarm:
 
 
 def bounded(call: Any, *args: Any) -> Any:
-    """``call(*args)`` (a ``re.Pattern`` method), MatchTimeout past the budget."""
+    """``call(*args)`` (a ``re.Pattern`` method), MatchTimeout past the budget (for
+    a pattern ``regex`` does not compile)."""
     if not _Alarm.usable():
         started = time.thread_time()
         found = call(*args)

@@ -106,7 +106,7 @@ def _backtracking(unit: Unit) -> list[Finding]:
         how = (
             "agentd runs it on RE2, in linear time, but other tools would not"
             if searcher(pattern).linear
-            else "RE2 cannot run it, so it runs on Python's re within a time budget: "
+            else "RE2 cannot run it, so it runs within a time budget: "
             "a line it takes too long on turns the sentinel off for the session"
         )
         found.append(

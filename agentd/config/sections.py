@@ -58,7 +58,7 @@ class Sentinel(StrictModel):
     match: Regex
     """A regular expression (Python `re.search` syntax and matches) matched against each line
     of output. The agent writes that text, so it runs on RE2, in linear time, where RE2 can
-    express it, else on Python's `re` within a time budget that turns the sentinel off for the
+    express it, else with a timeout (a time budget) that turns the sentinel off for the
     session (event `session.sentinel_off`); `agentd check` warns about a pattern that can
     backtrack."""
     action: Literal["restart", "stop", "pause", "notify", "ignore"] = "restart"

@@ -49,7 +49,7 @@ OVERDRAWN = 2  # bytes at a chunk's end that a backspace in the next may draw ov
 # Learned secrets (from the state) kept per unit, so a state full of them cannot grow it forever.
 MAX_LEARNED = 1000
 # What replaces output a unit's `secrets:` pattern takes too long on (it backtracks, and
-# runs on Python's re: ``agentd.regexes``): hidden whole rather than maybe shown.
+# runs within a time budget: ``agentd.regexes``): hidden whole rather than maybe shown.
 TOO_SLOW = "[agentd: output hidden: a `secrets:` pattern took too long on it]\n"
 
 # A value assigned to a name like a secret's, in state text: `GITHUB_TOKEN=ghp_...`,

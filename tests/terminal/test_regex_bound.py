@@ -1,5 +1,5 @@
 """Sentinels run on what the agent prints, with a bound (issue 27): RE2 where it can
-express the pattern (the same matches as Python's re), else re within a time budget
+express the pattern (the same matches as Python's re), else regex within a time budget
 that turns the rule off; `agentd check` warns about patterns that backtrack."""
 
 from __future__ import annotations
@@ -131,8 +131,10 @@ def test_what_runs_on_re2(source: str, linear: bool) -> None:
 
 # -- the budget ------------------------------------------------------------------------------
 
-BAD = re.compile(r"(?!z)(a+)+$")  # catastrophic, and not RE2's: a lookahead
-LINE = "a" * 40 + "b"
+# Catastrophic on re and on regex alike (regex avoids (a+)+$'s blow-up, not this one),
+# and not RE2's: a lookahead.
+BAD = re.compile(r"(?!z)(a|a)+b")
+LINE = "a" * 40 + "!b"
 
 
 def test_a_search_over_the_budget_raises_in_the_main_thread_and_in_others() -> None:
@@ -142,7 +144,7 @@ def test_a_search_over_the_budget_raises_in_the_main_thread_and_in_others() -> N
 
     def other() -> None:
         try:
-            searcher(BAD).search("a" * 27 + "b")  # measured after the fact there
+            searcher(BAD).search(LINE)  # regex's timeout holds in any thread
         except MatchTimeout as exc:
             caught.append(exc)
 
@@ -150,6 +152,14 @@ def test_a_search_over_the_budget_raises_in_the_main_thread_and_in_others() -> N
     thread.start()
     thread.join(120)
     assert caught
+
+
+def test_a_pattern_regex_does_not_compile_runs_on_re_within_the_budget() -> None:
+    line = "a" * 40 + "!c"
+    found = searcher(re.compile(r"(?!z)(a|a)+c"))  # a new pattern: a Searcher of its own
+    found._regex = None  # as when regex does not compile it: re, in the main thread
+    with pytest.raises(MatchTimeout):
+        found.search(line)
 
 
 def test_a_rule_over_the_budget_is_dropped_and_says_so() -> None:
