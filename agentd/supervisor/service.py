@@ -46,7 +46,7 @@ survives a daemon restart, and autostart honours it.
 The record of the sessions (their number, the restarts, how the last one
 ended) is read back from the history, so it survives a daemon restart. The
 parts a service owns: its ``Definition``, its ``Briefing``, its locks
-(``records.reclaim``), its ``Lifecycle`` (enablement, the state a person or
+(``records.locks``), its ``Lifecycle`` (enablement, the state a person or
 its end left it in, the restart count), its completion ``Checks``
 (``agentd.supervisor.verify``) and the watchers of its terminal. The
 daemon and the CLIs use only the public methods, through
@@ -367,7 +367,7 @@ class Service:
 
     def claim(self) -> str | None:
         """Hold ``run/units/UNIT.lock`` while supervising this unit; why not, if another
-        agentd (``serve`` or ``run``) already does (see ``records.reclaim``)."""
+        agentd (``serve`` or ``run``) already does (see ``records.locks``)."""
         return self._lock.claim(self.unit)
 
     def close(self) -> None:
