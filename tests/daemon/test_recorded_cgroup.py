@@ -106,6 +106,9 @@ def test_a_recorded_cgroup_must_be_the_sessions_own(
         ("{p}xa:4:0123456789ab", False),
         ("", False),
         ("{p}a:4:", False),
+        ("{p}a.verify:4:0123456789ab", True),  # its completion check after session 4
+        ("{p}b.verify:4:0123456789ab", False),
+        ("{p}a.other:4:0123456789ab", False),
     ],
 )
 def test_a_recorded_marker_must_be_the_sessions_own(mark: str, good: bool) -> None:

@@ -83,11 +83,19 @@ class SessionRecords:
         return [found for path in paths if (found := _load(path)) is not None]
 
 
+# The marker of a unit's completion check names ``UNIT.verify`` (``agentd.supervisor.
+# verify.check_marker``): a record's marker may name its unit or that.
+VERIFY_SUFFIX = ".verify"
+OWN_SUFFIXES = ("", VERIFY_SUFFIX)
+
+
 def checked(record: Recorded) -> Recorded | None:
-    """``record`` if its marker is one agentd makes for its unit and session
-    (``agentd.process.tree.session_env_marker``): it picks the processes to end."""
+    """``record`` if its marker is one agentd makes for its unit (or its completion
+    check) and session (``agentd.process.tree.session_env_marker``): it picks the
+    processes to end."""
     prefix = os.environ.get("AGENTD_MARKER_PREFIX", "")
-    shape = re.escape(f"{prefix}{record.unit}:{record.session}:") + "[0-9a-f]{12}"
+    owners = "|".join(re.escape(f"{record.unit}{suffix}") for suffix in OWN_SUFFIXES)
+    shape = f"{re.escape(prefix)}(?:{owners}){re.escape(f':{record.session}:')}[0-9a-f]{{12}}"
     return record if re.fullmatch(shape, record.marker) else None
 
 
