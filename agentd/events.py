@@ -16,6 +16,7 @@ again as soon as it can (a line cut by the failure is ended first).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -45,6 +46,7 @@ SESSION_START = "session.start"
 SESSION_BOOTSTRAP = "session.bootstrap"
 SESSION_INJECT = "session.inject"
 SESSION_SENTINEL = "session.sentinel"
+SESSION_SENTINEL_OFF = "session.sentinel_off"  # a rule ran over its time budget: dropped
 SESSION_HANDOFF = "session.handoff"
 SESSION_KILL = "session.kill"
 SESSION_EXIT = "session.exit"
@@ -218,11 +220,19 @@ class _Sink:
 # counted; the next write of that kind that works ends the spell
 # (``daemon.recovered``), so writes resume by themselves when space returns.
 # While any spell lasts the daemon is degraded: ``status()`` says which
-# writes fail, since when and how often, and ``agentctl`` shows it.
+# writes fail, since when and how often, and ``agentctl`` shows it. A kind of
+# write may not come again for hours (a bootstrap, while its session runs
+# quietly), so ``status()`` also tries each failing kind's directory at most
+# every ``PROBE_EVERY`` seconds (a small file made, written and removed): one
+# that takes writes again ends its spell.
 #
 # Single-threaded: called on the daemon's loop only.
 
 Report = Callable[[str, dict[str, Any]], None]  # (event name, fields)
+
+
+PROBE_EVERY = 5.0  # s between tries of a failing kind's directory (when status is asked)
+PROBE_BYTES = 4096  # a block: a full disk refuses it
 
 
 @dataclass
@@ -233,6 +243,7 @@ class Spell:
     error: str
     since: float
     count: int = 1
+    probed: float = 0.0  # when its directory was last tried
 
 
 class WriteHealth:
@@ -252,20 +263,36 @@ class WriteHealth:
             spell.count += 1
             return
         error = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-        self._failing[what] = Spell(str(path), error, self._clock())
+        now = self._clock()
+        self._failing[what] = Spell(str(path), error, now, probed=now)  # tried from then on
         if self.report is not None:
             self.report(
                 DAEMON_DEGRADED,
                 {"what": what, "path": str(path), "error": error, "level": "warning"},
             )
 
-    def ok(self, what: str) -> None:
-        """A write of kind ``what`` worked: a spell of failures of it is over."""
+    def ok(self, what: str, *, probed: bool = False) -> None:
+        """A write of kind ``what`` worked (or a probe in its directory did: ``probed``):
+        a spell of failures of it is over."""
         if not self._failing:  # the common case: one dict test per write
             return
         spell = self._failing.pop(what, None)
         if spell is not None and self.report is not None:
-            self.report(DAEMON_RECOVERED, {"what": what, "path": spell.path, "failed": spell.count})
+            fields: dict[str, Any] = {"what": what, "path": spell.path, "failed": spell.count}
+            if probed:
+                fields["probed"] = True
+            self.report(DAEMON_RECOVERED, fields)
+
+    def recheck(self) -> None:
+        """End the spells whose directory takes writes again (each tried at most every
+        ``PROBE_EVERY`` s)."""
+        now = self._clock()
+        for what, spell in list(self._failing.items()):
+            if now - spell.probed < PROBE_EVERY:
+                continue
+            spell.probed = now
+            if _takes_writes(Path(spell.path)):
+                self.ok(what, probed=True)
 
     @property
     def degraded(self) -> bool:
@@ -273,7 +300,29 @@ class WriteHealth:
 
     def status(self) -> list[dict[str, Any]]:
         """The writes failing now: what, path, error, since (epoch s), failed (count)."""
+        if self._failing:
+            self.recheck()
         return [
             {"what": what, "path": s.path, "error": s.error, "since": s.since, "failed": s.count}
             for what, s in sorted(self._failing.items())
         ]
+
+
+def _takes_writes(path: Path) -> bool:
+    """Does the directory of ``path`` (or ``path``, a directory) take a block now?"""
+    directory = path if path.is_dir() else path.parent
+    probe = directory / f".agentd-probe-{os.getpid()}"
+    try:
+        fd = os.open(
+            probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
+    except OSError:
+        return False
+    try:
+        return os.write(fd, b"\0" * PROBE_BYTES) == PROBE_BYTES
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(probe)

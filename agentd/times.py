@@ -8,6 +8,7 @@ back; ``span`` writes a duration for people. Pure: ``now`` is an argument.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
@@ -29,6 +30,10 @@ _RELATIVE_PART = re.compile(
     re.IGNORECASE,
 )
 _RELATIVE_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+# No usage limit resets further ahead than this (the longest are weekly and monthly):
+# a reset time past it is not one (a CLI's bug, or hostile text), and reading it as
+# one could pause a unit for ever, or overflow every date type on the way.
+MAX_RESET_AHEAD = 366 * 86400.0
 _RESET_HELP = (
     "an epoch, HH:MM, 3pm, 3:30 pm, 'Oct 9, 5pm', an ISO date-time or 'in 2h',"
     " optionally followed by a zone like (Europe/Paris) or UTC"
@@ -41,8 +46,22 @@ def parse_reset_time(text: str, now: float) -> float:
     A time without a date means its next occurrence after ``now``. Without a
     zone it is the machine's local time: the CLIs print local time, and an
     abbreviation that is not a known zone (``PST`` on a Paris machine) is read
-    as local time too, because the CLI runs on this machine.
+    as local time too, because the CLI runs on this machine. A time more than
+    ``MAX_RESET_AHEAD`` after ``now`` is refused (ValueError).
     """
+    try:
+        moment = _reset_time(text, now)
+    except OverflowError:  # a year past 9999, a number past a float
+        moment = math.inf
+    if not math.isfinite(moment) or moment - now > MAX_RESET_AHEAD:
+        raise ValueError(
+            f"{text!r} is more than {MAX_RESET_AHEAD / 86400:.0f} days away: "
+            "not a usage limit's reset time"
+        )
+    return moment
+
+
+def _reset_time(text: str, now: float) -> float:
     if not isinstance(text, str):
         raise ValueError(f"expected a reset time as text, got {text!r}")
     body = text.strip().rstrip(".,;").strip()
@@ -164,9 +183,17 @@ def _at(day: date, clock: tuple[int, int, int], zone: tzinfo | None) -> float:
     return datetime(day.year, day.month, day.day, *clock, tzinfo=zone).timestamp()
 
 
+_FIRST, _LAST = datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC)
+
+
 def iso(epoch: float) -> str:
-    """An epoch as ISO 8601 UTC to the second: ``2026-11-30T14:32:00Z``."""
-    stamp = datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
+    """An epoch as ISO 8601 UTC to the second: ``2026-11-30T14:32:00Z`` (one before year 1
+    or after 9999, or not a number, as the first or last second there is)."""
+    try:
+        moment = datetime.fromtimestamp(epoch, UTC)
+    except (OverflowError, OSError, ValueError):
+        moment = _FIRST if epoch < 0 else _LAST  # nan compares False: the last
+    stamp = moment.isoformat(timespec="seconds")
     return stamp.replace("+00:00", "Z")
 
 

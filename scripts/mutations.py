@@ -182,7 +182,7 @@ MUTATIONS = [
     m(
         "policy-pause-action",
         POLICY,
-        '        if end.action == "pause":\n',
+        "        if end.waits:\n",
         "        if False:\n",
         T_POLICY,
     ),
@@ -212,8 +212,8 @@ MUTATIONS = [
     m(
         "policy-manual-is-a-failure",
         POLICY,
-        'if end.action in ("stop", "pause") or _is_manual(end.trigger) or end.complete is not None:',  # noqa: E501 (the code, verbatim)
-        'if end.action in ("stop", "pause") or end.complete is not None:',
+        'if end.action == "stop" or end.waits or _is_manual(end.trigger) or end.complete is not None:',  # noqa: E501 (the code, verbatim)
+        'if end.action == "stop" or end.waits or end.complete is not None:',
         T_POLICY,
     ),
     m(
@@ -255,7 +255,7 @@ MUTATIONS = [
     m(
         "sentinel-pause-restarts",
         TRIGGERS,
-        'self.fire(Trigger(reason, "pause", self._pause_until(rule.name, hit.groups)))',
+        'self.fire(Trigger(reason, "pause", until, until - self._wall()))',
         "self.fire(Trigger(reason))",
         T_SERVICE,
     ),

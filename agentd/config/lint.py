@@ -10,8 +10,13 @@ the time the unit starts); ``check`` says so now, as exec would later:
   (warning; ``{bootstrap_file}`` passes its path instead);
 - a bootstrap that could outgrow what exec takes in one argument or in all
   of argv and the environment (warning: the session would fail with E2BIG);
+- a pattern that runs on the agent's output (``sentinels``, ``handoff.when``,
+  ``inject.after``, ``secrets``) shaped so that a backtracking engine could
+  take exponential or polynomial time on one line (``(a+)+$``; warning: agentd
+  runs it on RE2, in linear time, where RE2 can express it, and else within a
+  time budget that turns the sentinel off for the session: ``agentd.regexes``);
 - ``complete.verify``'s program not found (error: every completion would be
-  refused), ``worktree.repo`` not in a git repository (error);
+  refused), ``worktree.repo`` not in a git repository (error).
 
 Pure apart from looking the programs up, as exec would, and the repository
 for its ``.git`` (``lint`` takes the environment and the system's limits as
@@ -21,8 +26,9 @@ values).
 from __future__ import annotations
 
 import os
+import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -31,6 +37,7 @@ from agentd.config.placeholders import placeholders_in
 from agentd.config.unit import Unit
 from agentd.config.yamllines import Index
 from agentd.memory.gitinfo import might_be_a_repo
+from agentd.regexes import backtracking, searcher
 
 # What a bootstrap may take beyond its budget: header, warnings, closing rules.
 BOOTSTRAP_OVERHEAD = 4096
@@ -73,6 +80,37 @@ def lint(unit: Unit, env: Mapping[str, str], limits: ArgLimits) -> list[Finding]
                 f"{unit.worktree.repo} is not in a git repository (no .git in it or above "
                 "it): a worktree needs one",
             )
+        )
+    found += _backtracking(unit)
+    return found
+
+
+def _patterns(unit: Unit) -> Iterator[tuple[tuple[str | int, ...], re.Pattern[str]]]:
+    """The patterns that run on what the agent prints, with their keys."""
+    for i, sentinel in enumerate(unit.sentinels):
+        yield ("sentinels", Index(i), "match"), sentinel.pattern
+    if unit.handoff.pattern is not None:
+        yield ("handoff", "when"), unit.handoff.pattern
+    if unit.inject.after is not None:
+        yield ("inject", "after"), re.compile(unit.inject.after)
+    for i, pattern in enumerate(unit.secret_patterns):
+        yield ("secrets", Index(i)), pattern
+
+
+def _backtracking(unit: Unit) -> list[Finding]:
+    found = []
+    for key, pattern in _patterns(unit):
+        why = backtracking(pattern)
+        if why is None:
+            continue
+        how = (
+            "agentd runs it on RE2, in linear time, but other tools would not"
+            if searcher(pattern).linear
+            else "RE2 cannot run it, so it runs within a time budget: "
+            "a line it takes too long on turns the sentinel off for the session"
+        )
+        found.append(
+            Finding("warning", key, f"{pattern.pattern!r} can backtrack: {why}; {how}; rewrite it")
         )
     return found
 

@@ -56,7 +56,11 @@ class Sentinel(StrictModel):
     """A name for the sentinel (letters, digits, `_.:-`): the restart reason is `sentinel:NAME`.
     """
     match: Regex
-    """A regular expression (Python `re.search`) matched against each line of output."""
+    """A regular expression (Python `re.search` syntax and matches) matched against each line
+    of output. The agent writes that text, so it runs on RE2, in linear time, where RE2 can
+    express it, else with a timeout (a time budget) that turns the sentinel off for the
+    session (event `session.sentinel_off`); `agentd check` warns about a pattern that can
+    backtrack."""
     action: Literal["restart", "stop", "fail", "pause", "notify", "ignore"] = "restart"
     """`restart`: end the session and start a fresh one at once; `stop`: end it, the unit stays
     `stopped`; `fail`: end it, the unit is `failed` with the line as the reason's detail (a

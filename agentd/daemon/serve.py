@@ -29,7 +29,8 @@ file cannot hold up sessions or requests (``loader``).
 With ``--http HOST:PORT`` the daemon also serves its web dashboard
 (``agentd.daemon.dashboard``, imported only then) on the same loop, started
 before the control socket so that ``ping`` can say where it is, and closed
-before it.
+before it. The two count their connections together (``Clients``): a flood
+of one cannot take the fds the other needs.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from agentd import __version__
 from agentd import events as ev
 from agentd.console import Console
 from agentd.daemon.control.commands import Context
+from agentd.daemon.control.connections import Clients
 from agentd.daemon.control.server import ControlServer
 from agentd.daemon.loader import UnitLoader
 from agentd.daemon.notify import SystemdNotify
@@ -106,9 +108,13 @@ class Daemon:
         self.loader = UnitLoader(self.paths, self.sup, self.events)
         for sig in SIGNALS:
             loop.add_signal_handler(sig, self._signals.put_nowait, sig)
+        # one count of connections for the control socket and the dashboard's port
+        self.clients = Clients(self.events.emit)
         try:
             url = await self._serve_dashboard() if self.http is not None else None
-            self.control = ControlServer(self.sup, reload=self.reload, dashboard=url)
+            self.control = ControlServer(
+                self.sup, reload=self.reload, dashboard=url, clients=self.clients
+            )
             await self.control.listen(open_now=False)  # requests wait for the units
             ensure_private_dir(self.paths.units)
             self.events.emit(
@@ -131,8 +137,12 @@ class Daemon:
                 f"{self.paths.socket}; {self.summary()}",
                 always=True,
             )
-            if self.dashboard is not None:
-                self.console.say(f"agentd: dashboard at {self.dashboard.link}", always=True)
+            if self.dashboard is not None:  # its token is for `agentctl dashboard`, not logs
+                self.console.say(
+                    f"agentd: dashboard at {self.dashboard.url} (`agentctl dashboard` prints "
+                    "the link with its token; --open opens it)",
+                    always=True,
+                )
             while await self._dispatch(await self._signals.get()):
                 pass
         finally:
@@ -197,7 +207,7 @@ class Daemon:
         from agentd.daemon.dashboard.server import Dashboard
 
         assert self.http is not None
-        self.dashboard = Dashboard(Context(self.sup, self.reload), self.http)
+        self.dashboard = Dashboard(Context(self.sup, self.reload), self.http, self.clients)
         return await self.dashboard.start()
 
     # -- systemd -----------------------------------------------------------------------------

@@ -7,14 +7,25 @@ hashes read at most ``HASH_MAX_BYTES``, directory walks stop after
 read (``open_regular``): a FIFO would block the open, ``/dev/zero`` never
 ends; and ``check_inside`` tells a path that leads out of the state dir (a
 symbolic link to ``/etc/shadow``) from one that stays in it.
+
+A check and an open are two moments: an agent that swaps ``scratch.md`` for a
+link to a file outside between them would have that file read. So while a
+state dir is ``confined`` (the bootstrap is rendered so), a file under it is
+opened from the state dir's own descriptor one component at a time
+(``openat``), none of them followed if it is a link: a link is read and
+resolved by hand, and one that leads above the state dir is refused. Links
+that stay inside (``latest.md`` -> ``checkpoint-7.md``) still work.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
 import stat
 from collections.abc import Iterator
+from contextvars import ContextVar
 from itertools import islice
 from pathlib import Path
 from typing import BinaryIO
@@ -59,8 +70,12 @@ def open_regular(path: Path) -> BinaryIO:
 
     Looked at before it is opened, so a device is never opened (opening some
     has effects) and a FIFO never blocks; opened non-blocking all the same
-    and looked at again, so a file swapped in between is refused too.
+    and looked at again, so a file swapped in between is refused too. Under a
+    ``confined`` state dir it is opened beneath it, following no link out.
     """
+    root = _CONFINED.get()
+    if root is not None and path.parts[: len(root.parts)] == root.parts:
+        return os.fdopen(_open_beneath(root, path.parts[len(root.parts) :], path), "rb")
     before = os.stat(path)
     if not stat.S_ISREG(before.st_mode):
         raise NotReadable(f"{path} is {_kind(before.st_mode)}, not a regular file")
@@ -73,6 +88,84 @@ def open_regular(path: Path) -> BinaryIO:
         os.close(fd)
         raise
     return os.fdopen(fd, "rb")
+
+
+_CONFINED: ContextVar[Path | None] = ContextVar("agentd_state_dir", default=None)
+MAX_LINKS = 40  # links resolved on the way to one file (as the kernel's ELOOP limit)
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@contextlib.contextmanager
+def confined(state_dir: Path) -> Iterator[None]:
+    """While in the block, files under ``state_dir`` are opened beneath it (see the
+    module docstring)."""
+    token = _CONFINED.set(Path(os.path.abspath(state_dir)))
+    try:
+        yield
+    finally:
+        _CONFINED.reset(token)
+
+
+def _open_beneath(root: Path, parts: tuple[str, ...], path: Path) -> int:
+    """The fd of the regular file at ``parts`` under ``root``: each component opened
+    from its directory's fd, no link followed, links inside ``root`` resolved by hand."""
+    outside = NotReadable(
+        f"{path} leads outside the state dir; not read: state files must be in it"
+    )
+    todo = list(parts)
+    dirs = [os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)]
+    links = 0
+    try:
+        while todo:
+            name = todo.pop(0)
+            if name in ("", "."):
+                continue
+            if name == "..":
+                if len(dirs) == 1:
+                    raise outside
+                os.close(dirs.pop())
+                continue
+            here = dirs[-1]
+            st = os.stat(name, dir_fd=here, follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                links += 1
+                if links > MAX_LINKS:
+                    raise NotReadable(f"{path}: too many symbolic links on the way; not read")
+                target = os.readlink(name, dir_fd=here)
+                if os.path.isabs(target):
+                    raise outside  # a state file's link stays relative to be followed
+                todo[:0] = target.split("/")
+                continue
+            if todo:  # a directory on the way
+                if not stat.S_ISDIR(st.st_mode):
+                    raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
+                dirs.append(_opened(name, _DIR, here, path))
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                raise NotReadable(f"{path} is {_kind(st.st_mode)}, not a regular file")
+            fd = _opened(name, _FILE, here, path)
+            found = os.fstat(fd)
+            if not stat.S_ISREG(found.st_mode) or (found.st_dev, found.st_ino) != (
+                st.st_dev,
+                st.st_ino,
+            ):
+                os.close(fd)
+                raise NotReadable(f"{path} changed while it was opened; not read")
+            return fd
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    finally:
+        for fd in dirs:
+            os.close(fd)
+
+
+def _opened(name: str, flags: int, dir_fd: int, path: Path) -> int:
+    try:
+        return os.open(name, flags, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):  # swapped for a link
+            raise NotReadable(f"{path} changed while it was opened; not read") from None
+        raise
 
 
 def check_inside(state_dir: Path, path: Path) -> None:

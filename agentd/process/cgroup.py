@@ -20,6 +20,8 @@ agentd runs as a user (systemd gives a user's service its cgroup only with
 or ``user.delegate`` xattr systemd sets), or it is the root of the hierarchy
 (a container's own). ``AGENTD_CGROUP=off`` turns cgroups off;
 ``AGENTD_CGROUP=/sys/fs/cgroup/...`` names the delegated cgroup to use.
+A session record (``run/sessions``) is obeyed only for the cgroup agentd
+would make for its marker there (``recorded``).
 """
 
 from __future__ import annotations
@@ -89,17 +91,34 @@ def _delegated(base: Path) -> bool:
     return False
 
 
+def cgroup_name(marker: str) -> str:
+    """The name of the cgroup of the session with ``marker`` (under the delegated base)."""
+    return PREFIX + marker.replace("/", "_").replace(":", ".")
+
+
 def session_cgroup(marker: str) -> Path | None:
     """Create the cgroup of the session with ``marker``; None when agentd may not."""
     base = delegated_base()
     if base is None:
         return None
-    path = base / (PREFIX + marker.replace("/", "_").replace(":", "."))
+    path = base / cgroup_name(marker)
     try:
         path.mkdir(exist_ok=True)
     except OSError:
         return None
     return path
+
+
+def recorded(path: str | None, marker: str) -> Path | None:
+    """The cgroup a session record names, if it is the one ``session_cgroup`` makes for
+    ``marker`` under the delegated base now; None otherwise. A record is a file: what
+    it names is killed whole (``kill``), so any other cgroup is not obeyed (its
+    session's processes are still found by their marker)."""
+    base = delegated_base()
+    if not path or base is None:
+        return None
+    expected = base / cgroup_name(marker)
+    return expected if Path(path) == expected else None
 
 
 def members(cgroup: Path | None) -> list[int]:

@@ -8,9 +8,13 @@ names (``API_TOKEN=...``, ``password: ...``), well-known token shapes
 
 The ``Redactor`` is pure (bytes in, bytes out, or text in, text out). In a
 terminal stream it finds a secret also when a chunk cuts it in two, and when
-escape sequences (a colour code, a cursor move) or line breaks (a wrap) split
-it up to ``MAX_CUTS`` times (except a line break right after its first few
-bytes at the end of a chunk: a line's end is not held back for a short match).
+escape sequences (a colour code, a cursor move, an OSC string such as a
+title), line breaks (a wrap) or a character drawn over with a backspace
+split it up to ``MAX_CUTS`` times (except a line break right after its first
+few bytes at the end of a chunk: a line's end is not held back for a short
+match). Each watcher of a live terminal gets a ``stream`` of its own; a
+drawn screen asks for the ``spans`` to hide. A person's text (``restart
+--reason``) has well-known token shapes hidden too (``hide_token_shapes``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar
+
+from agentd.regexes import MatchTimeout, searcher
 
 Text = TypeVar("Text", str, bytes)
 
@@ -30,12 +36,21 @@ MASK = b"***"
 # code per character); splitting it once or twice is what a terminal does.
 MAX_CUTS = 3
 MIN_PIECE = 6  # bytes of a secret looked for whole before a closer look
-# What may split a secret on a terminal: a CSI sequence (colour, cursor move),
-# a two-byte escape, a line break.
-_GAP = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|[\r\n]")
-_CUT_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*)?\Z")  # an escape the chunk's end cut
+# What may split a secret on a terminal: a CSI sequence (colour, cursor move), an
+# OSC/DCS/APC string (a title), a two-byte escape, a line break, a backspace (the
+# character before it is drawn over by the next one).
+_GAP = re.compile(
+    rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|[\r\n\x08]"
+)
+# an escape or string the chunk's end cut
+_CUT_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*|[\]PX^_][^\x07\x1b]*)?\Z")
+BACKSPACE = 0x08
+OVERDRAWN = 2  # bytes at a chunk's end that a backspace in the next may draw over
 # Learned secrets (from the state) kept per unit, so a state full of them cannot grow it forever.
 MAX_LEARNED = 1000
+# What replaces output a unit's `secrets:` pattern takes too long on (it backtracks, and
+# runs within a time budget: ``agentd.regexes``): hidden whole rather than maybe shown.
+TOO_SLOW = "[agentd: output hidden: a `secrets:` pattern took too long on it]\n"
 
 # A value assigned to a name like a secret's, in state text: `GITHUB_TOKEN=ghp_...`,
 # `password: "..."`. At least 8 characters, so `password: yes` is left alone.
@@ -84,23 +99,30 @@ def _longest_first(values: Iterable[Text]) -> list[Text]:
 
 def _shown(raw: bytes) -> tuple[bytes, Sequence[int]]:
     """``raw`` as a terminal shows it in a line (escape sequences and line breaks
-    left out, also one the end cut), and for each byte left its index in ``raw``."""
-    if b"\x1b" not in raw and b"\r" not in raw and b"\n" not in raw:
+    left out, also one the end cut; a character before a backspace left out, as the
+    next one draws over it), and for each byte left its index in ``raw``."""
+    if b"\x1b" not in raw and b"\r" not in raw and b"\n" not in raw and b"\x08" not in raw:
         return raw, range(len(raw))
-    parts: list[bytes] = []
+    shown = bytearray()
     where: list[int] = []
     at = 0
     for gap in _GAP.finditer(raw):
         if gap.start() > at:
-            parts.append(raw[at : gap.start()])
+            shown += raw[at : gap.start()]
             where.extend(range(at, gap.start()))
+        if raw[gap.start()] == BACKSPACE:
+            while shown:  # one character back: its UTF-8 bytes
+                byte = shown.pop()
+                where.pop()
+                if byte < 0x80 or byte >= 0xC0:
+                    break
         at = gap.end()
     cut = _CUT_ESCAPE.search(raw, at)
     end = cut.start() if cut is not None else len(raw)
     if end > at:
-        parts.append(raw[at:end])
+        shown += raw[at:end]
         where.extend(range(at, end))
-    return b"".join(parts), where
+    return bytes(shown), where
 
 
 def _pieces(secret: bytes) -> set[bytes]:
@@ -171,9 +193,29 @@ class Redactor:
         self._reach = self._longest + 64
 
     def redact(self, data: bytes) -> bytes:
+        out, self._held = self.redact_held(self._held, data)
+        return out
+
+    def stream(self) -> RedactStream:
+        """A stream of its own (what it holds back) for another reader of the same
+        output: an attached terminal."""
+        return RedactStream(self)
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where secrets are in ``text`` (a drawn screen), as (start, end)."""
+        found = [m.span() for m in self._text_re.finditer(text)] if self._secrets else []
+        for pattern in self._patterns:
+            try:
+                found += searcher(pattern).spans(text)
+            except MatchTimeout:
+                return [(0, len(text))]  # it backtracks here: all of it hidden
+        return found
+
+    def redact_held(self, held: bytes, data: bytes) -> tuple[bytes, bytes]:
+        """``redact`` with what a stream holds back given and returned (``stream``)."""
         if not self._secrets:
-            return self._match_patterns(data)
-        buf = self._held + data
+            return self._match_patterns(held + data), b""
+        buf = held + data
         # memmem per piece is much faster than the scan below: most chunks hold
         # no secret, and then only the tail needs a look.
         start = 0 if any(p in buf for p in self._pieces) else max(0, len(buf) - self._reach)
@@ -194,12 +236,14 @@ class Redactor:
             keep_shown = len(shown)
         keep = where[keep_shown] if keep_shown < len(shown) else len(region)
         out.append(region[done:keep])
-        self._held = region[keep:]
-        return self._match_patterns(buf[:start] + b"".join(out))
+        return self._match_patterns(buf[:start] + b"".join(out)), region[keep:]
 
     def flush(self) -> bytes:
         """Emit what is held back (end of stream)."""
         held, self._held = self._held, b""
+        return self.flush_held(held)
+
+    def flush_held(self, held: bytes) -> bytes:
         shown, where = _shown(held)
         out, done, _ = self._mask(held, shown, where, len(shown) + 1)
         out.append(held[done:])
@@ -208,8 +252,16 @@ class Redactor:
     def redact_text(self, text: str) -> str:
         if self._secrets:
             text = self._text_re.sub(MASK.decode(), text)
+        return self._sub_patterns(text)
+
+    def _sub_patterns(self, text: str) -> str:
+        """The unit's ``secrets:`` patterns masked in ``text``, each in linear time or
+        within a time budget (the agent writes the text)."""
         for pattern in self._patterns:
-            text = pattern.sub(MASK.decode(), text)
+            try:
+                text = searcher(pattern).sub(MASK.decode(), text)
+            except MatchTimeout:
+                return TOO_SLOW
         return text
 
     def _mask(
@@ -230,9 +282,7 @@ class Redactor:
     def _match_patterns(self, data: bytes) -> bytes:
         if not self._patterns or not data:
             return data
-        text = data.decode("utf-8", "surrogateescape")
-        for pattern in self._patterns:
-            text = pattern.sub(MASK.decode(), text)
+        text = self._sub_patterns(data.decode("utf-8", "surrogateescape"))
         return text.encode("utf-8", "surrogateescape")
 
     def _hold_from(self, buf: bytes, start: int) -> int:
@@ -242,8 +292,39 @@ class Redactor:
             i = buf.find(first, start, found)
             while i >= 0:
                 tail = buf[i:]
-                if any(s.startswith(tail) or tail.startswith(s) for s in secrets):
+                # ...also with a few bytes at its end that a backspace in the next chunk
+                # may have drawn over (`sk-liveX` + `\bve...`)
+                cut = [tail[:-k] for k in range(1, min(OVERDRAWN, len(tail) - 1) + 1)]
+                if any(
+                    s.startswith(tail) or tail.startswith(s) or any(map(s.startswith, cut))
+                    for s in secrets
+                ):
                     found = i
                     break
                 i = buf.find(first, i + 1, found)
         return found
+
+
+class RedactStream:
+    """One more reader of a redacted stream (``Redactor.stream``): the redactor's
+    secrets, what it holds back its own."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self._held = b""
+
+    def redact(self, data: bytes) -> bytes:
+        out, self._held = self.redactor.redact_held(self._held, data)
+        return out
+
+    def flush(self) -> bytes:
+        held, self._held = self._held, b""
+        return self.redactor.flush_held(held)
+
+
+def hide_token_shapes(text: str) -> str:
+    """``text`` (a person's: ``restart --reason``) with well-known token shapes and
+    values given to secret-like names replaced by ``***``."""
+    for shape in _TOKEN_SHAPES:
+        text = shape.sub(MASK.decode(), text)
+    return _ASSIGNED.sub(lambda m: m.group(0).replace(m.group(1), MASK.decode()), text)

@@ -10,12 +10,16 @@ from the ring when more than the ring holds was written in between (a
 screen drawn long before that and never repainted may then be incomplete).
 A resize of the pty is kept with the point in the output where it came, and
 made there in the emulator: output is drawn at the size it was written for.
+The secrets a unit hides in its transcript are hidden on its drawn screen too
+(``mask``: where they are in the screen's text, read across wrapped rows), in
+the rows and in the repaint, as ``*`` in their cells.
 """
 
 from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +27,8 @@ if TYPE_CHECKING:
     import pyte
 
 Size = tuple[int, int, int]  # (offset in the output, cols, rows)
+Mask = Callable[[str], list[tuple[int, int]]]  # where the secrets are in a text
+HIDDEN = "*"
 
 # The ring keeps at least this much of the newest output (and at most twice it):
 # many screens of line output, and the repaints of a TUI's last minutes.
@@ -95,9 +101,12 @@ class ScreenRing:
         self._sizes.append((at, cols, rows))
         self.cols, self.rows = cols, rows
 
-    def capture(self, about: dict[str, Any] | None = None) -> ScreenCapture:
+    def capture(
+        self, about: dict[str, Any] | None = None, mask: Mask | None = None
+    ) -> ScreenCapture:
         """What to draw the screen from, now (cheap: a copy of the ring); ``about`` goes
-        with the drawn screen."""
+        with the drawn screen; ``mask`` says where secrets are in the text drawn, to
+        hide them."""
         return ScreenCapture(
             self.session,
             self._painter,
@@ -105,6 +114,7 @@ class ScreenRing:
             bytes(self._buf),
             tuple(self._sizes),
             dict(about or {}),
+            mask,
         )
 
 
@@ -116,6 +126,7 @@ class ScreenCapture:
     data: bytes
     sizes: tuple[Size, ...]
     about: dict[str, Any] = field(default_factory=dict)
+    mask: Mask | None = None
 
     def draw(self, *, redraw: bool = False) -> Drawn:
         """Run the emulator over what it has not seen yet (slow: on a worker thread)."""
@@ -152,16 +163,44 @@ class _Painter:
                     _resize(screen, cols, rows)
             stream.feed(data[self._fed - start :])
             self._fed = end
-            shown = [row.rstrip() for row in screen.display]
+            hidden = _secret_cells(screen, capture.mask) if capture.mask is not None else set()
+            if hidden:
+                shown = [_row(screen, y, hidden).rstrip() for y in range(screen.lines)]
+            else:
+                shown = [row.rstrip() for row in screen.display]
             cursor = (screen.cursor.y, screen.cursor.x)
             return Drawn(
                 capture.session,
                 screen.columns,
                 shown,
                 cursor,
-                repaint(screen) if redraw else b"",
+                repaint(screen, hidden) if redraw else b"",
                 capture.about,
             )
+
+
+def _secret_cells(screen: pyte.Screen, mask: Mask) -> set[tuple[int, int]]:
+    """The cells (row, column) that show a secret: ``mask`` looks at the screen's text,
+    rows one after the other (a secret wrapped at a row's end goes on at the next's start)."""
+    chars: list[str] = []
+    owners: list[tuple[int, int]] = []
+    for y in range(screen.lines):
+        line = screen.buffer[y]
+        for x in range(screen.columns):
+            for ch in line[x].data or "":
+                chars.append(ch)
+                owners.append((y, x))
+    cells: set[tuple[int, int]] = set()
+    for begin, stop in mask("".join(chars)):
+        cells.update(owners[begin:stop])
+    return cells
+
+
+def _row(screen: pyte.Screen, y: int, hidden: set[tuple[int, int]]) -> str:
+    line = screen.buffer[y]
+    return "".join(
+        HIDDEN if (y, x) in hidden and line[x].data else line[x].data for x in range(screen.columns)
+    )
 
 
 def _resize(screen: pyte.Screen, cols: int, rows: int) -> None:
@@ -175,9 +214,12 @@ def _resize(screen: pyte.Screen, cols: int, rows: int) -> None:
 # --- repainting on another terminal -----------------------------------------------------------
 
 
-def repaint(screen: pyte.Screen) -> bytes:
+def repaint(
+    screen: pyte.Screen, hidden: set[tuple[int, int]] | frozenset[tuple[int, int]] = frozenset()
+) -> bytes:
     """Bytes that clear a terminal and draw ``screen`` on it: text, colours and
-    attributes, then the cursor where it is (and hidden if it is)."""
+    attributes, then the cursor where it is (and hidden if it is); the ``hidden``
+    cells (secrets) drawn as ``*``."""
     out = ["\x1b[0m\x1b[H\x1b[2J"]
     for y in range(screen.lines):
         line = screen.buffer[y]
@@ -194,7 +236,7 @@ def repaint(screen: pyte.Screen) -> bytes:
             if sgr != pen:
                 out.append(f"\x1b[0;{sgr}m" if sgr else "\x1b[0m")
                 pen = sgr
-            out.append(ch.data)
+            out.append(HIDDEN if (y, x) in hidden else ch.data)
         out.append("\x1b[0m")
     out.append(f"\x1b[{screen.cursor.y + 1};{screen.cursor.x + 1}H")
     out.append("\x1b[?25l" if screen.cursor.hidden else "\x1b[?25h")

@@ -279,9 +279,11 @@ class Briefing:
         said: list[tuple[str, dict[str, Any]]],
         failed: list[tuple[str, Path, OSError]],
     ) -> None:
-        """Create and initialise a unit's state dir that does not exist yet."""
+        """Create and initialise a unit's state dir that does not exist yet; nothing
+        when the workdir is gone (the spawn fails then: a workdir made again, empty,
+        would start the agent afresh somewhere else than its work)."""
         path = unit.state_dir
-        if path.exists():
+        if path.exists() or not unit.workdir.is_dir():
             return
         layout = unit.state.layout
         try:

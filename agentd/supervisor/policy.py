@@ -15,13 +15,13 @@ sentinel ``fail`` (a setup error)           failed      yes
 its completion failed the unit's check      start now   no (``attempts``
                                                         refusals: failed)
 the state says the mission is complete      done        no
-sentinel ``pause``                          paused      no
+sentinel ``pause`` (the reset still ahead)  paused      no
 manual restart                              start now   no
 exit code in ``success_codes``              done        no
 a command that cannot be executed          failed      yes
 exit code in ``exit_codes``; sentinel       start now   only if shorter
-``restart``; timeout / idle / context                   than min_uptime, or
-                                                        the ``QUICK_IN_A_ROW``th
+``restart``; timeout / idle / context; a                than min_uptime, or
+``pause`` whose reset time is already past              the ``QUICK_IN_A_ROW``th
                                                         quick end in a row
 anything else (other exit, signal, spawn)   backoff     yes
 =========================================  ==========  =================
@@ -35,7 +35,10 @@ refusal ends the unit ``failed``. The brake on quick
 ends holds whatever ``min_uptime`` says (also 0): sessions that each end
 within ``QUICK_END`` of their start, ``QUICK_IN_A_ROW`` times in a row, are
 a loop (a sentinel that matches at once, an agent that exits 42 at once),
-not hand-overs. A restart is refused (``failed``) once ``max_sessions``
+not hand-overs. Every way back to a session counts: a ``pause`` whose reset
+time is already past (a CLI printing a stale epoch) waits for nothing, so it
+is a restart at once and braked like one; a real pause is its own brake. A
+restart is refused (``failed``) once ``max_sessions``
 sessions ran, and (``stalled``) when ``stall_sessions`` sessions in a row
 left the state dir unchanged.
 """
@@ -76,7 +79,10 @@ class SessionEnd:
     trigger: Reason | None = None
     # What the trigger asked for: "restart", "stop", "fail" or "pause".
     action: str = "restart"
-    pause_until: float | None = None
+    pause_until: float | None = None  # wall clock
+    # How far ahead ``pause_until`` was when the CLI said it: not at all (a reset time
+    # already past: a stale epoch) and the pause waits for nothing: a restart at once.
+    pause_left: float | None = None
     detail: str = ""  # what a `fail` sentinel saw
     spawn_error: str | None = None
     spawn_retry: bool = False  # the spawn error may go away by itself (out of processes)
@@ -92,6 +98,11 @@ class SessionEnd:
     def __post_init__(self) -> None:
         if isinstance(self.trigger, str):  # "sentinel:NAME", as tables and records write it
             object.__setattr__(self, "trigger", Reason.parse(self.trigger))
+
+    @property
+    def waits(self) -> bool:
+        """A pause that waits for something (its reset time still ahead)."""
+        return self.action == "pause" and (self.pause_left is None or self.pause_left > 0)
 
     @property
     def uptime(self) -> float:
@@ -131,7 +142,7 @@ class RestartPolicy:
 
     def is_failure(self, end: SessionEnd, before: Sequence[SessionEnd] = ()) -> bool:
         """Does ``end`` count as a failure (``before``: the ends before it, oldest first)?"""
-        if end.action in ("stop", "pause") or _is_manual(end.trigger) or end.complete is not None:
+        if end.action == "stop" or end.waits or _is_manual(end.trigger) or end.complete is not None:
             return False
         if end.refusal is not None:  # it claimed completion too early: attempts bound it
             return False
@@ -142,6 +153,8 @@ class RestartPolicy:
         return True
 
     def _is_handoff(self, end: SessionEnd) -> bool:
+        if end.action == "pause":  # one that waits for nothing (``waits`` is False)
+            return True
         if end.trigger is not None:
             return end.trigger.is_sentinel or end.trigger in HANDOFF_TRIGGERS
         return end.spawn_error is None and end.exit_code in self.restart.exit_codes
@@ -160,7 +173,7 @@ class RestartPolicy:
             return Decision(
                 "done", "complete", outcome=Outcome.DONE, detail=f"mission complete: {end.complete}"
             )
-        if end.action == "pause":
+        if end.waits:
             return Decision("paused", reason, until=end.pause_until, outcome=outcome)
         if end.trigger is None and end.exit_code in self.restart.success_codes:
             return Decision("done", reason, outcome=Outcome.DONE)

@@ -46,7 +46,7 @@ survives a daemon restart, and autostart honours it.
 The record of the sessions (their number, the restarts, how the last one
 ended) is read back from the history, so it survives a daemon restart. The
 parts a service owns: its ``Definition``, its ``Briefing``, its locks
-(``records.reclaim``), its ``Lifecycle`` (enablement, the state a person or
+(``records.locks``), its ``Lifecycle`` (enablement, the state a person or
 its end left it in, the restart count), its completion ``Checks``
 (``agentd.supervisor.verify``) and the watchers of its terminal. The
 daemon and the CLIs use only the public methods, through
@@ -78,7 +78,7 @@ from agentd.process.tree import session_env_marker
 from agentd.reasons import INTERNAL_ERROR, MANUAL, WORKTREE_ERROR, Outcome, Reason
 from agentd.session import inject
 from agentd.session.child import Child
-from agentd.session.redact import Redactor
+from agentd.session.redact import Redactor, hide_token_shapes
 from agentd.session.screen import ScreenCapture, ScreenRing
 from agentd.session.session import Session
 from agentd.session.transcript import Transcript
@@ -91,7 +91,8 @@ from agentd.supervisor.policy import Decision, RestartPolicy, SessionEnd
 from agentd.supervisor.records import screens
 from agentd.supervisor.records.history import History, last_end, restored_pause
 from agentd.supervisor.records.lifecycle import REMEMBERED, Lifecycle
-from agentd.supervisor.records.reclaim import LOST, StateDirLock, UnitLock, reclaim_if_owner
+from agentd.supervisor.records.locks import StateDirLock, UnitLock
+from agentd.supervisor.records.reclaim import LOST, reclaim_if_owner
 from agentd.supervisor.records.sessions import Recorded, SessionRecords
 from agentd.supervisor.states import ACTIVE, TERMINAL, TRANSITIONS, State, TransitionError
 from agentd.supervisor.triggers import Trigger, Triggers, rules
@@ -277,7 +278,7 @@ class Service:
     def restart(self, reason: str = "manual") -> None:
         """End the running session and start a fresh one at once (not a failure).
         A person's ``reason`` is kept and shown with the unit's secrets hidden."""
-        reason = self.redactor.redact_text(reason)
+        reason = hide_token_shapes(self.redactor.redact_text(reason))
         if self.state in (State.RUNNING, State.STARTING):
             given = Reason.parse(reason)
             self._fire(Trigger(given if given.is_manual else Reason.manual(reason)))
@@ -366,7 +367,7 @@ class Service:
 
     def claim(self) -> str | None:
         """Hold ``run/units/UNIT.lock`` while supervising this unit; why not, if another
-        agentd (``serve`` or ``run``) already does (see ``records.reclaim``)."""
+        agentd (``serve`` or ``run``) already does (see ``records.locks``)."""
         return self._lock.claim(self.unit)
 
     def close(self) -> None:
@@ -378,10 +379,18 @@ class Service:
         self._state_lock.release()
 
     def watch(self, listener: Callable[[bytes], None]) -> Callable[[], None]:
-        """Have ``listener`` get the terminal output of every session of this unit; the
-        undo. What they type goes to the live session only (``type_input``)."""
-        self._watchers.append(listener)
-        return lambda: self._watchers.remove(listener) if listener in self._watchers else None
+        """Have ``listener`` get the terminal output of every session of this unit, its
+        secrets hidden as in the transcript; the undo. What they type goes to the live
+        session only (``type_input``)."""
+        stream = self.redactor.stream()
+
+        def hidden(data: bytes) -> None:
+            stream.redactor = self.redactor  # the newest definition's secrets
+            if out := stream.redact(data):
+                listener(out)
+
+        self._watchers.append(hidden)
+        return lambda: self._watchers.remove(hidden) if hidden in self._watchers else None
 
     def type_input(self, data: bytes) -> bool:
         """Type ``data`` into the live session (an attached person); False if none runs."""
@@ -408,7 +417,7 @@ class Service:
         if run.session is None and self.last_reason:  # ended (or not spawned yet)
             at = iso(self.last_at) if self.last_at is not None else None
             about.update(reason=self.last_reason, detail=self.detail or None, ended_at=at)
-        return run.screen.capture(about)
+        return run.screen.capture(about, mask=self.redactor.spans)  # its secrets hidden
 
     def processes(self) -> list[int]:
         """The pids of the running session's processes (a scan: slow, off the loop)."""
@@ -517,7 +526,10 @@ class Service:
         self.current = SessionRun(
             unit, self._definition.transcript, self._definition.redactor, self.session_no, reason
         )
-        return await self._session(self.current, self.ends, self.usage)
+        try:
+            return await self._session(self.current, self.ends, self.usage)
+        finally:
+            self._state_lock.release_dir()  # held while a session runs (records.locks)
 
     async def _reclaim_safely(self) -> None:
         wall = self._wall
@@ -623,6 +635,8 @@ class Service:
                 unit, number, reason, ends, self._wall(), redactor
             )
             boot, boot_file, state_before = prepared.boot, prepared.file, prepared.fingerprint
+            if refused := self._state_lock.claim_dir(unit):  # its first session made it
+                raise SpawnError(refused, unit=unit.name)
             plan = inject.plan(unit, number, boot.text, boot_file)
             marker = session_env_marker(unit.name, number)
             env = inject.session_env(
@@ -696,7 +710,7 @@ class Service:
             on_handoff=handoff.on_hit,
         )
         run.screen.resize(cols, rows)
-        matcher = LineMatcher(rules(unit), cols=cols, rows=rows)
+        matcher = LineMatcher(rules(unit, triggers.sentinel_off), cols=cols, rows=rows)
         session = Session(
             number=number,
             child=child,
@@ -744,6 +758,7 @@ class Service:
             action=trigger.action if trigger else "restart",
             pause_until=trigger.pause_until if trigger else None,
             detail=trigger.detail if trigger else "",
+            pause_left=trigger.pause_left if trigger else None,
             state_changed=state_after != state_before or state_after is None,
             complete=done.summary if done is not None else None,
         )
@@ -803,7 +818,7 @@ class Service:
         (``records.screens``): drawn and written off the loop."""
         logs_dir = self.paths.unit_logs(run.unit.name)
         try:
-            capture = run.screen.capture()
+            capture = run.screen.capture(mask=run.redactor.spans)  # wrapped secrets too
             drawn = await asyncio.wait_for(asyncio.to_thread(capture.draw), SCREEN_DRAW_WAIT)
             shown = {
                 **drawn.as_json(),

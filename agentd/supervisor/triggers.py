@@ -9,6 +9,7 @@ from the last output time, so output costs no timer churn.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,7 @@ class Trigger:
     action: str = "restart"  # restart | stop | fail | pause
     pause_until: float | None = None  # wall-clock epoch
     detail: str = ""  # what a `fail` sentinel saw: the unit's failure says it
+    pause_left: float | None = None  # how far ahead that was when the CLI said so (s)
 
 
 class Triggers:
@@ -101,7 +103,7 @@ class Triggers:
             return
         until = next_midnight(self._wall())
         self._emit(ev.UNIT_BUDGET, budget=name, used=round(used, 1), limit=limit, until=iso(until))
-        self.fire(Trigger(Reason.budget(name), "pause", until))
+        self.fire(Trigger(Reason.budget(name), "pause", until, pause_left=until - self._wall()))
 
     def _on_sentinel(self, hit: Hit) -> None:
         rule = hit.rule
@@ -119,9 +121,13 @@ class Triggers:
         elif rule.action == "fail":
             self.fire(Trigger(reason, "fail", detail=hit.line.strip()[:500]))
         elif until is not None:
-            self.fire(Trigger(reason, "pause", until))
+            self.fire(Trigger(reason, "pause", until, pause_left=until - self._wall()))
         elif rule.action == "notify" and self._notify is not None:
             self._notify(str(reason))
+
+    def sentinel_off(self, name: str, why: str) -> None:
+        """The matcher dropped rule ``name``: a search of it ran over the time budget."""
+        self._emit(ev.SESSION_SENTINEL_OFF, level="error", name=name, error=why)
 
     def _pause_until(self, name: str, groups: dict[str, str]) -> float:
         now = self._wall()
@@ -129,12 +135,12 @@ class Triggers:
         if text:
             try:
                 return parse_reset_time(text, now)
-            except ValueError:
+            except ValueError as exc:
                 self._emit(
                     ev.SESSION_SENTINEL,
                     level="warning",
                     name=name,
-                    error=f"cannot read the reset time {text!r}; pausing for pause_for",
+                    error=f"cannot read the reset time {text!r} ({exc}); pausing for pause_for",
                 )
         spec = next((s for s in self.unit.sentinels if s.name == name), None)
         return now + (spec.pause_for if spec else 3600.0)
@@ -173,10 +179,15 @@ class Triggers:
         self._session = None
 
 
-def rules(unit: Unit) -> list[Rule]:
+def rules(unit: Unit, off: Callable[[str, str], None] | None = None) -> list[Rule]:
     """What the session's output is matched against: the unit's sentinels and its
-    handoff rule (the PreCompact hook reaches agentd through the socket instead)."""
+    handoff rule (the PreCompact hook reaches agentd through the socket instead);
+    ``off(name, why)`` hears of one dropped for running over the time budget."""
     found = [Rule(s.name, s.pattern, s.action) for s in unit.sentinels]
     if unit.handoff.pattern is not None:
         found.append(Rule(HANDOFF_RULE, unit.handoff.pattern, "handoff"))
-    return found
+    if off is None:
+        return found
+    return [
+        Rule(r.name, r.pattern, r.action, on_timeout=functools.partial(off, r.name)) for r in found
+    ]

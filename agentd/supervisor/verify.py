@@ -37,7 +37,7 @@ from agentd.session.inject import placeholder_values
 from agentd.session.redact import Redactor
 from agentd.session.transcript import Transcript
 from agentd.supervisor.records.history import History, last_verify
-from agentd.supervisor.records.sessions import Recorded, SessionRecords
+from agentd.supervisor.records.sessions import VERIFY_SUFFIX, Recorded, SessionRecords
 from agentd.terminal.ansi import rewrite
 from agentd.times import iso, span
 
@@ -94,7 +94,7 @@ class Verdict:
 
 def check_marker(unit: str, session: int) -> str:
     """The ``AGENTD_SESSION_ID`` of the check after session ``session``."""
-    return session_env_marker(f"{unit}.verify", session)
+    return session_env_marker(f"{unit}{VERIFY_SUFFIX}", session)
 
 
 def gate_env(base: Mapping[str, str], unit: Unit, session: int) -> dict[str, str]:

@@ -11,8 +11,10 @@ filter and the screen are the line matcher's (``agentd.terminal.matcher``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from agentd.regexes import MATCH_BUDGET, Found, MatchTimeout, Searcher, searcher
 from agentd.terminal.regexlit import required_literals
 
 
@@ -27,6 +29,9 @@ class Rule:
     # until its line is final instead: a half-drawn line would give a truncated
     # group (`reset at 3` of `reset at 3pm`).
     partial: bool = False
+    # Told why when a search of the rule runs over the time budget and the rule is
+    # dropped for the rest of the session (``agentd.regexes``).
+    on_timeout: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
 
     @property
     def has_groups(self) -> bool:
@@ -59,20 +64,21 @@ class Hit:
 _NO_BLOCK = re.compile(r"\\[AZz]|\(\?<?!|\(\?[a-zA-Z]*-")
 
 
-def _block_pattern(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
+def _block_pattern(pattern: re.Pattern[str]) -> Searcher | None:
     if _NO_BLOCK.search(pattern.pattern):
         return None
-    return re.compile(pattern.pattern, pattern.flags | re.MULTILINE)
+    return searcher(re.compile(pattern.pattern, pattern.flags | re.MULTILINE))
 
 
-def _groups(m: re.Match[str]) -> dict[str, str]:
+def _groups(m: Found) -> dict[str, str]:
     return {k: v for k, v in m.groupdict().items() if v is not None}
 
 
 @dataclass(frozen=True)
 class _Entry:
     rule: Rule
-    block: re.Pattern[str] | None  # searches many lines at once; None: line by line
+    line: Searcher  # the rule's pattern
+    block: Searcher | None  # searches many lines at once; None: line by line
     literals: tuple[str, ...] | None  # every match holds one of them; None: unknown
     final_only: bool  # named groups: matched only when the line is final
 
@@ -87,6 +93,7 @@ class RuleSet:
     def __init__(self, max_line_chars: int) -> None:
         self._max = max_line_chars
         self._entries: list[_Entry] = []
+        self.dropped: list[tuple[str, str]] = []  # (rule, why): over the time budget
 
     @property
     def rules(self) -> list[Rule]:
@@ -101,7 +108,13 @@ class RuleSet:
         self.remove(rule.name)
         pattern = rule.pattern
         self._entries.append(
-            _Entry(rule, _block_pattern(pattern), required_literals(pattern), rule.has_groups)
+            _Entry(
+                rule,
+                searcher(pattern),
+                _block_pattern(pattern),
+                required_literals(pattern),
+                rule.has_groups,
+            )
         )
 
     def remove(self, name: str) -> None:
@@ -114,7 +127,7 @@ class RuleSet:
         ``partial_only``; rules with named groups only if ``final``; no
         echo-checked rule when ``line`` is an echo."""
         hits = []
-        for entry in self._entries:
+        for entry in list(self._entries):
             rule = entry.rule
             if (partial_only and not rule.partial) or (entry.final_only and not final):
                 continue
@@ -122,7 +135,11 @@ class RuleSet:
                 continue
             if entry.literals is not None and not any(lit in line for lit in entry.literals):
                 continue
-            m = rule.pattern.search(line)
+            try:
+                m = entry.line.search(line)
+            except MatchTimeout as exc:
+                self._drop(entry, exc)
+                continue
             if m:
                 hits.append(Hit(rule, line, _groups(m), m.span()))
         return hits
@@ -132,20 +149,38 @@ class RuleSet:
         order, then rule order, each with the index of its line."""
         if end - start > self._max:
             text, start, end = self._cut_long_lines(text, start, end)
-        found: list[tuple[int, int, Hit]] = []  # (line offset, rule order, hit)
-        for order, entry in enumerate(self._entries):
+        found: list[tuple[int, int, Hit]] = []  # (line index, rule order, hit)
+        encoded: bytes | None = None  # the block in UTF-8, for the rules on RE2
+        for order, entry in enumerate(list(self._entries)):
             if entry.literals is not None and all(
                 text.find(lit, start, end) < 0 for lit in entry.literals
             ):
                 continue  # no line of the block can match
-            if entry.block is None:
-                found += self._each_line(text, start, end, order, entry.rule)
-                continue
-            m = entry.block.search(text, start, end)
-            if m is not None:
-                found += self._located(text, start, end, order, entry, m)
+            try:
+                if entry.block is None:
+                    found += self._each_line(text, start, end, order, entry)
+                elif entry.block.linear:
+                    if encoded is None:
+                        encoded = text[start:end].encode("utf-8", "surrogatepass")
+                    found += self._located_bytes(encoded, order, entry, entry.block)
+                else:
+                    found += self._located(text, start, end, order, entry, entry.block)
+            except MatchTimeout as exc:
+                self._drop(entry, exc)
         found.sort(key=lambda f: f[:2])
-        return [(text.count("\n", start, offset), hit) for offset, _, hit in found]
+        return [(index, hit) for index, _, hit in found]
+
+    def _drop(self, entry: _Entry, exc: MatchTimeout) -> None:
+        """The rule ran over the time budget on this text: drop it for good."""
+        self._entries = [e for e in self._entries if e is not entry]
+        why = (
+            f"{exc}: its pattern backtracks on the agent's output (more than "
+            f"{MATCH_BUDGET:g}s on one line); the sentinel is off for the rest of this "
+            "session: rewrite the pattern (`agentd check` says what in it backtracks)"
+        )
+        self.dropped.append((entry.rule.name, why))
+        if entry.rule.on_timeout is not None:
+            entry.rule.on_timeout(why)
 
     def _cut_long_lines(self, text: str, start: int, end: int) -> tuple[str, int, int]:
         """Cut lines to their newest ``max_line_chars`` characters, as the
@@ -158,37 +193,60 @@ class RuleSet:
         return block, 0, len(block)
 
     def _located(
-        self, text: str, start: int, end: int, order: int, entry: _Entry, m: re.Match[str] | None
+        self, text: str, start: int, end: int, order: int, entry: _Entry, block: Searcher
     ) -> list[tuple[int, int, Hit]]:
         """Check the lines where the block search found something.
 
         Every line with a match of its own is looked at: the block search
         from a line's start finds a match there or in an earlier line.
         """
-        rule, block = entry.rule, entry.block
-        assert block is not None
         found = []
+        m = block.search(text, start, end)
         while m is not None:
             nl = text.rfind("\n", start, m.start())
             begin = start if nl < 0 else nl + 1
             stop = text.find("\n", m.start(), end)
             stop = end if stop < 0 else stop
-            line = text[begin:stop][-self._max :]
-            hit = rule.pattern.search(line) if line else None
-            if hit:
-                found.append((begin, order, Hit(rule, line, _groups(hit), hit.span())))
+            hit = self._line_hit(entry, text[begin:stop])
+            if hit is not None:
+                found.append((text.count("\n", start, begin), order, hit))
             m = block.search(text, stop + 1, end) if stop < end else None
         return found
 
+    def _located_bytes(
+        self, data: bytes, order: int, entry: _Entry, block: Searcher
+    ) -> list[tuple[int, int, Hit]]:
+        """``_located`` on the block in UTF-8 (RE2 searches bytes without copying
+        them again); lines are counted as the search goes."""
+        found = []
+        end = len(data)
+        counted, lines = 0, 0  # `lines` newlines before byte `counted` (a line's start)
+        m = block.search_bytes(data, 0, end)
+        while m is not None:
+            at = m.start()
+            nl = data.rfind(b"\n", counted, at)
+            begin = counted if nl < 0 else nl + 1
+            lines += data.count(b"\n", counted, begin)
+            counted = begin
+            stop = data.find(b"\n", at, end)
+            stop = end if stop < 0 else stop
+            hit = self._line_hit(entry, data[begin:stop].decode("utf-8", "surrogatepass"))
+            if hit is not None:
+                found.append((lines, order, hit))
+            m = block.search_bytes(data, stop + 1, end) if stop < end else None
+        return found
+
+    def _line_hit(self, entry: _Entry, line: str) -> Hit | None:
+        kept = line[-self._max :]
+        m = entry.line.search(kept) if kept else None
+        return Hit(entry.rule, kept, _groups(m), m.span()) if m else None
+
     def _each_line(
-        self, text: str, start: int, end: int, order: int, rule: Rule
+        self, text: str, start: int, end: int, order: int, entry: _Entry
     ) -> list[tuple[int, int, Hit]]:
         found = []
-        offset = start
-        for line in text[start:end].split("\n"):
-            kept = line[-self._max :]
-            hit = rule.pattern.search(kept) if kept else None
-            if hit:
-                found.append((offset, order, Hit(rule, kept, _groups(hit), hit.span())))
-            offset += len(line) + 1
+        for index, line in enumerate(text[start:end].split("\n")):
+            hit = self._line_hit(entry, line)
+            if hit is not None:
+                found.append((index, order, hit))
         return found

@@ -11,6 +11,10 @@ The agent's pty takes the size of this terminal, as a tmux window takes its
 client's: a ``resize`` request when attached and on each SIGWINCH (its handler
 only wakes the keyboard loop through a pipe; each request is a connection of
 its own, so the attach stream is left alone). Detaching keeps the last size.
+
+What the agent writes passes ``agentd.terminal.relay.TerminalFilter`` on its
+way to this terminal: sequences that draw do, a clipboard write (OSC 52) or
+a query (whose answer this terminal would type into the session) do not.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from agentd.cli.agentctl.client import connected, fail
 from agentd.cli.agentctl.params import complete_units, unit_name
 from agentd.cli.common import terminal_size
 from agentd.paths import Paths
+from agentd.terminal.relay import TerminalFilter
 
 DETACH = b"\x1d"  # Ctrl-]
 INTERRUPT = 0x03  # Ctrl-C
@@ -83,12 +88,13 @@ def attach(unit: str, raw_keys: bool, no_resize: bool) -> None:
         )
         out = sys.stdout.buffer
         ended: list[str] = []
+        safe = TerminalFilter()  # no clipboard writes, no queries answered into the session
 
         def show() -> None:  # the daemon's side, on a thread: stdin is read below
             try:
                 for item in client.stream():
                     if "data" in item:
-                        out.write(base64.b64decode(item["data"]))
+                        out.write(safe.feed(base64.b64decode(item["data"])))
                         out.flush()
                     elif "end" in item:
                         why = str(item["end"])

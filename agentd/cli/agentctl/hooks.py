@@ -29,6 +29,12 @@ turn that off or run the CLI behind a wrapper:
   ``exec``'d: the CLI runs it with ``/bin/sh -c``, and dash would otherwise stay
   in between as the hook's parent and die of the signal, which ends the hook
   as far as the CLI can tell.
+  Every wait is bounded, so the hook never holds the CLI past its timeout:
+  the event on stdin is read until it is whole (the CLI may keep stdin open),
+  for at most ``STDIN_WAIT`` s and ``STDIN_MAX`` bytes; agentd's answer comes
+  within ``ASK_WAIT`` s or not at all (a socket that drips bytes cannot hold
+  it); the CLI's exit is waited for ``PRECOMPACT_WAIT`` s. Input it cannot
+  read (no stdin, not JSON, nested too deep) is an empty event, never an error.
 - ``SessionStart`` (after a compaction, ``/clear`` or a resume) runs
   ``agentctl hook session-start``, which prints the bootstrap: the CLI adds a
   SessionStart hook's output to the new context.
@@ -42,8 +48,8 @@ import os
 import re
 import select
 import signal
-import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +62,9 @@ SETTINGS = {
     "codex": Path(".codex") / "hooks.json",
 }
 PRECOMPACT_WAIT = 100.0
+STDIN_WAIT = 2.0  # s for the hook's event to come whole on stdin
+STDIN_MAX = 1 << 20  # bytes of it read at most
+ASK_WAIT = 10.0  # s for agentd's answer, however it trickles in
 # What agentd may end a session with (the unit's stop.signal): the hook that was
 # told "ending" must not die of it before the CLI has exited.
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
@@ -117,15 +126,74 @@ def pre_compact(event: dict[str, Any]) -> None:
     # Deaf before asking: agentd's signal may arrive before its reply does.
     handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in STOP_SIGNALS}
     try:
-        with Client(Path(socket), timeout=10) as client:
+        with _within(ASK_WAIT), Client(Path(socket), timeout=ASK_WAIT) as client:
             reply = client.call("precompact", unit=unit, session=int(session))
-    except (Unreachable, RemoteError, OSError, ValueError):
+    except (Unreachable, RemoteError, OSError, ValueError, RecursionError, _Late):
         reply = None
     if isinstance(reply, dict) and reply.get("ending"):
         wait_for_exit_of_parent(cli, PRECOMPACT_WAIT)
         return
     for sig, handler in handlers.items():
         signal.signal(sig, handler)
+
+
+class _Late(Exception):
+    """A bounded wait ran out (``_within``)."""
+
+
+@contextlib.contextmanager
+def _within(seconds: float) -> Iterator[None]:
+    """Raise ``_Late`` in the block once ``seconds`` have passed (SIGALRM: a blocking
+    read that gets a byte now and then never times out by itself)."""
+
+    def late(*_: object) -> None:
+        raise _Late
+
+    before = signal.signal(signal.SIGALRM, late)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+
+
+def read_event(fd: int = 0) -> dict[str, Any]:
+    """The hook's JSON event from ``fd`` (stdin): read until one whole JSON value has
+    come, the input ends, ``STDIN_MAX`` bytes or ``STDIN_WAIT`` s; {} for none, for a
+    terminal, for anything that is not a JSON object."""
+    try:
+        if os.isatty(fd):
+            return {}
+        os.fstat(fd)
+    except OSError:  # no stdin at all
+        return {}
+    data = b""
+    deadline = time.monotonic() + STDIN_WAIT
+    while len(data) < STDIN_MAX:
+        left = deadline - time.monotonic()
+        try:
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                break
+            chunk = os.read(fd, 1 << 16)
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+        if (event := _event(data)) is not None:
+            return event
+    return _event(data) or {}
+
+
+def _event(data: bytes) -> dict[str, Any] | None:
+    """The JSON object ``data`` starts with, once it is whole; None while it is not
+    (or never will be)."""
+    try:
+        value, _ = json.JSONDecoder().raw_decode(data.decode("utf-8").lstrip())
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else {}
 
 
 def wait_for_exit_of_parent(parent: int, timeout: float) -> bool:
@@ -201,12 +269,11 @@ def hooks_cmd(cli: str, project: Path, to_stdout: bool) -> None:
 @click.argument("event", type=click.Choice(["pre-compact", "session-start"]))
 def hook(event: str) -> None:
     """Run by the CLI's hooks (see `agentctl hooks`); reads the hook's JSON on stdin."""
-    data: dict[str, Any] = {}
-    if not sys.stdin.isatty():  # the CLI writes the event; read it so it never blocks
-        with contextlib.suppress(ValueError):
-            parsed = json.loads(sys.stdin.read() or "{}")
-            data = parsed if isinstance(parsed, dict) else {}
+    data = read_event()  # the CLI writes the event; read so it never blocks, bounded
     if event == "pre-compact":
-        pre_compact(data)
+        try:
+            pre_compact(data)
+        except Exception as exc:  # the CLI must get on with its compaction, whatever
+            click.echo(f"agentctl hook pre-compact: {type(exc).__name__}: {exc}", err=True)
     elif reply := session_start(data):
         click.echo(reply)

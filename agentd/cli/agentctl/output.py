@@ -40,7 +40,7 @@ def status_rows(statuses: list[dict[str, Any]], now: float, painter: Painter | N
             last += f" ({span(now - at)} ago)"
         until = parse_iso(s.get("paused_until"))
         if until is not None:
-            last += f"; paused until {time.strftime('%H:%M', time.localtime(until))}"
+            last += f"; paused until {until_text(until, now)}"
         if s.get("detail") and s["state"] in ("failed", "stalled", "stopped", "conflict"):
             last = s["detail"] if last == "-" else f"{last}: {s['detail']}"
         if s.get("verifying"):  # a completion is being checked
@@ -71,6 +71,15 @@ def status_rows(statuses: list[dict[str, Any]], now: float, painter: Painter | N
         rows,
         lambda y, x, c: painter.bold(c) if y == 0 else painter.state(c, states[y]) if x == 1 else c,
     )
+
+
+def until_text(until: float, now: float) -> str:
+    """When a pause ends: its time of day within a day, else its date too."""
+    shown = "%H:%M" if 0 <= until - now < 86400 else "%Y-%m-%d %H:%M"
+    try:
+        return time.strftime(shown, time.localtime(until))
+    except (OverflowError, OSError, ValueError):
+        return "much later"
 
 
 def check_said(status: dict[str, Any], now: float, *, short: bool = False) -> str | None:

@@ -1,14 +1,18 @@
-"""The control socket's clients: how many, how long idle, how slow to read.
+"""The daemon's clients: how many, how long idle, how slow to read.
 
-Every agent has ``AGENTD_SOCKET``, so a client may be greedy or hostile. The
+Every agent has ``AGENTD_SOCKET``, so a client may be greedy or hostile; the
+dashboard's port (``agentd serve --http``) is open to every local user. The
 caps keep a flood of connections from using every file descriptor: at most
-``MAX_PER_UID`` connections of one uid and ``MAX_CLIENTS`` in all (fewer when
-the fd limit is low: a quarter of it; the daemon raises its soft limit to
-``FD_LIMIT`` where the hard one allows). Past a cap, the connection that has
+``MAX_PER_UID`` connections of one uid (for a TCP peer, the uid that owns its
+socket, or its address when that cannot be told) and ``MAX_CLIENTS`` in all,
+the control socket's and the dashboard's together (fewer when the fd limit is
+low: a quarter of it; the daemon raises its soft limit to ``FD_LIMIT`` where
+the hard one allows). Past a cap, the connection that has
 waited longest for a request, and has none pending, is closed to make room,
 so a flood of idle connections evicts itself and a client that asks
-something is served; when none is idle, the new one is refused. Refusals are one ``control.refused``
-event until a connection is admitted again, not one per attempt. A connection
+something is served; when none is idle, the new one is refused. Refusals are
+one ``control.refused`` event per uid (or address) at most every
+``REFUSED_EVERY`` seconds, not one per attempt. A control connection
 that sends no request within ``REQUEST_IDLE`` seconds is closed; a reply or
 stream the client does not read within ``WRITE_DEADLINE`` is dropped and its
 buffer freed (``drain``).
@@ -22,7 +26,7 @@ import resource
 import select
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from agentd import events as ev
@@ -35,6 +39,7 @@ WRITE_DEADLINE = 10.0  # seconds a client may take to read what it was sent
 # A connection waiting less than this is evicted only when no other idle one is: its
 # client may be about to send (descheduled between connect and send on a loaded machine).
 EVICT_AFTER = 0.05
+REFUSED_EVERY = 60.0  # s: a uid's refusals are said at most this often
 
 
 def raise_fd_limit() -> None:
@@ -66,19 +71,26 @@ async def drain(writer: asyncio.StreamWriter) -> None:
         raise ConnectionResetError("the client does not read its reply") from None
 
 
+Key = int | str | None  # a uid, "address HOST" for a peer whose uid is unknown, None: unknown
+
+
 @dataclass
 class _Client:
-    uid: int | None
-    reader: asyncio.StreamReader
-    writer: asyncio.StreamWriter
+    key: Key
+    idle: Callable[[], bool]  # waiting for a request, none pending
+    abort: Callable[[], None]  # close it now (its task ends on the reset)
     waiting_since: float | None = field(default_factory=time.monotonic)  # None: busy
 
-    def idle(self) -> bool:
-        """Waiting for a request and none has come (not in the kernel's buffer nor in
-        the reader's, read there while its task has not run yet), or the client is gone."""
-        if self.waiting_since is None or getattr(self.reader, "_buffer", None):
+
+def stream_idle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Callable[[], bool]:
+    """Is the control connection waiting for a request, with none come (not in the
+    kernel's buffer nor in the reader's, read there while its task has not run yet),
+    or is its client gone?"""
+
+    def idle() -> bool:
+        if getattr(reader, "_buffer", None):
             return False
-        sock = self.writer.get_extra_info("socket")
+        sock = writer.get_extra_info("socket")
         if sock is None:
             return True
         poll = select.poll()
@@ -87,9 +99,12 @@ class _Client:
         # POLLHUP: the client is gone (its task has not seen the end yet)
         return not events or bool(events[0][1] & select.POLLHUP)
 
+    return idle
+
 
 class Clients:
-    """The connections of one control server, counted by uid."""
+    """The connections of the daemon (its control server's and its dashboard's),
+    counted by uid."""
 
     def __init__(
         self, emit: Callable[..., None], *, cap: int | None = None, per_uid: int = MAX_PER_UID
@@ -99,70 +114,100 @@ class Clients:
             raise_fd_limit()
             cap = client_cap()
         self.cap = cap
-        self.per_uid = min(per_uid, self.cap)
-        self._open: dict[asyncio.StreamWriter, _Client] = {}  # in the order they began to wait
-        self._per_uid: Counter[int | None] = Counter()
-        self._refusing = False
+        self.per_uid = min(per_uid, max(1, self.cap * 3 // 4))  # room for the others
+        self._open: dict[Hashable, _Client] = {}  # in the order they began to wait
+        self._per_uid: Counter[Key] = Counter()
+        self._refused: dict[Key, float] = {}  # when each was last said to be refused
 
     def __len__(self) -> int:
         return len(self._open)
 
+    def count(self, key: Key) -> int:
+        """The connections of ``key`` open now."""
+        return self._per_uid[key]
+
     def admit(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, uid: int | None
     ) -> bool:
-        """Count a new connection in, making room if a cap is reached; False: refused."""
-        if self._per_uid[uid] >= self.per_uid and not self._evict(uid):
-            return self._refuse(uid, f"{self.per_uid} connections of uid {uid}")
-        if len(self._open) >= self.cap and not self._evict(None):
-            return self._refuse(uid, f"{self.cap} connections")
-        self._open[writer] = _Client(uid, reader, writer)
-        self._per_uid[uid] += 1
-        self._refusing = False
+        """Count a new control connection in, making room if a cap is reached; False: refused."""
+        return self.admit_one(
+            writer, uid, stream_idle(reader, writer), writer.transport.abort, "control socket"
+        )
+
+    def admit_one(
+        self,
+        handle: Hashable,
+        key: Key,
+        idle: Callable[[], bool],
+        abort: Callable[[], None],
+        where: str,
+    ) -> bool:
+        """Count in the connection ``handle`` of ``key`` (``idle``: may it be closed to make
+        room; ``abort``: close it), making room if a cap is reached; False: refused."""
+        if self._per_uid[key] >= self.per_uid and not self._evict(key):
+            return self._refuse(key, f"{where}: {self.per_uid} connections of {_who(key)}")
+        if len(self._open) >= self.cap and not self._evict(None, any_key=True):
+            return self._refuse(key, f"{where}: {self.cap} connections")
+        self._open[handle] = _Client(key, idle, abort)
+        self._per_uid[key] += 1
         return True
 
-    def busy(self, writer: asyncio.StreamWriter) -> None:
+    def busy(self, handle: Hashable) -> None:
         """The connection is being served (a request, a stream): not idle."""
-        client = self._open.get(writer)
+        client = self._open.get(handle)
         if client is not None:
             client.waiting_since = None
 
-    def waiting(self, writer: asyncio.StreamWriter) -> None:
+    def waiting(self, handle: Hashable) -> None:
         """The connection waits for its next request (it goes to the end of the line)."""
-        client = self._open.pop(writer, None)
+        client = self._open.pop(handle, None)
         if client is not None:
             client.waiting_since = time.monotonic()
-            self._open[writer] = client
+            self._open[handle] = client
 
-    def release(self, writer: asyncio.StreamWriter) -> None:
-        client = self._open.pop(writer, None)
+    def release(self, handle: Hashable) -> None:
+        client = self._open.pop(handle, None)
         if client is not None:
-            self._per_uid[client.uid] -= 1
+            self._per_uid[client.key] -= 1
+            if not self._per_uid[client.key]:
+                del self._per_uid[client.key]
 
-    def _evict(self, uid: int | None) -> bool:
-        """Close the connection (of ``uid``; None: of anyone) that has waited longest
+    def _evict(self, key: Key, *, any_key: bool = False) -> bool:
+        """Close the connection (of ``key``, or of anyone) that has waited longest
         for a request and has none pending; False if there is none."""
         now = time.monotonic()
         victim = None
-        for client in self._open.values():  # oldest first: each is moved last when it waits
-            if (uid is not None and client.uid != uid) or not client.idle():
+        for handle, client in self._open.items():  # oldest first: each goes last when it waits
+            if client.waiting_since is None or (not any_key and client.key != key):
                 continue
-            if now - (client.waiting_since or now) >= EVICT_AFTER:
-                victim = client
+            if not client.idle():
+                continue
+            if now - client.waiting_since >= EVICT_AFTER:
+                victim = handle
                 break
-            victim = victim or client  # just connected: it may not have had the time to ask
+            victim = victim or handle  # just connected: it may not have had the time to ask
         if victim is None:
             return False
-        self.release(victim.writer)
-        victim.writer.transport.abort()  # its task ends on the reset
+        abort = self._open[victim].abort
+        self.release(victim)
+        abort()
         return True
 
-    def _refuse(self, uid: int | None, why: str) -> bool:
-        if not self._refusing:  # once, until a connection is admitted again
-            self._refusing = True
+    def _refuse(self, key: Key, why: str) -> bool:
+        now = time.monotonic()
+        if now - self._refused.get(key, -REFUSED_EVERY) >= REFUSED_EVERY:
+            if len(self._refused) >= MAX_CLIENTS:  # a flood from many addresses
+                self._refused = {k: t for k, t in self._refused.items() if now - t < REFUSED_EVERY}
+            self._refused[key] = now
             self._emit(
                 ev.CONTROL_REFUSED,
                 level="warning",
-                uid=uid,
-                error=f"control socket: {why} busy, none idle; refusing new ones",
+                uid=key if isinstance(key, int) else None,
+                peer=key if isinstance(key, str) else None,
+                error=f"{why} busy, none idle; refusing new ones",
             )
         return False
+
+
+def _who(key: Key) -> str:
+    return f"uid {key}" if isinstance(key, int) else key or "an unknown peer"

@@ -57,6 +57,7 @@ class ControlServer:
         reload: Reload,
         uid: int | None = None,
         dashboard: str | None = None,
+        clients: Clients | None = None,
     ) -> None:
         self.sup = sup
         self.paths: Paths = sup.paths
@@ -70,7 +71,7 @@ class ControlServer:
         self._context = Context(sup, reload, dashboard)
         self._streams = Streams(sup)
         self._open = asyncio.Event()
-        self.clients = Clients(sup.events.emit)
+        self.clients = clients or Clients(sup.events.emit)  # the dashboard's too, if shared
 
     # -- lifecycle -------------------------------------------------------------------
     async def listen(self, *, open_now: bool = True) -> None:

@@ -41,9 +41,10 @@ class Streams:
         return bool(self._queues)
 
     @contextlib.contextmanager
-    def event_feed(self, unit: str | None) -> Iterator[Feed]:
-        """A feed of the events emitted from now on (of ``unit`` only, when named)."""
-        feed = Feed()
+    def event_feed(self, unit: str | None, backlog: int = STREAM_BACKLOG) -> Iterator[Feed]:
+        """A feed of the events emitted from now on (of ``unit`` only, when named); a
+        client more than ``backlog`` events behind is dropped."""
+        feed = Feed(backlog)
 
         def listener(event: dict[str, Any]) -> None:
             if unit is None or event.get("unit") == unit:
@@ -119,8 +120,8 @@ class Feed:
     """A bounded queue from a listener to one streaming client: a client that
     falls behind is told so and dropped, never buffered without bound."""
 
-    def __init__(self) -> None:
-        self.queue: asyncio.Queue[Any] = asyncio.Queue(STREAM_BACKLOG)
+    def __init__(self, backlog: int = STREAM_BACKLOG) -> None:
+        self.queue: asyncio.Queue[Any] = asyncio.Queue(backlog)
         self.lagged = False
 
     def put(self, item: Any) -> None:

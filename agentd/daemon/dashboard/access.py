@@ -7,6 +7,19 @@ restarts so that open pages and their cookies go on working; delete the
 file for a new one). A page's forms carry a CSRF token derived from it:
 state changes are POSTs that must bring it back.
 
+The token itself never leaves the machine's owner: a browser that brought it
+(``?token=``) gets a session cookie instead, which is not the token but a
+signature of who may use it (``session_cookie``: the uid owning the peer's
+socket, or a remote peer's address) and until when. Browsers send a
+127.0.0.1 cookie to every port of 127.0.0.1, so another local user's server
+may receive it; from another uid it opens nothing. ``agentctl dashboard
+--open`` gives the browser a one-time login code instead of the token
+(``login_code``: valid once, for ``LOGIN_SECONDS``, for the daemon's uid), so
+no token is on the browser's command line for ``ps`` to show. A request
+whose ``Host`` is not this dashboard's (``host_allowed``) is refused before
+anything: a web page whose name was rebound to 127.0.0.1 (DNS rebinding)
+cannot talk to it.
+
 Pure but for reading and writing the token file and resolving a host name.
 """
 
@@ -28,6 +41,8 @@ from agentd.fileio import write_atomic
 from agentd.paths import ensure_private_dir
 
 TOKEN_FILE = "http-token"
+COOKIE_DAYS = 7
+LOGIN_SECONDS = 60  # a one-time login code is good for this long (and once)
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{32,128}")
 _BIND = re.compile(r"(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:\[\]]*)):(?P<port>\d{1,5})")
 
@@ -130,3 +145,73 @@ def same_token(given: str | None, token: str) -> bool:
 def csrf_token(token: str) -> str:
     """The CSRF token of the pages served with ``token`` (so no state is kept per client)."""
     return hmac.new(token.encode(), b"agentd dashboard csrf", hashlib.sha256).hexdigest()
+
+
+# --- the session cookie and the one-time login ------------------------------------------------
+
+
+def _sign(token: str, *parts: object) -> str:
+    text = "|".join(str(p) for p in parts)
+    return hmac.new(token.encode(), text.encode(), hashlib.sha256).hexdigest()
+
+
+def session_cookie(token: str, peer: object, now: float, days: float = COOKIE_DAYS) -> str:
+    """The cookie of a browser at ``peer`` (a uid, or an address) that showed the token:
+    good until then, from that peer only."""
+    until = int(now + days * 86400)
+    return f"s1.{until}.{_sign(token, 'session', peer, until)}"
+
+
+def valid_session(value: str | None, token: str, peer: object, now: float) -> bool:
+    """Is ``value`` a session cookie made for ``peer`` with ``token``, still good?"""
+    if not value:
+        return False
+    version, _, rest = value.partition(".")
+    until, _, signature = rest.partition(".")
+    if version != "s1" or not until.isdigit() or int(until) < now:
+        return False
+    return hmac.compare_digest(signature, _sign(token, "session", peer, int(until)))
+
+
+def login_code(token: str, now: float) -> str:
+    """A code that logs a browser in once, within ``LOGIN_SECONDS`` (agentctl makes it
+    from the token file it may read)."""
+    until = int(now + LOGIN_SECONDS)
+    nonce = secrets.token_urlsafe(12)
+    return f"l1.{until}.{nonce}.{_sign(token, 'login', until, nonce)}"
+
+
+def login_nonce(code: str | None, token: str, now: float) -> str | None:
+    """The nonce of a good login code (the caller lets each one in once); None if bad."""
+    parts = (code or "").split(".")
+    if len(parts) != 4 or parts[0] != "l1" or not parts[1].isdigit():
+        return None
+    until, nonce, signature = int(parts[1]), parts[2], parts[3]
+    if not now <= until <= now + LOGIN_SECONDS + 5:
+        return None
+    good = hmac.compare_digest(signature, _sign(token, "login", until, nonce))
+    return f"{until}.{nonce}" if good else None
+
+
+def host_allowed(host: str | None, bind: Bind, port: int) -> bool:
+    """Is ``host`` (a request's Host header) one this dashboard answers to: a loopback
+    name or address, the one it was bound to, and with --http-allow-remote any address
+    or this machine's name; on its port."""
+    if not host:
+        return False
+    match = re.fullmatch(r"(?:\[(?P<v6>[^\]]+)\]|(?P<name>[^:\[\]]+))(?::(?P<port>\d{1,5}))?", host)
+    if match is None or int(match["port"] or 80) != port:
+        return False
+    name = (match["v6"] or match["name"]).lower().rstrip(".")
+    if name in ("localhost", bind.host.lower()) or name.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(name.split("%", 1)[0])
+    except ValueError:
+        return bind.allow_remote and name in _own_names()
+    return address.is_loopback or bind.allow_remote
+
+
+def _own_names() -> set[str]:
+    names = {socket.gethostname().lower(), socket.getfqdn().lower()}
+    return {n for n in names if n}

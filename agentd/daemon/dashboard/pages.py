@@ -15,8 +15,9 @@ POST /units/UNIT/start|stop|restart             the ``agentctl`` verb; then back
 Every answer comes from the control server's own handlers
 (``agentd.daemon.control.commands``) or the ``Supervisor`` methods they call: the
 pages show what ``agentctl`` would say. Live events use the socket's bounded
-feeds (``agentd.daemon.control.streams``): a browser that falls behind is dropped
-(its ``EventSource`` reconnects), and at most ``MAX_STREAMS`` are open.
+feeds (``agentd.daemon.control.streams``): a browser that falls ``STREAM_BACKLOG``
+events behind, or does not take what was sent within ``WRITE_DEADLINE``, is
+dropped (its ``EventSource`` reconnects), and at most ``MAX_STREAMS`` are open.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from typing import Any
 from aiohttp import web
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from agentd.config.sections import Budget
 from agentd.daemon.control.commands import HANDLERS, Context
+from agentd.daemon.control.connections import WRITE_DEADLINE
 from agentd.daemon.control.protocol import Code, check_unit_name
 from agentd.daemon.control.requests import (
     EventsArgs,
@@ -47,10 +50,11 @@ from agentd.daemon.dashboard.timeline import COLOURS, DEFAULT_SPAN, SPANS, layou
 from agentd.daemon.dashboard.views import summary, when
 from agentd.errors import AgentdError
 from agentd.supervisor.budget import usage_today
-from agentd.supervisor.unitrefs import UnknownUnit
+from agentd.supervisor.unitrefs import InvalidUnit, UnknownUnit
 from agentd.times import span
 
 MAX_STREAMS = 64  # live event streams open at once, over all browsers
+STREAM_BACKLOG = 256  # events queued for a browser that reads slowly; then it is dropped
 RECENT_EVENTS = 50
 SHOWN_SESSIONS = 200  # rows in a unit page's sessions table (the timeline shows them all)
 ACTIONS = ("start", "stop", "restart")
@@ -103,11 +107,14 @@ class Pages:
         now = time.time()
         status = await self._status(name)
         rows = await HANDLERS["history"](self.ctx, TailArgs(unit=name, lines=100_000))
-        screen = await HANDLERS["screen"](self.ctx, UnitArgs(unit=name))
+        try:
+            screen = await HANDLERS["screen"](self.ctx, UnitArgs(unit=name))
+        except InvalidUnit:  # its file does not load: no screen, its problem is shown
+            screen = {"rows": [], "cursor": [0, 0], "cols": 0, "session": 0}
         recent = await HANDLERS["events"](self.ctx, EventsArgs(unit=name, lines=RECENT_EVENTS))
         shown = rows[::-1][:SHOWN_SESSIONS]
         for row in shown:
-            row["kept"] = self.ctx.sup.given_bootstrap(name, row["session"]).is_file()
+            row["kept"] = self._kept(name, row["session"])
         return self._page(
             "unit.html",
             u=self._summary(status, now),
@@ -143,7 +150,7 @@ class Pages:
             text = self.ctx.sup.given_bootstrap(name, int(which)).read_text(
                 encoding="utf-8", errors="replace"
             )
-        except UnknownUnit:
+        except (UnknownUnit, InvalidUnit):
             raise web.HTTPNotFound(text=f"unknown unit: {name}") from None
         except OSError:
             raise web.HTTPNotFound(
@@ -176,20 +183,20 @@ class Pages:
         )
         self._open_streams += 1
         try:
-            with self.streams.event_feed(name) as feed:
+            with self.streams.event_feed(name, STREAM_BACKLOG) as feed:
                 await response.prepare(request)
-                await response.write(b"retry: 3000\n\n")
+                await _send(request, response, b"retry: 3000\n\n")
                 while True:
                     try:
                         event = await feed.next()
                     except FeedEnded as end:
-                        await response.write(
-                            f"event: end\ndata: {json.dumps(str(end))}\n\n".encode()
-                        )
+                        said = f"event: end\ndata: {json.dumps(str(end))}\n\n"
+                        await _send(request, response, said.encode())
                         break
-                    await response.write(f"data: {json.dumps(event, default=str)}\n\n".encode())
+                    said = f"data: {json.dumps(event, default=str)}\n\n"
+                    await _send(request, response, said.encode())
         except ConnectionError:
-            pass  # the browser left
+            pass  # the browser left, or did not read
         finally:
             self._open_streams -= 1
         return response
@@ -217,7 +224,17 @@ class Pages:
     def _summary(self, status: dict[str, Any], now: float) -> dict[str, Any]:
         name = status["unit"]
         usage = usage_today(self.ctx.sup.history(name), now)
-        return summary(status, usage, self.ctx.sup.definition(name).budget, now)
+        try:
+            budget = self.ctx.sup.definition(name).budget
+        except InvalidUnit:  # its file does not load and never did: no budget known
+            budget = Budget()
+        return summary(status, usage, budget, now)
+
+    def _kept(self, name: str, session: int) -> bool:
+        try:
+            return self.ctx.sup.given_bootstrap(name, session).is_file()
+        except InvalidUnit:
+            return False
 
     def _timeline(
         self, status: dict[str, Any], rows: list[dict[str, Any]], now: float, span_name: str
@@ -230,6 +247,18 @@ class Pages:
             running=running,
             paused=status if status["state"] == "paused" else None,
         )
+
+
+async def _send(request: web.Request, response: web.StreamResponse, data: bytes) -> None:
+    """Write to a live stream; a browser that has not taken it within ``WRITE_DEADLINE``
+    is dropped, and what was buffered for it with it (ConnectionResetError)."""
+    try:
+        async with asyncio.timeout(WRITE_DEADLINE):
+            await response.write(data)
+    except TimeoutError:
+        if request.transport is not None:
+            request.transport.abort()
+        raise ConnectionResetError("the browser does not read its live events") from None
 
 
 def _unit(request: web.Request) -> str:
@@ -253,6 +282,8 @@ async def _known(call: Awaitable[Any]) -> Any:
         return await call
     except UnknownUnit as exc:
         raise web.HTTPNotFound(text=f"unknown unit: {exc.args[0]}") from None
+    except InvalidUnit as exc:  # its file does not load: nothing of it to show
+        raise web.HTTPNotFound(text=str(exc)) from None
     except ProtocolError as exc:
         if exc.code != Code.UNKNOWN_UNIT:
             raise

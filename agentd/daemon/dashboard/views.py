@@ -19,6 +19,11 @@ def summary(status: dict[str, Any], usage: Usage, budget: Budget, now: float) ->
     at = parse_iso(status.get("last_at"))
     if at is not None and status.get("last_reason"):
         last += f" ({span(now - at)} ago)"
+    problem = status.get("invalid")
+    if problem:  # its file does not load: what is wrong, where (as `agentctl status` says)
+        where = str(problem.get("file")) + (f":{problem['line']}" if problem.get("line") else "")
+        key = f"{problem['key']}: " if problem.get("key") else ""
+        last = f"{where}: {key}{problem.get('message') or problem.get('error')}"
     until = parse_iso(status.get("paused_until"))
     since = parse_iso(status.get("since"))
     return {

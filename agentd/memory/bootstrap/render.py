@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from agentd.memory import gitinfo
+from agentd.memory import gitinfo, statedir
 from agentd.memory.bootstrap.escapes import escape_controls, escape_lines
 from agentd.memory.bootstrap.fit import FileAccount, Fitted, fit, must_cost
 from agentd.memory.bootstrap.kinds import file_block, shown
@@ -82,6 +82,11 @@ class Bootstrap:
 
 def render(ctx: BootstrapContext) -> Bootstrap:
     """The bootstrap for the session ``ctx`` describes (see the module docstring)."""
+    with statedir.confined(ctx.state_dir):  # no link followed out of it, even one swapped in
+        return _render(ctx)
+
+
+def _render(ctx: BootstrapContext) -> Bootstrap:
     warnings: list[str] = []
     blocks = [b for entry in ctx.layout if (b := file_block(ctx, entry, warnings)) is not None]
     if ctx.refusal is not None:  # the first must-keep section

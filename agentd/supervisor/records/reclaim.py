@@ -1,13 +1,6 @@
-"""Which agentd owns a unit, which unit owns a state dir, and ending what a
-previous owner left running.
+"""Ending what a previous owner of a unit left running.
 
-An agentd (``serve`` or ``run``) holds ``run/units/UNIT.lock`` while it
-supervises the unit: two supervisors of one unit would share session
-numbers, bootstraps and the state dir. A unit holds
-``run/statedirs/HASH.lock`` (of its state dir's real path) while it runs or
-waits to run again: two units that share a state dir would overwrite each
-other's memory, so the second one refuses to start; so does a unit whose git
-worktree another unit holds (``worktree-HASH.lock``).
+Who owns a unit and its state dir is ``agentd.supervisor.records.locks``'s.
 
 An agentd that died hard (``kill -9``) leaves a record of each session it
 ran in ``run/sessions`` (``agentd.supervisor.records.sessions``; from before
@@ -26,8 +19,6 @@ they were started with.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import os
 import re
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -36,108 +27,12 @@ from agentd import events as ev
 from agentd.config.convert import signal_name
 from agentd.config.names import UNIT_NAME
 from agentd.config.unit import Unit
-from agentd.fileio import Held, hold, release
 from agentd.process.ending import end_session_tree
 from agentd.supervisor.records.history import History
-from agentd.supervisor.records.sessions import Recorded, SessionRecords
+from agentd.supervisor.records.locks import UnitLock
+from agentd.supervisor.records.sessions import Recorded, SessionRecords, checked
 
 LOST = "agentd-lost"
-
-
-class _Lock:
-    """One lock file, held from the first ``claim`` until ``release``."""
-
-    def __init__(self) -> None:
-        self._fd: int | None = None
-
-    def _claim(self, name: str, path: Path, note: str, taken: Callable[[Held], str]) -> str | None:
-        """Hold ``path`` (if not yet); ``taken(held)`` says why not when another has it."""
-        if self._fd is not None:
-            return None
-        try:
-            self._fd = hold(path, note)
-        except Held as held:
-            return taken(held)
-        except OSError as exc:
-            return f"{name}: cannot take {path}: {exc.strerror or exc}"
-        return None
-
-    def release(self) -> None:
-        release(self._fd)
-        self._fd = None
-
-
-class UnitLock(_Lock):
-    """``run/units/UNIT.lock``: held by the one agentd that supervises the unit."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__()
-        self.path = path
-
-    def claim(self, unit: Unit) -> str | None:
-        """Hold the lock (if not yet); why not, if another agentd already does."""
-        return self.claim_name(unit.name, str(unit.source or ""))
-
-    def claim_name(self, name: str, note: str = "") -> str | None:
-        """``claim`` for a unit known only by its name (one that did not load)."""
-        return self._claim(
-            name,
-            self.path,
-            note,
-            lambda held: (
-                f"{name} is already supervised by another agentd (pid {held.pid}); "
-                "use `agentctl` for that one, or stop it first"
-            ),
-        )
-
-
-class StateDirLock(_Lock):
-    """``run/statedirs/HASH.lock``: held by the one unit that may use a state dir now;
-    for a unit with a ``worktree``, also ``run/statedirs/worktree-HASH.lock`` of it."""
-
-    def __init__(self, directory: Path) -> None:
-        super().__init__()
-        self.directory = directory
-        self._worktree = _Lock()
-
-    def claim(self, unit: Unit) -> str | None:
-        """Hold the lock of ``unit``'s state dir (and worktree) if not yet; why not, if
-        another unit does."""
-        if unit.worktree is not None:
-            tree = os.path.realpath(unit.worktree.path)
-            refused = self._worktree._claim(
-                unit.name,
-                self._path("worktree-", tree),
-                f"{unit.name} {tree}",
-                lambda held: (
-                    f"{unit.name}: its worktree {tree} is in use by unit "
-                    f"{held.note.split(' ', 1)[0] or 'another unit'} (pid {held.pid}); two "
-                    "units may share a repository, not a worktree: give each its own branch"
-                ),
-            )
-            if refused:
-                return refused
-        real = os.path.realpath(unit.state_dir)
-        refused = self._claim(
-            unit.name,
-            self._path("", real),
-            f"{unit.name} {real}",
-            lambda held: (
-                f"{unit.name}: its state dir {real} is in use by unit "
-                f"{held.note.split(' ', 1)[0] or 'another unit'} (pid {held.pid}); two units "
-                "must not share one: give each its own state.dir"
-            ),
-        )
-        if refused:
-            self._worktree.release()
-        return refused
-
-    def release(self) -> None:
-        super().release()
-        self._worktree.release()
-
-    def _path(self, kind: str, real: str) -> Path:
-        return self.directory / f"{kind}{hashlib.sha256(real.encode()).hexdigest()[:32]}.lock"
 
 
 async def reclaim_if_owner(
@@ -219,7 +114,7 @@ def _from_history(history: History, unit: str) -> Recorded | None:
     last = records[-1] if records else None
     if not last or last.get("kind") != "start" or not last.get("marker"):
         return None
-    return Recorded(unit, int(last.get("session", 0)), str(last["marker"]), None, 0, 0.0)
+    return checked(Recorded(unit, int(last.get("session", 0)), str(last["marker"]), None, 0, 0.0))
 
 
 async def _end(recorded: Recorded, sig: int, grace: float, emit: Callable[..., None]) -> None:

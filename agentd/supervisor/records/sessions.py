@@ -7,6 +7,8 @@ stop it (signal, grace). The next agentd ends those sessions whether or not
 their units load again (a unit file deleted or broken in between): see
 ``agentd.supervisor.records.reclaim``.
 
+A record is obeyed only as far as it names this unit's own: a marker of its
+unit and session, the cgroup agentd makes for that marker (``cgroup.recorded``).
 A record that cannot be written (a full disk) is counted by ``health`` as
 ``run:UNIT`` and the session starts anyway: the history's ``start`` record
 (which carries the marker too) is the fallback.
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -35,7 +39,9 @@ class Recorded:
 
     @property
     def cgroup_path(self) -> Path | None:
-        return Path(self.cgroup) if self.cgroup else None
+        """The session's cgroup, if the record names agentd's own for its marker (a
+        record is a file anyone of this uid may have written: ``cgroup.recorded``)."""
+        return cgroups.recorded(self.cgroup, self.marker)
 
 
 class SessionRecords:
@@ -77,16 +83,34 @@ class SessionRecords:
         return [found for path in paths if (found := _load(path)) is not None]
 
 
+# The marker of a unit's completion check names ``UNIT.verify`` (``agentd.supervisor.
+# verify.check_marker``): a record's marker may name its unit or that.
+VERIFY_SUFFIX = ".verify"
+OWN_SUFFIXES = ("", VERIFY_SUFFIX)
+
+
+def checked(record: Recorded) -> Recorded | None:
+    """``record`` if its marker is one agentd makes for its unit (or its completion
+    check) and session (``agentd.process.tree.session_env_marker``): it picks the
+    processes to end."""
+    prefix = os.environ.get("AGENTD_MARKER_PREFIX", "")
+    owners = "|".join(re.escape(f"{record.unit}{suffix}") for suffix in OWN_SUFFIXES)
+    shape = f"{re.escape(prefix)}(?:{owners}){re.escape(f':{record.session}:')}[0-9a-f]{{12}}"
+    return record if re.fullmatch(shape, record.marker) else None
+
+
 def _load(path: Path) -> Recorded | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return Recorded(
-            unit=str(data["unit"]),
-            session=int(data["session"]),
-            marker=str(data["marker"]),
-            cgroup=data.get("cgroup") or None,
-            signal=int(data["signal"]),
-            grace=float(data["grace"]),
+        return checked(
+            Recorded(
+                unit=str(data["unit"]),
+                session=int(data["session"]),
+                marker=str(data["marker"]),
+                cgroup=data.get("cgroup") or None,
+                signal=int(data["signal"]),
+                grace=float(data["grace"]),
+            )
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
