@@ -255,7 +255,7 @@ MUTATIONS = [
     m(
         "sentinel-pause-restarts",
         TRIGGERS,
-        'self.fire(Trigger(reason, "pause", until, until - self._wall()))',
+        'self.fire(Trigger(reason, "pause", until, pause_left=until - self._wall()))',
         "self.fire(Trigger(reason))",
         T_SERVICE,
     ),
@@ -277,14 +277,14 @@ MUTATIONS = [
     m(
         "inject-argv-placeholders-unfilled",
         INJECT,
-        "argv = [fill_placeholders(arg, values) for arg in unit.command]",
-        "argv = list(unit.command)",
+        "argv = with_hooks(unit.hooks, [fill_placeholders(arg, values) for arg in unit.command])",
+        "argv = with_hooks(unit.hooks, list(unit.command))",
         T_RUN,
     ),
     m(
         "inject-stdin-never-typed",
         INJECT,
-        "        written = hand_over(session, self.text, self.plan.submit)\n",
+        "        written = hand_over(session, self.text, self.plan.submit, paste=self.plan.paste)\n",
         "        written = 0\n",
         T_RUN,
     ),
