@@ -284,7 +284,7 @@ MUTATIONS = [
     m(
         "inject-stdin-never-typed",
         INJECT,
-        "        written = hand_over(session, self.text, self.plan.submit, paste=self.plan.paste)\n",
+        "        written = hand_over(session, self.text, self.plan.submit, paste=self.plan.paste)\n",  # noqa: E501
         "        written = 0\n",
         T_RUN,
     ),
