@@ -32,6 +32,7 @@ is tried again (a read-only state dir in file mode), never a wedged unit.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -43,7 +44,7 @@ from agentd.config.placeholders import placeholders_in
 from agentd.config.unit import Unit
 from agentd.errors import AgentdError, SpawnError
 from agentd.events import WriteHealth
-from agentd.fileio import write_atomic
+from agentd.fileio import LOCK_NAME, OWNER_LOCK_NAME, write_atomic
 from agentd.memory.bootstrap.render import Bootstrap, BootstrapContext, render, unavailable
 from agentd.memory.formats import complete
 from agentd.memory.layout import resolve
@@ -262,7 +263,7 @@ class Briefing:
     ) -> None:
         """Create and initialise a unit's state dir that does not exist yet."""
         path = unit.state_dir
-        if path.exists():
+        if path.exists() and not _only_agentds(path):
             return
         layout = unit.state.layout
         try:
@@ -321,6 +322,15 @@ class Briefing:
             if found and int(found.group(1)) <= number - keep:
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
+
+
+def _only_agentds(path: Path) -> bool:
+    """Does ``path`` hold nothing but agentd's locks (taken at the unit's start, before
+    its first session initialises the dir)?"""
+    try:
+        return set(os.listdir(path)) <= {OWNER_LOCK_NAME, LOCK_NAME}
+    except OSError:
+        return False
 
 
 def _needs_file(unit: Unit) -> bool:

@@ -45,7 +45,7 @@ from agentd.config.convert import signal_name
 from agentd.config.sections import Limits, RestartSpec
 from agentd.reasons import CONTEXT, IDLE, TIMEOUT, Outcome, Reason
 
-Next = Literal["start", "backoff", "done", "failed", "stopped", "paused", "stalled"]
+Next = Literal["start", "backoff", "done", "failed", "stopped", "paused", "stalled", "interrupted"]
 
 _CONTEXT_NAME = re.compile(r"compact|context", re.IGNORECASE)
 

@@ -28,7 +28,10 @@ policy. Every state change goes through ``_set_state``, which checks
 - ``_settle`` after the policy's decision: STOPPING -> BACKOFF, PAUSED, DONE,
   FAILED, STALLED or STOPPED; or STOPPING -> STARTING for the next session;
 - ``_budget_spent``: STARTING -> PAUSED until midnight; ``stop`` of a waiting
-  unit: BACKOFF/PAUSED -> STOPPED; ``_force_state`` -> FAILED for a bug.
+  unit: BACKOFF/PAUSED -> STOPPED; ``_force_state`` -> FAILED for a bug;
+- ``interrupt`` (a signal to ``agentd run``: an eviction, a drain): as ``stop``,
+  but to INTERRUPTED (from STOPPING or BACKOFF/PAUSED), which the next start
+  carries on from (INTERRUPTED -> STARTING, with the reason it was left in).
 
 A wait is a state and one deadline: the loop sleeps until it (no periodic
 tick while nothing is due). A usage-limit pause recorded in the history
@@ -161,6 +164,7 @@ class Service:
         self._changed = asyncio.Event()
         self._stop_requested = False
         self._remember_stop = True  # False while the daemon (not a person) stops the unit
+        self._interrupted: str | None = None  # the reason, while a signal stops the unit
         self.briefing = Briefing(
             logs_dir,
             events.emit,
@@ -205,11 +209,16 @@ class Service:
             return refused
         self._cancel_wait()
         self.paused_until = None
-        # autostart honours a pause the previous agentd left; an explicit start does not
-        self._resume_at = self._restored if resume_pause else None
+        carry_on = self.state == State.INTERRUPTED
+        if carry_on and reason == "start":  # the first session says why the last one ended
+            reason = self.state_reason or reason
+        # autostart honours a pause the previous agentd left, and so does carrying on after
+        # an interruption; a person's explicit start does not
+        self._resume_at = self._restored if resume_pause or carry_on else None
         self._restored = None
         self._stop_requested = False
         self._remember_stop = True
+        self._interrupted = None
         self._set_state(State.STARTING, reason)  # at once, so waiters see it is under way
         self._run_sessions(reason)
         return None
@@ -224,8 +233,23 @@ class Service:
         self._remember_stop = remember
         if self.state in (State.BACKOFF, State.PAUSED):
             self._cancel_wait()
-            self._set_state(State.STOPPED, "manual")
+            self._set_state(*self._stopped_by())
         self._fire(Trigger(MANUAL, "stop"))
+        if self.task is not None:
+            await asyncio.shield(self.task)
+
+    async def interrupt(self, signame: str) -> None:
+        """A signal (``SIGTERM``...) asks the process to end: stop the unit gracefully as
+        ``stop`` does and leave it ``interrupted`` (reason ``interrupted:SIGTERM``), not
+        stopped, so that the next start carries on. A unit that ends ``done``, ``failed``
+        or ``stalled`` by itself meanwhile keeps that state."""
+        why = str(Reason.interrupted(signame))
+        self._interrupted = why
+        if self.state in (State.BACKOFF, State.PAUSED):
+            self._cancel_wait()
+            self._set_state(State.INTERRUPTED, why)
+        self._stop_requested = True
+        self._fire(Trigger(Reason.interrupted(signame), "stop"))
         if self.task is not None:
             await asyncio.shield(self.task)
 
@@ -295,8 +319,9 @@ class Service:
         self.lifecycle.keep(enabled=enabled)
 
     def starts_with_daemon(self) -> bool:
-        """Enabled, and not left stopped, done, failed or stalled (only a start leaves those)."""
-        return self.enabled and self.lifecycle.value.state is None
+        """Enabled, and not left stopped, done, failed or stalled (only a start leaves those;
+        an interrupted unit carries on)."""
+        return self.enabled and self.lifecycle.value.state in (None, State.INTERRUPTED)
 
     def claim(self) -> str | None:
         """Hold ``run/units/UNIT.lock`` while supervising this unit; why not, if another
@@ -459,7 +484,10 @@ class Service:
         self.ends = [*self.ends, end][-HISTORY_KEEP:]
         self.last_reason = end.reason
         self.last_at = self._wall()
-        if self._stop_requested and decision.next != "stopped":
+        if self._stop_requested and self._interrupted is not None:
+            if decision.next not in ("done", "failed", "stalled"):  # what it came to stays
+                decision = Decision("interrupted", self._interrupted, outcome=Outcome.STOPPED)
+        elif self._stop_requested and decision.next != "stopped":
             decision = Decision("stopped", "manual", outcome=Outcome.STOPPED)
         return decision
 
@@ -472,9 +500,15 @@ class Service:
             until = decision.until if decision.until is not None else self._wall() + 3600
             self._pause(until, reason, detail)
         elif decision.next == "start":  # a stop arrived as the decision was made
-            self._set_state(State.STOPPED, "manual")
+            self._set_state(*self._stopped_by())
         else:
             self._set_state(State(decision.next), reason, detail)
+
+    def _stopped_by(self) -> tuple[State, str]:
+        """Where a stop leaves the unit: interrupted by a signal, or stopped."""
+        if self._interrupted is not None:
+            return State.INTERRUPTED, self._interrupted
+        return State.STOPPED, "manual"
 
     # -- one session -------------------------------------------------------------------
     async def _session(

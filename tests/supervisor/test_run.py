@@ -424,10 +424,10 @@ def test_ctrl_c_stops_the_whole_tree(home: Path, tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 1, err
+    assert proc.returncode == 75, err  # interrupted, the state saved: EX_TEMPFAIL
     assert "interrupted by SIGINT" in err
     assert not psutil.pid_exists(child) or psutil.Process(child).status() == "zombie"
-    assert "stopped" in err
+    assert "i interrupted after 1 session(s)" in err
 
 
 @pytest.mark.parametrize(
@@ -450,7 +450,7 @@ def test_a_command_that_cannot_be_executed_fails_at_once(
     write_unit(home, "x", {"command": command, "restart": {"delay": "10s", "burst": 5}})
     started = time.monotonic()
     res = agentd(home, "run", "x")
-    assert res.returncode == 1 and time.monotonic() - started < 10  # no backoff
+    assert res.returncode == 78 and time.monotonic() - started < 10  # EX_CONFIG, no backoff
     [exited] = events(home, "session.exit")  # one attempt
     assert exited["reason"] == "spawn-error" and says in exited["error"]
     [failed] = [e for e in events(home, "unit.state") if e["to"] == "failed"]
@@ -480,7 +480,7 @@ def test_check_refuses_a_world_writable_unit(home: Path) -> None:
     path.chmod(0o666)
     res = agentd(home, "check", str(path))
     assert res.returncode == 1 and "writable" in res.stderr and str(path) in res.stderr
-    assert agentd(home, "run", "ww").returncode == 1
+    assert agentd(home, "run", "ww").returncode == 78  # EX_CONFIG: the file must change
 
 
 def test_run_unknown_unit_is_a_clear_error(home: Path) -> None:

@@ -3,10 +3,16 @@ previous owner left running.
 
 An agentd (``serve`` or ``run``) holds ``run/units/UNIT.lock`` while it
 supervises the unit: two supervisors of one unit would share session
-numbers, bootstraps and the state dir. A unit holds
-``run/statedirs/HASH.lock`` (of its state dir's real path) while it runs or
-waits to run again: two units that share a state dir would overwrite each
-other's memory, so the second one refuses to start.
+numbers, bootstraps and the state dir. A unit holds ``STATE_DIR/.agentd.lock``
+while it runs or waits to run again: two units that share a state dir would
+overwrite each other's memory, so the second one refuses to start. That lock
+lives in the state dir itself, not in agentd's home, so it also fences a
+second copy of the unit run from another home or another host on a shared
+volume (a pod rescheduled while the first still lives, a Slurm job requeued
+twice): ``flock`` on NFS (v3 with NLM, v4), CephFS and local filesystems is
+seen by every client; the lock goes with the process, and with the client's
+lease when a host dies. A state dir that cannot be created falls back to
+``run/statedirs/HASH.lock`` (of its real path), which fences one home only.
 
 An agentd that died hard (``kill -9``) leaves a record of each session it
 ran in ``run/sessions`` (``agentd.supervisor.records.sessions``; from before
@@ -28,6 +34,7 @@ import contextlib
 import hashlib
 import os
 import re
+import socket
 from collections.abc import Callable, Collection
 from pathlib import Path
 
@@ -35,7 +42,7 @@ from agentd import events as ev
 from agentd.config.convert import signal_name
 from agentd.config.names import UNIT_NAME
 from agentd.config.unit import Unit
-from agentd.fileio import Held, hold, release
+from agentd.fileio import OWNER_LOCK_NAME, Held, hold, release
 from agentd.process.ending import end_session_tree
 from agentd.supervisor.records.history import History
 from agentd.supervisor.records.sessions import Recorded, SessionRecords
@@ -91,26 +98,40 @@ class UnitLock(_Lock):
 
 
 class StateDirLock(_Lock):
-    """``run/statedirs/HASH.lock``: held by the one unit that may use a state dir now."""
+    """``STATE_DIR/.agentd.lock``: held by the one unit (on one host) that may use a
+    state dir now; ``directory/HASH.lock`` where the state dir cannot be created."""
 
     def __init__(self, directory: Path) -> None:
         super().__init__()
         self.directory = directory
 
     def claim(self, unit: Unit) -> str | None:
-        """Hold the lock of ``unit``'s state dir (if not yet); why not, if another unit does."""
+        """Hold the lock of ``unit``'s state dir (if not yet); why not, if another unit,
+        or another copy of this one, does."""
         real = os.path.realpath(unit.state_dir)
-        path = self.directory / f"{hashlib.sha256(real.encode()).hexdigest()[:32]}.lock"
-        return self._claim(
-            unit.name,
-            path,
-            f"{unit.name} {real}",
-            lambda held: (
+        here = socket.gethostname()
+        try:
+            os.makedirs(real, exist_ok=True)
+            path = Path(real) / OWNER_LOCK_NAME
+        except OSError:
+            path = self.directory / f"{hashlib.sha256(real.encode()).hexdigest()[:32]}.lock"
+
+        def taken(held: Held) -> str:
+            name, _, host = held.note.partition(" ")
+            where = f"pid {held.pid}" + (f" on host {host}" if host and host != here else "")
+            if name == unit.name:
+                return (
+                    f"{unit.name}: its state dir {real} is in use by another copy of it "
+                    f"({where}); stop that one first: two copies would overwrite each "
+                    "other's memory"
+                )
+            return (
                 f"{unit.name}: its state dir {real} is in use by unit "
-                f"{held.note.split(' ', 1)[0] or 'another unit'} (pid {held.pid}); two units "
-                "must not share one: give each its own state.dir"
-            ),
-        )
+                f"{name or 'another unit'} ({where}); two units must not share one: give "
+                "each its own state.dir"
+            )
+
+        return self._claim(unit.name, path, f"{unit.name} {here}", taken)
 
 
 async def reclaim_if_owner(
