@@ -43,6 +43,7 @@ VERBS: Mapping[str, str] = {
     "install-service": "agentd.cli.agentctl.service:install_service",
     "hooks": "agentd.cli.agentctl.hooks:hooks_cmd",
     "hook": "agentd.cli.agentctl.hooks:hook",
+    "export": "agentd.cli.agentctl.export:export",
 }
 
 
