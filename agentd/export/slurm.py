@@ -3,14 +3,17 @@ requeues itself when the run was interrupted.
 
 - ``--requeue``: the job may go back to the queue (after a node failure, a
   preemption, or when the script asks); ``--open-mode=append``: every run of
-  the job appends to the one output file (``--output``, in the unit's logs);
+  the job appends to the one output file (``--output``, in the unit's logs,
+  which the export creates: Slurm opens it before the script runs);
 - ``--signal=B:TERM@N``: N seconds before the time limit Slurm sends SIGTERM
   to the batch shell (only to it: ``B:``), which passes it on to ``agentd
   run``; N is the unit's ``stop.grace`` plus ``MARGIN`` (Slurm may send it up
   to a minute early);
 - exit 75 (interrupted, state saved) -> ``scontrol requeue $SLURM_JOB_ID``:
-  the same job id runs again and the next ``agentd run`` carries on; unless
-  the job is being cancelled (``scancel``): a person's cancel is not undone.
+  the same job id runs again and the next ``agentd run`` carries on; only
+  while the job is still ``RUNNING`` (the time limit's warning, ``scancel
+  --signal=TERM --batch``): a job that ``scancel`` or a preemption ends is
+  ``COMPLETING`` already, and a person's cancel is not undone.
   Any other status is the job's (0: COMPLETED; 1 and 78: FAILED).
 
 ``agentd run`` is started in the background and waited for, so that the
@@ -105,13 +108,16 @@ if [ "$code" -gt 128 ]; then  # the trap's status, or agentd's own if it died of
 fi
 echo "agentd: exited $code at $(date -u +%FT%TZ)"
 if [ "$code" -eq {exitcodes.INTERRUPTED} ] && [ -n "${{SLURM_JOB_ID:-}}" ]; then
+    # RUNNING: the signal was the time limit's warning or `scancel --batch`; a job that
+    # scancel or a preemption ends is COMPLETING already, and stays ended
     state=$(scontrol show job "$SLURM_JOB_ID" 2>/dev/null | grep -o 'JobState=[A-Z_]*')
     case "$state" in
-        *CANCELLED*) echo "agentd: the job is cancelled: not requeued" ;;
-        *) echo "agentd: interrupted, state saved: requeueing job $SLURM_JOB_ID"
-           # Slurm ends this script as it requeues the job; if it is still here, it did not
-           if scontrol requeue "$SLURM_JOB_ID"; then sleep 60; fi
-           echo "agentd: the job was not requeued" ;;
+        JobState=RUNNING)
+            echo "agentd: interrupted, state saved: requeueing job $SLURM_JOB_ID"
+            # Slurm ends this script as it requeues the job; if it is still here, it did not
+            if scontrol requeue "$SLURM_JOB_ID"; then sleep 60; fi
+            echo "agentd: the job was not requeued" ;;
+        *) echo "agentd: the job is ending (${{state#JobState=}}): not requeued" ;;
     esac
 fi
 exit "$code"

@@ -93,7 +93,7 @@ def _scontrol(tmp_path: Path) -> list[str]:
     ("state", "code", "calls"),
     [
         ("RUNNING", -signal.SIGKILL, ["show job 4242", "requeue 4242"]),  # requeued
-        ("CANCELLED", 75, ["show job 4242"]),  # scancel: not undone
+        ("COMPLETING", 75, ["show job 4242"]),  # scancel: not undone
     ],
     ids=["requeued", "cancelled"],
 )

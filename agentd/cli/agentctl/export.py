@@ -162,10 +162,11 @@ def slurm(unit: str, out: Path | None, grace: str | None, time_limit: str | None
     from agentd.export import slurm as sbatch
 
     [(loaded, _)] = _units((unit,), False)
+    paths = Paths.resolve()
     try:
         text = sbatch.script(
             loaded,
-            Paths.resolve(),
+            paths,
             agentd=_agentd(),
             env=os.environ,
             lead=_seconds(grace, "--grace"),
@@ -173,6 +174,8 @@ def slurm(unit: str, out: Path | None, grace: str | None, time_limit: str | None
         )
     except AgentdError as exc:
         fail(str(exc))
+    # Slurm opens --output before the script runs: in a dir that is missing it is lost
+    paths.unit_logs(loaded.name).mkdir(mode=0o700, parents=True, exist_ok=True)
     if out is None:
         sys.stdout.write(text)
         return
