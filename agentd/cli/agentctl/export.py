@@ -155,9 +155,9 @@ def slurm(unit: str, out: Path | None, grace: str | None, time_limit: str | None
     --requeue, --open-mode=append (every run in one output file in the unit's
     logs) and --signal=B:TERM@N: the script passes SIGTERM on to agentd, which
     stops the session gracefully and exits 75; the script then requeues the
-    job (unless it is being cancelled) and the next run carries on. It names
-    this agentd and the unit file by absolute path: the compute nodes must
-    see both.
+    job (only while it still runs: a cancel stays) and the next run carries
+    on. It names this agentd and the unit file by absolute path: the compute
+    nodes must see both.
     """
     from agentd.export import slurm as sbatch
 

@@ -105,14 +105,12 @@ def run(paths: Paths, unit: str, quiet: bool, attach: bool, again: bool) -> None
     """Supervise one unit (a name in the units dir, or a FILE) in the foreground.
 
     Runs until the unit settles; the exit status says how, for whoever runs
-    it (a shell, systemd, a Kubernetes Job, a Slurm batch script):
-
-    \b
-    0   done (a unit that is done already exits 0 at once, unless --again)
-    1   failed, stalled or stopped; or another agentd runs it or its state dir
-    75  interrupted: SIGTERM, SIGINT or SIGHUP stopped it gracefully, its
-        state is saved and the next run carries on (EX_TEMPFAIL)
-    78  the unit file does not load, or its command cannot be executed (EX_CONFIG)
+    it (a shell, systemd, a Kubernetes Job, a Slurm batch script): 0 done (a
+    unit that is done already exits 0 at once, unless --again); 1 failed,
+    stalled or stopped, or another agentd runs it or its state dir; 75
+    interrupted: SIGTERM, SIGINT or SIGHUP stopped it gracefully, its state
+    is saved and the next run carries on (EX_TEMPFAIL); 78 the unit file does
+    not load, or its command cannot be executed (EX_CONFIG).
 
     If not done, it names the transcript and shows its last lines. A second
     signal kills the session at once. On exit it writes one line of JSON (unit,
