@@ -82,7 +82,10 @@ class Outcome(StrEnum):
     """What a session's end came to, as ``agentctl history`` shows it."""
 
     DONE = "done"
-    HANDOFF = "handoff"  # the agent (exit code) or a sentinel asked for a fresh session
+    # the agent handed over: its exit code (``restart.exit_codes``) or a sentinel asked
+    # for a fresh session (after recording its state)
+    HANDOFF = "handoff"
+    MANUAL = "manual"  # a person restarted it (``agentctl restart``, the dashboard)
     CONTEXT = "context"  # compaction or a full context
     USAGE_LIMITED = "usage-limited"
     TIMEOUT = "timeout"

@@ -47,8 +47,8 @@ MUTATIONS = [
     m(
         "canary",
         "agentd/cli/agentd/run.py",
-        "after {service.session_no} session(s) in",
-        "after {service.session_no} sessions in",
+        "after {ran} session(s){which} in",
+        "after {ran} sessions{which} in",
         T_RUN,
     ),
     # --- the rows of issue 14 ---
@@ -259,7 +259,7 @@ MUTATIONS = [
     m(
         "sentinel-notify-ignored",
         TRIGGERS,
-        "            self._notify(reason)\n",
+        "            self._notify(str(reason))\n",
         "            pass\n",
         "tests/supervisor",
     ),

@@ -147,7 +147,9 @@ class Unit(StrictModel):
 
     @field_validator("workdir")
     @classmethod
-    def _workdir_exists(cls, value: Path) -> Path:
+    def _workdir_exists(cls, value: Path, info: ValidationInfo) -> Path:
+        if info.context and info.context.get("probe"):
+            return value  # `agentd check` looks past a missing workdir for more problems
         try:
             is_dir, exists = value.is_dir(), value.exists()
         except (OSError, ValueError) as exc:

@@ -228,7 +228,7 @@ def _outcome(end: SessionEnd) -> Outcome:
         # outcome; any other restart sentinel is a hand-over.
         return Outcome.CONTEXT if _CONTEXT_NAME.search(trigger.arg) else Outcome.HANDOFF
     if _is_manual(trigger):
-        return Outcome.STOPPED if end.action == "stop" else Outcome.HANDOFF
+        return Outcome.STOPPED if end.action == "stop" else Outcome.MANUAL
     return Outcome.HANDOFF
 
 

@@ -34,7 +34,11 @@ policy. Every state change goes through ``_set_state``, which checks
   carries on from (INTERRUPTED -> STARTING, with the reason it was left in).
 
 A wait is a state and one deadline: the loop sleeps until it (no periodic
-tick while nothing is due). A usage-limit pause recorded in the history
+tick while nothing is due). A unit whose state dir another unit holds does
+not start: status shows it ``conflict``, naming that unit, and it tries again
+every ``CONFLICT_RETRY`` s (one flock each) until the other lets the dir go
+or a stop ends the wait. Each ended session's last screen is drawn once and
+kept with the history (``records.screens``). A usage-limit pause recorded in the history
 survives a daemon restart, and autostart honours it.
 
 The record of the sessions (their number, the restarts, how the last one
@@ -79,6 +83,7 @@ from agentd.supervisor.budget import Usage, any_set, next_midnight, reached, usa
 from agentd.supervisor.definition import Definition
 from agentd.supervisor.handoff import Handoff
 from agentd.supervisor.policy import Decision, RestartPolicy, SessionEnd
+from agentd.supervisor.records import screens
 from agentd.supervisor.records.history import History, last_end, restored_pause
 from agentd.supervisor.records.lifecycle import REMEMBERED, Lifecycle
 from agentd.supervisor.records.reclaim import LOST, StateDirLock, UnitLock, reclaim_if_owner
@@ -91,6 +96,8 @@ from agentd.times import iso
 
 PRECOMPACT = "precompact"  # the sentinel name a PreCompact hook ends a session with
 HISTORY_KEEP = 200  # the ends kept for the policy and the bootstrap
+SCREEN_DRAW_WAIT = 10.0  # s: drawing an ended session's last screen to keep it
+CONFLICT_RETRY = 1.0  # s between tries of a unit waiting for its state dir (one flock each)
 
 
 class SessionRun:
@@ -192,6 +199,9 @@ class Service:
         self._restored = restored_pause(self._history.recent())  # until the first start
         self._resume_at: float | None = None
         self._timer: asyncio.TimerHandle | None = None
+        # another unit holds its state dir: why, and the next try (``start``)
+        self.conflict: str | None = None
+        self._conflict_timer: asyncio.TimerHandle | None = None
 
     # -- control ---------------------------------------------------------------------
     def start(self, reason: str = "start", *, resume_pause: bool = False) -> str | None:
@@ -202,11 +212,23 @@ class Service:
         """
         if self.state in ACTIVE:
             return None
-        refused = self.claim() or self._state_lock.claim(self.definition)
+        refused = self.claim()
         if refused:
             self._emit(ev.UNIT_ERROR, level="error", unit=self.unit.name, error=refused)
             self.detail = refused  # status says why it is not running (e.g. at daemon start)
             return refused
+        shared = self._state_lock.claim(self.definition)
+        if shared:  # `conflict` until the other unit lets the state dir go, then it starts
+            if self.conflict is None or not self.conflict.startswith(shared):
+                self._emit(ev.UNIT_ERROR, level="error", unit=self.unit.name, error=shared)
+            self.conflict = f"{shared}; it starts by itself once that unit is no longer running"
+            self._cancel_conflict()
+            self._conflict_timer = asyncio.get_running_loop().call_later(
+                CONFLICT_RETRY, lambda: self.start(reason, resume_pause=resume_pause)
+            )
+            return self.conflict
+        self._cancel_conflict()
+        self.conflict = None
         self._cancel_wait()
         self.paused_until = None
         carry_on = self.state == State.INTERRUPTED
@@ -231,6 +253,8 @@ class Service:
         """
         self._stop_requested = True
         self._remember_stop = remember
+        self._cancel_conflict()  # no longer waiting for its state dir
+        self.conflict = None
         if self.state in (State.BACKOFF, State.PAUSED):
             self._cancel_wait()
             self._set_state(*self._stopped_by())
@@ -330,6 +354,7 @@ class Service:
 
     def close(self) -> None:
         self._cancel_wait()
+        self._cancel_conflict()
         self.briefing.forget_given()  # no session runs: nothing reads it
         self._definition.close()
         self._lock.release()
@@ -355,11 +380,23 @@ class Service:
         if self.current is not None:
             self.current.resize(cols, rows)
 
-    def screen(self) -> ScreenCapture:
-        """What to draw the last session's screen from (running or not; blank before one)."""
+    def screen(self) -> ScreenCapture | screens.KeptScreen:
+        """What to draw the last session's screen from: the running one's, the last one's
+        of this agentd, else the last one kept on disk (``ran`` false: it never ran)."""
         run = self.current
-        ring = run.screen if run is not None else ScreenRing(self.unit.pty.cols, self.unit.pty.rows)
-        return ring.capture()
+        if run is None:
+            logs, pty = self.paths.unit_logs(self.unit.name), self.unit.pty
+            return screens.KeptScreen(logs, pty.cols, pty.rows, self.session_no)
+        about: dict[str, Any] = {"running": run.session is not None, "ran": True}
+        if run.session is None and self.last_reason:  # ended (or not spawned yet)
+            at = iso(self.last_at) if self.last_at is not None else None
+            about.update(reason=self.last_reason, detail=self.detail or None, ended_at=at)
+        return run.screen.capture(about)
+
+    def processes(self) -> list[int]:
+        """The pids of the running session's processes (a scan: slow, off the loop)."""
+        session = self.session
+        return session.processes() if session is not None else []
 
     # -- what it is ------------------------------------------------------------------
     @property
@@ -694,6 +731,30 @@ class Service:
             }
         )
         run.transcript.note(f"{iso(self._wall())} session {number} ended ({reason})")
+        await self._keep_screen(run, reason)
+
+    async def _keep_screen(self, run: SessionRun, reason: str) -> None:
+        """Keep the ended session's last screen with the history, its secrets hidden
+        (``records.screens``): drawn and written off the loop."""
+        logs_dir = self.paths.unit_logs(run.unit.name)
+        try:
+            capture = run.screen.capture()
+            drawn = await asyncio.wait_for(asyncio.to_thread(capture.draw), SCREEN_DRAW_WAIT)
+            shown = {
+                **drawn.as_json(),
+                "rows": [run.redactor.redact_text(row) for row in drawn.rows],
+                "reason": reason,
+                "ended_at": iso(self._wall()),
+            }
+            await asyncio.to_thread(screens.keep, logs_dir, shown, health=self.events.health)
+        except Exception as exc:  # the screen is a convenience: the session's end goes on
+            self._emit(
+                ev.UNIT_ERROR,
+                level="warning",
+                unit=run.unit.name,
+                session=run.number,
+                error=f"its last screen was not kept: {type(exc).__name__}: {exc}",
+            )
 
     def _spawn_failed(self, run: SessionRun, exc: SpawnError) -> None:
         self._set_state(State.STOPPING, "spawn-error")
@@ -767,6 +828,11 @@ class Service:
     def _backoff(self, delay: float, reason: str, detail: str = "") -> None:
         self._set_state(State.BACKOFF, reason, detail)
         self._schedule(delay, reason)
+
+    def _cancel_conflict(self) -> None:
+        if self._conflict_timer is not None:
+            self._conflict_timer.cancel()
+            self._conflict_timer = None
 
     def _cancel_wait(self) -> None:
         """Drop the deadline (a start or a stop came first)."""

@@ -7,7 +7,9 @@ by ``start``. INTERRUPTED is where a signal to ``agentd run`` (an eviction, a
 drain, Ctrl-C) leaves a unit after a graceful stop: unlike STOPPED it is not a
 person's choice, so the next ``agentd run`` or daemon start carries on.
 INVALID is never a service's state: it is what ``agentctl status`` shows for a
-unit file that does not load (there is no service to be in a state).
+unit file that does not load (there is no service to be in a state). Nor is
+CONFLICT: it is shown for a unit that waits to start because another unit
+holds its state dir (it starts once that one no longer runs).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class State(StrEnum):
     STALLED = "stalled"
     INTERRUPTED = "interrupted"
     INVALID = "invalid"
+    CONFLICT = "conflict"
 
 
 S = State
@@ -55,6 +58,7 @@ TRANSITIONS: dict[State, frozenset[State]] = {
     S.INTERRUPTED: frozenset({S.STARTING}),
     # a file that does not load has no service: nothing leaves or enters this state
     S.INVALID: frozenset(),
+    S.CONFLICT: frozenset(),
 }
 
 TERMINAL = frozenset({S.STOPPED, S.DONE, S.FAILED, S.STALLED, S.INTERRUPTED})

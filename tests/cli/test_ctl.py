@@ -227,14 +227,14 @@ def test_an_agent_stopped_by_a_signal_is_shown_so(daemon: Served) -> None:
     os.kill(pid, signal.SIGSTOP)
     try:
         poll_for(lambda: psutil.Process(pid).status() == psutil.STATUS_STOPPED, what="stopped")
-        row = agentctl("status", "a").stdout.splitlines()[1].split()
+        row = agentctl("status", "a", "--table").stdout.splitlines()[1].split()
         assert row[:3] == ["a", "paused-by-signal", str(pid)]
         got = json.loads(agentctl("status", "--json", "a").stdout)[0]
         assert got["state"] == "running" and got["process"] == "stopped"
     finally:
         os.kill(pid, signal.SIGCONT)
     poll_for(
-        lambda: agentctl("status", "a").stdout.splitlines()[1].split()[1] == "running",
+        lambda: agentctl("status", "a", "--table").stdout.splitlines()[1].split()[1] == "running",
         what="running again after SIGCONT",
     )
 
@@ -279,8 +279,9 @@ def test_events_history_and_bootstrap(daemon: Served, dhome: Path) -> None:
     assert listing.exit_code == 0
     head, one, two = listing.stdout.splitlines()
     assert head.split() == ["SESSION", "STARTED", "DURATION", "OUTCOME", "REASON", "BOOTSTRAP"]
-    assert one.split()[3:5] == ["handoff", "manual:deploy"] and one.endswith("bootstrap-1.md")
-    assert two.split()[3] == "running"
+    # STARTED is local time, two words: 2026-12-01 14:03:07
+    assert one.split()[4:6] == ["manual", "manual:deploy"] and one.endswith("bootstrap-1.md")
+    assert two.split()[4] == "running"
     rows = json.loads(agentctl("history", "a", "--json").stdout)
     assert [r["session"] for r in rows] == [1, 2] and rows[0]["bootstrap"].endswith(".md")
     boot = agentctl("bootstrap", "a")

@@ -137,6 +137,8 @@ def test_every_verb_is_listed_with_its_help_and_hook_stays_hidden() -> None:
     assert main.list_commands(ctx) == sorted(VERBS)
     assert set(VERBS) == {
         "status",
+        "cat",
+        "show",
         "start",
         "stop",
         "restart",

@@ -35,7 +35,7 @@ from agentd.daemon.dashboard.access import (
     load_token,
     peer_allowed,
 )
-from agentd.daemon.dashboard.timeline import COLOURS, layout
+from agentd.daemon.dashboard.timeline import COLOURS, MIN_BAR, layout
 from agentd.events import EventLog
 from agentd.paths import Paths
 from agentd.supervisor.api import Supervisor
@@ -147,7 +147,7 @@ def test_a_session_with_no_end_and_a_paused_unit() -> None:
             "last_reason": "budget:max_sessions_per_day",
         },
     )
-    assert [(b.outcome, b.width) for b in line.bars] == [("unknown", 2.0)]
+    assert [(b.outcome, b.width) for b in line.bars] == [("unknown", MIN_BAR)]
     assert "no end recorded" in line.bars[0].title
     assert [m.title.split(" until")[0] for m in line.marks if m.kind == "pause"] == [
         "paused (budget:max_sessions_per_day)"
@@ -382,7 +382,7 @@ def test_the_unit_page_svg_screen_and_bootstraps(dhome: Path, serve: list[Served
     assert svg.count("<rect") == 3
     code, _, page = site.get("/units/t?span=1h")
     assert code == 200 and "<b>1h</b>" in page and page.count('<rect class="session') == 3
-    assert '<pre id="screen" class="screen"' in page and "step one" in page
+    assert '<pre id="screen" class="screen' in page and "step one" in page
     code, head, boot = site.get("/units/t/bootstraps/2")
     assert code == 200 and boot.startswith("# agentd bootstrap: t, session 2")
     assert head["Content-Type"].startswith("text/plain")

@@ -185,7 +185,7 @@ def test_two_units_that_share_a_state_dir_refuse_to_run_at_once(
     d.result("start", units=["one"])
     refused = d.call("start", units=["two"])
     assert refused["code"] == 1 and "is in use by unit one" in refused["error"]
-    assert d.status("two")["state"] == "stopped"
+    assert d.status("two")["state"] == "conflict"  # and it waits for the dir
     assert "is in use by unit one" in d.status("two")["detail"]  # status says why
     table = subprocess.run(
         [sys.executable, "-m", "agentd.cli.agentctl", "status", "two"],

@@ -108,7 +108,7 @@ async def _run(unit: Unit, paths: Paths, console: Console, *, attach: bool, agai
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, on_signal, sig)
-    started = time.monotonic()
+    started, before = time.monotonic(), service.session_no  # this run's sessions come after
     refused = service.claim()
     if refused is None and service.state == State.DONE and not again:
         refused = _already_done(service)
@@ -146,8 +146,11 @@ async def _run(unit: Unit, paths: Paths, console: Console, *, attach: bool, agai
         why = f"interrupted by {signal.Signals(signals[0]).name}" if signals else why
         why += "; state saved: run it again to carry on"
     detail = f"; {why}" if why else ""
+    ran = service.session_no - before  # of this run, as the time is
+    which = f" (sessions {before + 1}-{service.session_no})" if before and ran > 1 else ""
+    which = f" (session {service.session_no})" if before and ran == 1 else which
     console.say(
-        f"agentd: {unit.name} {service.state} after {service.session_no} session(s) in "
+        f"agentd: {unit.name} {service.state} after {ran} session(s){which} in "
         f"{took:.1f}s (last: {status['last_reason'] or '-'}{detail})",
         always=True,
     )

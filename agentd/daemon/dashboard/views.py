@@ -40,7 +40,13 @@ def budget_used(usage: Usage, budget: Budget) -> str:
 
     return ", ".join(
         [
-            part(str(usage.sessions), str(budget.max_sessions_per_day or "") or None, "sessions"),
+            part(
+                str(usage.sessions),
+                str(budget.max_sessions_per_day or "") or None,
+                "session"
+                if usage.sessions == 1 and not budget.max_sessions_per_day
+                else "sessions",
+            ),
             part(
                 span(usage.runtime_s),
                 span(budget.max_runtime_per_day) if budget.max_runtime_per_day else None,
