@@ -11,8 +11,9 @@ second copy of the unit run from another home or another host on a shared
 volume (a pod rescheduled while the first still lives, a Slurm job requeued
 twice): ``flock`` on NFS (v3 with NLM, v4), CephFS and local filesystems is
 seen by every client; the lock goes with the process, and with the client's
-lease when a host dies. A state dir that cannot be created falls back to
-``run/statedirs/HASH.lock`` (of its real path), which fences one home only.
+lease when a host dies. A state dir where that lock cannot be made (missing
+and not creatable, read-only) falls back to ``run/statedirs/HASH.lock`` (of
+its real path), which fences one home only.
 
 An agentd that died hard (``kill -9``) leaves a record of each session it
 ran in ``run/sessions`` (``agentd.supervisor.records.sessions``; from before
@@ -110,10 +111,12 @@ class StateDirLock(_Lock):
         or another copy of this one, does."""
         real = os.path.realpath(unit.state_dir)
         here = socket.gethostname()
+        inside = Path(real) / OWNER_LOCK_NAME
         try:
             os.makedirs(real, exist_ok=True)
-            path = Path(real) / OWNER_LOCK_NAME
-        except OSError:
+            os.close(os.open(inside, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
+            path = inside
+        except OSError:  # a read-only state dir (the session will say so): this home's lock
             path = self.directory / f"{hashlib.sha256(real.encode()).hexdigest()[:32]}.lock"
 
         def taken(held: Held) -> str:
