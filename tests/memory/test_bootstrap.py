@@ -232,7 +232,7 @@ def test_task_state_rendering(tmp_path: Path) -> None:
     assert "**Task:** replace redis calls · **Phase:** 2/3" in t
     assert "the newest" not in t and "- step 0 (pending verification)" in t  # room for all
     assert "- one cache_manager - because one place to monitor" in t
-    assert "`extra`: [1]" in t
+    assert "**Extra:**\n- 1" in t  # the agent's own list: a record of its own
     assert "## Handoff from the last session\n\norder_service.py is half done" in t
     assert b.warnings == []
     tight = boot(tmp_path, {"state.json": json.dumps(state)}, budget_tokens=400)

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from agentd.cli.agentctl.group import main
-from agentd.memory.bootstrap.parts import Part, record_items, with_done_runs
+from agentd.memory.bootstrap.parts import Part, must_parts, record_items
 from agentd.memory.bootstrap.render import BootstrapContext, render
 from agentd.memory.formats import complete
 from agentd.memory.layout import load_layout, preset_names, templates
@@ -98,7 +98,7 @@ def test_done_runs_in_a_must_file_are_records() -> None:
         "### NEXT",
         "- [ ] n",
     ]
-    parts = with_done_runs(lines, "must", ".agent/T.md")
+    parts = must_parts(lines, "must", ".agent/T.md")
     assert [p.keep for p in parts] == ["must", "record", "must"]
     record = parts[1]
     assert record.items == [["- [x] d0"], ["- [x] d1"], ["- [x] d2", "  more about d2"]]
