@@ -157,6 +157,7 @@ def wheels() -> Path:
 def agentd_image(podman: Podman, base: str, work: Path) -> str:
     """etc/container/Containerfile built on ``base`` from this checkout (CLIS empty)."""
     context = work / "context"
+    before = podman("image", "inspect", "--format", "{{.Id}}", AGENTD_IMAGE, check=False)
     shutil.copytree(REPO, context, ignore=shutil.ignore_patterns(*IGNORED))
     shutil.copytree(wheels(), context / "wheels")
     started = time.monotonic()
@@ -178,4 +179,8 @@ def agentd_image(podman: Podman, base: str, work: Path) -> str:
     )
     TIMINGS["podman build"] = time.monotonic() - started
     shutil.rmtree(context)
+    old = before.stdout.strip()
+    now = podman("image", "inspect", "--format", "{{.Id}}", AGENTD_IMAGE).stdout.strip()
+    if before.returncode == 0 and old and old != now:  # the previous build, untagged now
+        podman("rmi", old, check=False)
     return AGENTD_IMAGE
