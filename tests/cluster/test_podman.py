@@ -31,9 +31,8 @@ from agentd.export import podfailure
 from agentd.export.podfailure import PodEnd
 from tests.cluster.gate import require
 from tests.cluster.images import TIMINGS, Podman, agentd_image, base_image, containers_conf
-from tests.conftest import poll_for
 from tests.export.kube import agentctl, by_kind, documents, git_repo
-from tests.helpers import write_unit
+from tests.support import poll_for, write_unit
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 

@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.gate import clean_env, require
-from tests.conftest import fake, poll_for
 from tests.export.kube import agentctl
-from tests.helpers import records, write_unit
+from tests.support import fake, poll_for, records, write_unit
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 HERE = Path(__file__).resolve().parent / "slurm"

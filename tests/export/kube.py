@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -70,18 +69,6 @@ def agentctl(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
-
-
-def agentctl_process(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``agentctl`` as its own process, as a person runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "agentd.cli.agentctl", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=dict(os.environ, AGENTD_HOME=str(home)),
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def documents(text: str) -> list[dict[str, Any]]:

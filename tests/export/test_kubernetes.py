@@ -15,17 +15,16 @@ import yaml
 
 from agentd.export import checks, kubernetes, podfailure
 from agentd.export.kubernetes import label_value, object_name
-from tests.conftest import fake
 from tests.export.kube import (
     agentctl,
-    agentctl_process,
     by_kind,
     documents,
     git_repo,
     strict_errors,
     versions,
 )
-from tests.helpers import write_unit
+from tests.support import agentctl as agentctl_real
+from tests.support import fake, write_unit
 
 REPO = Path(__file__).resolve().parents[2]
 ORIGIN = "https://git.example.com/team/shop.git"
@@ -73,7 +72,7 @@ def test_every_example_unit_exports_to_valid_manifests(home: Path, work: Path) -
         raw = yaml.safe_load(example.read_text())
         raw["workdir"] = str(work)
         write_unit(home, example.stem, raw)
-    res = agentctl_process(home, "export", "kubernetes", "--all", "--secret", "agentd-keys")
+    res = agentctl_real(home, "export", "kubernetes", "--all", "--secret", "agentd-keys")
     assert res.returncode == 0, res.stderr
     docs = documents(res.stdout)
     assert sorted(d["kind"] for d in docs) == sorted(

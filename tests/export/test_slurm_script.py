@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import fake, poll_for
 from tests.export.kube import agentctl
-from tests.helpers import records, write_unit
+from tests.support import fake, poll_for, records, write_unit
 
 SCONTROL = """#!/bin/sh
 echo "$*" >> "$SCONTROL_LOG"

@@ -20,12 +20,8 @@ from agentd.cli.agentd import termination
 from agentd.supervisor.records.history import History
 from agentd.supervisor.records.lifecycle import Lifecycle
 from agentd.supervisor.states import State
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.helpers import agentd, events, records, write_unit
+from tests.support import Served, agentd, events, fake, poll_for, records, write_unit
 
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 QUICK = {"min_uptime": "0s", "delay": "50ms", "max_delay": "200ms"}
 
 

@@ -46,6 +46,8 @@ VERBS: Mapping[str, str] = {
     "hooks": "agentd.cli.agentctl.hooks:hooks_cmd",
     "hook": "agentd.cli.agentctl.hooks:hook",
     "export": "agentd.cli.agentctl.export:export",
+    "verify": "agentd.cli.agentctl.gate:verify",
+    "worktree": "agentd.cli.agentctl.gate:worktree",
 }
 
 

@@ -13,7 +13,8 @@ twice): ``flock`` on NFS (v3 with NLM, v4), CephFS and local filesystems is
 seen by every client; the lock goes with the process, and with the client's
 lease when a host dies. A state dir where that lock cannot be made (missing
 and not creatable, read-only) falls back to ``run/statedirs/HASH.lock`` (of
-its real path), which fences one home only.
+its real path), which fences one home only. So does a unit whose git
+worktree another unit holds (``worktree-HASH.lock``).
 
 An agentd that died hard (``kill -9``) leaves a record of each session it
 ran in ``run/sessions`` (``agentd.supervisor.records.sessions``; from before
@@ -100,15 +101,37 @@ class UnitLock(_Lock):
 
 class StateDirLock(_Lock):
     """``STATE_DIR/.agentd.lock``: held by the one unit (on one host) that may use a
-    state dir now; ``directory/HASH.lock`` where the state dir cannot be created."""
+    state dir now; ``directory/HASH.lock`` where the state dir cannot be created; for
+    a unit with a ``worktree``, also ``directory/worktree-HASH.lock`` of it."""
 
     def __init__(self, directory: Path) -> None:
         super().__init__()
         self.directory = directory
+        self._worktree = _Lock()
 
     def claim(self, unit: Unit) -> str | None:
-        """Hold the lock of ``unit``'s state dir (if not yet); why not, if another unit,
-        or another copy of this one, does."""
+        """Hold the lock of ``unit``'s state dir (and worktree) if not yet; why not, if
+        another unit, or another copy of this one, does."""
+        if unit.worktree is not None:
+            tree = os.path.realpath(unit.worktree.path)
+            refused = self._worktree._claim(
+                unit.name,
+                self._path("worktree-", tree),
+                f"{unit.name} {tree}",
+                lambda held: (
+                    f"{unit.name}: its worktree {tree} is in use by unit "
+                    f"{held.note.split(' ', 1)[0] or 'another unit'} (pid {held.pid}); two "
+                    "units may share a repository, not a worktree: give each its own branch"
+                ),
+            )
+            if refused:
+                return refused
+        refused = self._claim_state_dir(unit)
+        if refused:
+            self._worktree.release()
+        return refused
+
+    def _claim_state_dir(self, unit: Unit) -> str | None:
         real = os.path.realpath(unit.state_dir)
         here = socket.gethostname()
         inside = Path(real) / OWNER_LOCK_NAME
@@ -117,7 +140,7 @@ class StateDirLock(_Lock):
             os.close(os.open(inside, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
             path = inside
         except OSError:  # a read-only state dir (the session will say so): this home's lock
-            path = self.directory / f"{hashlib.sha256(real.encode()).hexdigest()[:32]}.lock"
+            path = self._path("", real)
 
         def taken(held: Held) -> str:
             name, _, host = held.note.partition(" ")
@@ -135,6 +158,13 @@ class StateDirLock(_Lock):
             )
 
         return self._claim(unit.name, path, f"{unit.name} {here}", taken)
+
+    def release(self) -> None:
+        super().release()
+        self._worktree.release()
+
+    def _path(self, kind: str, real: str) -> Path:
+        return self.directory / f"{kind}{hashlib.sha256(real.encode()).hexdigest()[:32]}.lock"
 
 
 async def reclaim_if_owner(
