@@ -32,7 +32,6 @@ is tried again (a read-only state dir in file mode), never a wedged unit.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +43,7 @@ from agentd.config.placeholders import placeholders_in
 from agentd.config.unit import Unit
 from agentd.errors import AgentdError, SpawnError
 from agentd.events import WriteHealth
-from agentd.fileio import LOCK_NAME, OWNER_LOCK_NAME, write_atomic
+from agentd.fileio import write_atomic
 from agentd.memory.bootstrap.render import Bootstrap, BootstrapContext, render, unavailable
 from agentd.memory.formats import complete
 from agentd.memory.layout import resolve
@@ -282,7 +281,7 @@ class Briefing:
     ) -> None:
         """Create and initialise a unit's state dir that does not exist yet."""
         path = unit.state_dir
-        if path.exists() and not _only_agentds(path):
+        if path.exists():
             return
         layout = unit.state.layout
         try:
@@ -341,15 +340,6 @@ class Briefing:
             if found and int(found.group(1)) <= number - keep:
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
-
-
-def _only_agentds(path: Path) -> bool:
-    """Does ``path`` hold nothing but agentd's locks (taken at the unit's start, before
-    its first session initialises the dir)?"""
-    try:
-        return set(os.listdir(path)) <= {OWNER_LOCK_NAME, LOCK_NAME}
-    except OSError:
-        return False
 
 
 def _needs_file(unit: Unit) -> bool:

@@ -635,6 +635,15 @@ class Service:
         else:
             self._set_state(State(decision.next), reason, detail)
 
+    def _fence(self, unit: Unit) -> None:
+        """Hold the state dir's own lock (``records.reclaim``), its first session having
+        made the dir; SpawnError (tried again) while another agentd holds it."""
+        if refused := self._state_lock.claim_dir(unit):
+            raise SpawnError(refused, unit=unit.name, permanent=False)
+        if unfenced := self._state_lock.unfenced:
+            self._state_lock.unfenced = None  # said once per unit
+            self._emit(ev.STATE_ERROR, level="warning", unit=unit.name, error=unfenced)
+
     def _stopped_by(self) -> tuple[State, str]:
         """Where a stop leaves the unit: interrupted by a signal, or stopped."""
         if self._interrupted is not None:
@@ -657,6 +666,7 @@ class Service:
                 unit, number, reason, ends, self._wall(), redactor
             )
             boot, boot_file, state_before = prepared.boot, prepared.file, prepared.fingerprint
+            self._fence(unit)
             plan = inject.plan(unit, number, boot.text, boot_file)
             marker = session_env_marker(unit.name, number)
             env = inject.session_env(
@@ -691,6 +701,7 @@ class Service:
                 cgroup_procs=str(cgroup / "cgroup.procs") if cgroup else None,
             )
         except SpawnError as exc:
+            self._state_lock.release_dir()  # its state dir may be fixed (unmounted) meanwhile
             self._records.finish(unit.name, cgroup)
             self._spawn_failed(run, exc)
             return SessionEnd(

@@ -273,7 +273,8 @@ def test_the_state_dir_lock_refuses_a_second_copy_from_another_home(tmp_path: Pa
         poll_for(lambda: records(rec), what="the first copy's session")
         second = agentd(homes[1], "run", "twin")
         assert second.returncode == 1
-        assert f"its state dir {work / '.agent'} is in use by another copy" in second.stderr
+        said = f"its state dir {work / '.agent'} is in use by another agentd running it"
+        assert said in second.stderr, second.stderr
         assert f"pid {first.pid}" in second.stderr, second.stderr
         assert len(records(rec)) == 1 and first.poll() is None  # the first goes on
         lock = (work / ".agent" / ".agentd.lock").read_text()

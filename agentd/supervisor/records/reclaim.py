@@ -3,18 +3,28 @@ previous owner left running.
 
 An agentd (``serve`` or ``run``) holds ``run/units/UNIT.lock`` while it
 supervises the unit: two supervisors of one unit would share session
-numbers, bootstraps and the state dir. A unit holds ``STATE_DIR/.agentd.lock``
-while it runs or waits to run again: two units that share a state dir would
-overwrite each other's memory, so the second one refuses to start. That lock
-lives in the state dir itself, not in agentd's home, so it also fences a
-second copy of the unit run from another home or another host on a shared
-volume (a pod rescheduled while the first still lives, a Slurm job requeued
-twice): ``flock`` on NFS (v3 with NLM, v4), CephFS and local filesystems is
-seen by every client; the lock goes with the process, and with the client's
-lease when a host dies. A state dir where that lock cannot be made (missing
-and not creatable, read-only) falls back to ``run/statedirs/HASH.lock`` (of
-its real path), which fences one home only. So does a unit whose git
+numbers, bootstraps and the state dir. A unit holds
+``run/statedirs/HASH.lock`` (of its state dir's real path) while it runs or
+waits to run again: two units that share a state dir would overwrite each
+other's memory, so the second one refuses to start; so does a unit whose git
 worktree another unit holds (``worktree-HASH.lock``).
+
+Those files are one AGENTD_HOME's (and a pod's ``run`` dir is its own). So
+once its state dir exists (its first session makes it) the unit also holds
+``STATE_DIR/.agentd.lock`` (``PID UNIT HOST``), until it no longer runs or
+waits to run again: two agentds of two homes, two users, or two hosts on a
+shared volume (a pod rescheduled while the first still lives, a Slurm job
+started twice) do not both use one state dir, nor the history beside it.
+It is a file opened for writing, not the directory itself: over NFS an
+exclusive ``flock`` is a whole-file POSIX lock, which needs a descriptor open
+for writing, and a directory cannot be opened so (``EBADF``). ``flock`` on
+NFS (v3 with NLM, v4), CephFS and local filesystems is seen by every client;
+it goes with the process, and with the client's lease when a host dies. It
+is let go while the unit waits for a session that could not start (a state
+dir to be fixed can then be unmounted). Where it cannot be taken at all (a
+read-only state dir, whose session fails anyway; NFS mounted ``nolock``)
+the unit runs fenced by its home's lock only, and says so once
+(``unfenced``).
 
 An agentd that died hard (``kill -9``) leaves a record of each session it
 ran in ``run/sessions`` (``agentd.supervisor.records.sessions``; from before
@@ -70,6 +80,15 @@ class _Lock:
             return f"{name}: cannot take {path}: {exc.strerror or exc}"
         return None
 
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def keep(self, fd: int) -> None:
+        """Hold ``fd``, a lock taken by ``fileio.hold``, until ``release``."""
+        self.release()
+        self._fd = fd
+
     def release(self) -> None:
         release(self._fd)
         self._fd = None
@@ -100,18 +119,21 @@ class UnitLock(_Lock):
 
 
 class StateDirLock(_Lock):
-    """``STATE_DIR/.agentd.lock``: held by the one unit (on one host) that may use a
-    state dir now; ``directory/HASH.lock`` where the state dir cannot be created; for
-    a unit with a ``worktree``, also ``directory/worktree-HASH.lock`` of it."""
+    """``directory/HASH.lock`` and ``STATE_DIR/.agentd.lock``: held by the one unit (of
+    one home, on one host) that may use a state dir now; for a unit with a
+    ``worktree``, also ``directory/worktree-HASH.lock`` of it."""
 
     def __init__(self, directory: Path) -> None:
         super().__init__()
         self.directory = directory
         self._worktree = _Lock()
+        self._inside = _Lock()  # STATE_DIR/.agentd.lock
+        self.unfenced: str | None = None  # why the state dir's own lock cannot be had
+        self._said: str | None = None
 
     def claim(self, unit: Unit) -> str | None:
-        """Hold the lock of ``unit``'s state dir (and worktree) if not yet; why not, if
-        another unit, or another copy of this one, does."""
+        """Hold the locks of ``unit``'s state dir (and worktree) if not yet, the state
+        dir's own once it exists; why not, if another unit, or another agentd, has one."""
         if unit.worktree is not None:
             tree = os.path.realpath(unit.worktree.path)
             refused = self._worktree._claim(
@@ -126,42 +148,65 @@ class StateDirLock(_Lock):
             )
             if refused:
                 return refused
-        refused = self._claim_state_dir(unit)
+        real = os.path.realpath(unit.state_dir)
+        refused = self._claim(
+            unit.name,
+            self._path("", real),
+            f"{unit.name} {real}",
+            lambda held: (
+                f"{unit.name}: its state dir {real} is in use by unit "
+                f"{held.note.split(' ', 1)[0] or 'another unit'} (pid {held.pid}); two units "
+                "must not share one: give each its own state.dir"
+            ),
+        )
+        if refused is None:
+            refused = self.claim_dir(unit)
         if refused:
-            self._worktree.release()
+            self.release()  # all or nothing
         return refused
 
-    def _claim_state_dir(self, unit: Unit) -> str | None:
+    def claim_dir(self, unit: Unit) -> str | None:
+        """Hold ``STATE_DIR/.agentd.lock`` if the state dir exists and it is not held yet;
+        why not, if another agentd (another home, user or host) holds it."""
         real = os.path.realpath(unit.state_dir)
+        if self._inside.held or not os.path.isdir(real):
+            return None  # held, or not made yet (its first session makes it, then claims)
         here = socket.gethostname()
-        inside = Path(real) / OWNER_LOCK_NAME
         try:
-            os.makedirs(real, exist_ok=True)
-            os.close(os.open(inside, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
-            path = inside
-        except OSError:  # a read-only state dir (the session will say so): this home's lock
-            path = self._path("", real)
-
-        def taken(held: Held) -> str:
+            self._inside.keep(hold(Path(real) / OWNER_LOCK_NAME, f"{unit.name} {here}"))
+        except Held as held:
             name, _, host = held.note.partition(" ")
             where = f"pid {held.pid}" + (f" on host {host}" if host and host != here else "")
             if name == unit.name:
                 return (
-                    f"{unit.name}: its state dir {real} is in use by another copy of it "
-                    f"({where}); stop that one first: two copies would overwrite each "
-                    "other's memory"
+                    f"{unit.name}: its state dir {real} is in use by another agentd running "
+                    f"it ({where}); stop that copy first: two would overwrite each other's "
+                    "memory and history"
                 )
             return (
-                f"{unit.name}: its state dir {real} is in use by unit "
-                f"{name or 'another unit'} ({where}); two units must not share one: give "
-                "each its own state.dir"
+                f"{unit.name}: its state dir {real} is in use by another agentd, for unit "
+                f"{name or '?'} ({where}); two units must not share one: give each its own "
+                "state.dir"
             )
+        except OSError as exc:  # read-only, or no locks on this filesystem
+            why = (
+                f"{unit.name}: cannot lock {Path(real) / OWNER_LOCK_NAME}: "
+                f"{exc.strerror or exc}; another agentd (of another home or host) using "
+                "this state dir is not kept out"
+            )
+            if why != self._said:  # once, not at every session
+                self.unfenced = self._said = why
+        return None
 
-        return self._claim(unit.name, path, f"{unit.name} {here}", taken)
+    def release_dir(self) -> None:
+        """Let the state dir's own lock go (the unit waits for a session that could
+        not start); the home's stays."""
+        self._inside.release()
 
     def release(self) -> None:
         super().release()
         self._worktree.release()
+        self._inside.release()
 
     def _path(self, kind: str, real: str) -> Path:
         return self.directory / f"{kind}{hashlib.sha256(real.encode()).hexdigest()[:32]}.lock"
