@@ -141,7 +141,10 @@ def hold(path: Path, note: str = "") -> int:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = os.read(fd, 4096).decode("utf-8", "replace").split(maxsplit=1)
+        try:  # who: what the holder wrote (SMB's locks are mandatory: a read may fail)
+            holder = os.read(fd, 4096).decode("utf-8", "replace").split(maxsplit=1)
+        except OSError:
+            holder = []
         os.close(fd)
         raise Held(
             path, holder[0] if holder else "?", holder[1].strip() if len(holder) > 1 else ""
