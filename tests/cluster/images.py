@@ -154,12 +154,30 @@ def wheels() -> Path:
     return WHEELS
 
 
+def _digest(context: Path, base: str) -> str:
+    """What the build is made of: every file of ``context`` (path and bytes), and the base."""
+    h = hashlib.sha256(base.encode())
+    for path in sorted(p for p in context.rglob("*") if p.is_file() and not p.is_symlink()):
+        h.update(str(path.relative_to(context)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
 def agentd_image(podman: Podman, base: str, work: Path) -> str:
-    """etc/container/Containerfile built on ``base`` from this checkout (CLIS empty)."""
+    """etc/container/Containerfile built on ``base`` from this checkout (CLIS empty); not
+    built again while the checkout, the wheels and the base are the same (its label)."""
     context = work / "context"
-    before = podman("image", "inspect", "--format", "{{.Id}}", AGENTD_IMAGE, check=False)
+    shutil.rmtree(context, ignore_errors=True)
     shutil.copytree(REPO, context, ignore=shutil.ignore_patterns(*IGNORED))
-    shutil.copytree(wheels(), context / "wheels")
+    # its dependencies' wheels; agentd itself is installed from the source (its wheel,
+    # built again at each run, differs in its timestamps only)
+    shutil.copytree(wheels(), context / "wheels", ignore=shutil.ignore_patterns("agentd-*"))
+    digest = _digest(context, base)
+    label = '{{index .Labels "agentd.test.digest"}}'
+    before = podman("image", "inspect", "--format", "{{.Id}} " + label, AGENTD_IMAGE, check=False)
+    old, _, built = before.stdout.strip().partition(" ")
+    if before.returncode == 0 and built == digest:
+        shutil.rmtree(context)
+        return AGENTD_IMAGE
     started = time.monotonic()
     podman(
         "build",
@@ -172,6 +190,8 @@ def agentd_image(podman: Podman, base: str, work: Path) -> str:
         "CLIS=",
         "--build-arg",
         "PIP_OPTIONS=--no-index --find-links /tmp/agentd-src/wheels",
+        "--label",
+        f"agentd.test.digest={digest}",
         "-t",
         AGENTD_IMAGE,
         str(context),
@@ -179,7 +199,6 @@ def agentd_image(podman: Podman, base: str, work: Path) -> str:
     )
     TIMINGS["podman build"] = time.monotonic() - started
     shutil.rmtree(context)
-    old = before.stdout.strip()
     now = podman("image", "inspect", "--format", "{{.Id}}", AGENTD_IMAGE).stdout.strip()
     if before.returncode == 0 and old and old != now:  # the previous build, untagged now
         podman("rmi", old, check=False)

@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any
 
 import pytest
 import yaml
+from filelock import FileLock
 
 from agentd.export import podfailure
 from agentd.export.podfailure import PodEnd
@@ -35,8 +37,11 @@ from tests.export.kube import agentctl, by_kind, documents, git_repo
 from tests.support import poll_for, write_unit
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
+# the images are built by one process at a time (xdist's workers, other checkouts' runs):
+# the second finds the first's (images.agentd_image)
+BUILD_LOCK = Path(tempfile.gettempdir()) / "agentd-podman-images.lock"
 
-SECRET, KEY_VALUE = "agentd-test-keys", "s3cr3t-value"
+SECRET, KEY_VALUE = f"agentd-test-keys-{os.getpid()}", "s3cr3t-value"  # this process's
 
 # The stand-in agent, in the repo the init container clones: one step per session, its
 # progress in the state dir; step 2 waits, the first time, for an eviction (TERM).
@@ -173,7 +178,8 @@ def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Podman, 
     info = podman("info", "--format", "{{.Host.OCIRuntime.Name}}", check=False)
     if info.returncode != 0:
         pytest.skip(f"podman does not work here: {info.stderr.strip()[-500:]}")
-    image = agentd_image(podman, base_image(podman), work)
+    with FileLock(BUILD_LOCK, timeout=1800):
+        image = agentd_image(podman, base_image(podman), work)
     podman("secret", "rm", SECRET, check=False)
     value = base64.b64encode(KEY_VALUE.encode()).decode()
     podman("secret", "create", SECRET, "-", stdin=json.dumps({"FAKE_API_KEY": value}))

@@ -6,17 +6,22 @@ from __future__ import annotations
 
 import re
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from tests.cluster.gate import clean_env, require
 from tests.export.kube import agentctl
 from tests.support import fake, poll_for, records, write_unit
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+# one private Slurm at a time on this machine (its ports are fixed): xdist's workers
+# (scripts/cluster-tests gives each file one: --dist loadfile), other checkouts' runs
+PORTS_LOCK = Path(tempfile.gettempdir()) / "agentd-slurm-tests.lock"
 HERE = Path(__file__).resolve().parent / "slurm"
 TIMINGS: dict[str, float] = {}
 
@@ -57,6 +62,8 @@ class Slurm:
 def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm]:
     require("slurmctld", "slurmd", "munged", "sbatch", "scontrol", "scancel")
     directory = tmp_path_factory.mktemp("slurm")
+    ports = FileLock(PORTS_LOCK)
+    ports.acquire(timeout=300)
     started = time.monotonic()
     up = subprocess.run(
         [str(HERE / "start.sh"), str(directory)],
@@ -74,6 +81,7 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm]:
         started = time.monotonic()
         subprocess.run([str(HERE / "stop.sh"), str(directory)], timeout=120, env=clean_env())
         TIMINGS["stop"] = time.monotonic() - started
+        ports.release()
         print(f"\nslurm timings: { ({k: round(v, 2) for k, v in TIMINGS.items()}) }")
 
 
