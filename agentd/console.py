@@ -36,7 +36,7 @@ def describe(event: dict[str, Any]) -> str | None:
         return f"recovered: {event.get('what')} writes work again ({event.get('failed')} lost)"
     if name == ev.UNIT_STATE:
         to, why = event.get("to"), event.get("reason") or ""
-        if to in ("backoff", "paused", "done", "failed", "stalled", "stopped"):
+        if to in ("backoff", "paused", "done", "failed", "stalled", "stopped", "interrupted"):
             return f"{to}" + (f" ({why})" if why else "")
         return None
     if name == ev.UNIT_VERIFY:

@@ -30,6 +30,8 @@ from agentd.errors import AgentdError
 # -- writes -----------------------------------------------------------------------
 
 LOCK_NAME = ".lock"  # writers of the state dir hold an flock on it
+# the agentd whose unit uses the state dir holds this one while the unit runs (``hold``)
+OWNER_LOCK_NAME = ".agentd.lock"
 LOCK_TIMEOUT = 10.0
 
 
@@ -52,7 +54,7 @@ def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def append_line(path: Path, line: str) -> None:
@@ -106,7 +108,8 @@ def locked(state_dir: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """Make a file's creation, rename or removal in ``directory`` durable (best effort)."""
     try:
         dfd = os.open(directory, os.O_RDONLY)
     except OSError:
@@ -138,7 +141,10 @@ def hold(path: Path, note: str = "") -> int:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = os.read(fd, 4096).decode("utf-8", "replace").split(maxsplit=1)
+        try:  # who: what the holder wrote (SMB's locks are mandatory: a read may fail)
+            holder = os.read(fd, 4096).decode("utf-8", "replace").split(maxsplit=1)
+        except OSError:
+            holder = []
         os.close(fd)
         raise Held(
             path, holder[0] if holder else "?", holder[1].strip() if len(holder) > 1 else ""

@@ -10,6 +10,7 @@ history, events, ``agentctl status``, ``AGENTD_RESTART_REASON``):
 ``context``                   context pressure: a handoff, or ``limits.context_tokens``
 ``budget:NAME``               a daily budget (``budget.NAME``) was reached
 ``manual``, ``manual:TEXT``   a person restarted or stopped it (``--reason TEXT``)
+``interrupted:SIGNAL``        a signal to ``agentd run`` stopped it (an eviction, Ctrl-C)
 ``spawn-error``               the command could not be executed
 ``complete``                  the state said the mission is complete
 ``verify-failed``             the completion's check (``complete.verify``) failed
@@ -48,6 +49,11 @@ class Reason:
     def manual(cls, text: str = "") -> Reason:
         """A person's restart or stop; ``text`` is what they gave with ``--reason``."""
         return cls("manual", text)
+
+    @classmethod
+    def interrupted(cls, signame: str) -> Reason:
+        """A signal to ``agentd run`` (``SIGTERM``...) stopped the unit: carry on later."""
+        return cls("interrupted", signame)
 
     @classmethod
     def budget(cls, name: str) -> Reason:

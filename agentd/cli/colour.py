@@ -25,6 +25,7 @@ STATES: Mapping[str, str] = {
     "backoff": YELLOW,
     "paused": YELLOW,
     "paused-by-signal": YELLOW,
+    "interrupted": YELLOW,  # a signal stopped `agentd run`: the next run carries on
     "done": BLUE,
     "failed": f"{BOLD};{RED}",
     "stalled": f"{BOLD};{RED}",

@@ -35,6 +35,7 @@ from agentd import fileio
 # The file agentd itself writes into the state dir (inject mode `file`); it
 # changes every session, so it must not count as the agent's progress.
 BOOTSTRAP_NAME = "BOOTSTRAP.md"
+_AGENTDS = frozenset({BOOTSTRAP_NAME, fileio.OWNER_LOCK_NAME})  # not the agent's files
 MAX_ENTRIES = 10_000
 _MISSING = "0" * 32  # the fingerprint of a missing state dir (no sha256 prefix is all zeros)
 # A readonly file's hash covers at most this much of it (and its size): a 1 GB
@@ -263,7 +264,8 @@ def sha256_file(path: Path, max_bytes: int = HASH_MAX_BYTES) -> str:
 def iter_files(state_dir: Path, limit: int = MAX_ENTRIES) -> Iterator[tuple[str, os.stat_result]]:
     """(relative path, stat) of regular files under ``state_dir``, sorted,
     depth first, without following symlinks, skipping agentd's own
-    BOOTSTRAP.md, and stopping after ``limit`` directory entries."""
+    BOOTSTRAP.md and its owner lock (``fileio.OWNER_LOCK_NAME``), and stopping
+    after ``limit`` directory entries."""
     seen = 0
     stack: list[tuple[Path, str]] = [(state_dir, "")]
     while stack:
@@ -283,7 +285,7 @@ def iter_files(state_dir: Path, limit: int = MAX_ENTRIES) -> Iterator[tuple[str,
             try:
                 if entry.is_dir(follow_symlinks=False):
                     subdirs.append((Path(entry.path), rel + "/"))
-                elif entry.is_file(follow_symlinks=False) and rel != BOOTSTRAP_NAME:
+                elif entry.is_file(follow_symlinks=False) and rel not in _AGENTDS:
                     yield rel, entry.stat(follow_symlinks=False)
             except OSError:
                 continue  # vanished while we looked: it is simply not there

@@ -55,7 +55,7 @@ from agentd.config.sections import Limits, RestartSpec
 from agentd.memory.bootstrap.refusal import Refusal
 from agentd.reasons import CONTEXT, IDLE, TIMEOUT, VERIFY_FAILED, Outcome, Reason
 
-Next = Literal["start", "backoff", "done", "failed", "stopped", "paused", "stalled"]
+Next = Literal["start", "backoff", "done", "failed", "stopped", "paused", "stalled", "interrupted"]
 
 _CONTEXT_NAME = re.compile(r"compact|context", re.IGNORECASE)
 

@@ -33,7 +33,10 @@ policy. Every state change goes through ``_set_state``, which checks
 - ``_settle`` after the policy's decision: STOPPING -> BACKOFF, PAUSED, DONE,
   FAILED, STALLED or STOPPED; or STOPPING -> STARTING for the next session;
 - ``_budget_spent``: STARTING -> PAUSED until midnight; ``stop`` of a waiting
-  unit: BACKOFF/PAUSED -> STOPPED; ``_force_state`` -> FAILED for a bug.
+  unit: BACKOFF/PAUSED -> STOPPED; ``_force_state`` -> FAILED for a bug;
+- ``interrupt`` (a signal to ``agentd run``: an eviction, a drain): as ``stop``,
+  but to INTERRUPTED (from STOPPING or BACKOFF/PAUSED), which the next start
+  carries on from (INTERRUPTED -> STARTING, with the reason it was left in).
 
 A wait is a state and one deadline: the loop sleeps until it (no periodic
 tick while nothing is due). A unit whose state dir another unit holds does
@@ -177,6 +180,7 @@ class Service:
         self._changed = asyncio.Event()
         self._stop_requested = False
         self._remember_stop = True  # False while the daemon (not a person) stops the unit
+        self._interrupted: str | None = None  # the reason, while a signal stops the unit
         self.briefing = Briefing(
             logs_dir,
             events.emit,
@@ -247,11 +251,16 @@ class Service:
         self.conflict = None
         self._cancel_wait()
         self.paused_until = None
-        # autostart honours a pause the previous agentd left; an explicit start does not
-        self._resume_at = self._restored if resume_pause else None
+        carry_on = self.state == State.INTERRUPTED
+        if carry_on and reason == "start":  # the first session says why the last one ended
+            reason = self.state_reason or reason
+        # autostart honours a pause the previous agentd left, and so does carrying on after
+        # an interruption; a person's explicit start does not
+        self._resume_at = self._restored if resume_pause or carry_on else None
         self._restored = None
         self._stop_requested = False
         self._remember_stop = True
+        self._interrupted = None
         self._refusals = 0
         self._set_state(State.STARTING, reason)  # at once, so waiters see it is under way
         self._run_sessions(reason)
@@ -270,8 +279,23 @@ class Service:
         self.checks.abort()  # a check under way is ended with its tree
         if self.state in (State.BACKOFF, State.PAUSED):
             self._cancel_wait()
-            self._set_state(State.STOPPED, "manual")
+            self._set_state(*self._stopped_by())
         self._fire(Trigger(MANUAL, "stop"))
+        if self.task is not None:
+            await asyncio.shield(self.task)
+
+    async def interrupt(self, signame: str) -> None:
+        """A signal (``SIGTERM``...) asks the process to end: stop the unit gracefully as
+        ``stop`` does and leave it ``interrupted`` (reason ``interrupted:SIGTERM``), not
+        stopped, so that the next start carries on. A unit that ends ``done``, ``failed``
+        or ``stalled`` by itself meanwhile keeps that state."""
+        why = str(Reason.interrupted(signame))
+        self._interrupted = why
+        if self.state in (State.BACKOFF, State.PAUSED):
+            self._cancel_wait()
+            self._set_state(State.INTERRUPTED, why)
+        self._stop_requested = True
+        self._fire(Trigger(Reason.interrupted(signame), "stop"))
         if self.task is not None:
             await asyncio.shield(self.task)
 
@@ -341,8 +365,9 @@ class Service:
         self.lifecycle.keep(enabled=enabled)
 
     def starts_with_daemon(self) -> bool:
-        """Enabled, and not left stopped, done, failed or stalled (only a start leaves those)."""
-        return self.enabled and self.lifecycle.value.state is None
+        """Enabled, and not left stopped, done, failed or stalled (only a start leaves those;
+        an interrupted unit carries on)."""
+        return self.enabled and self.lifecycle.value.state in (None, State.INTERRUPTED)
 
     def owns(self, pid: int) -> bool:
         """Is ``pid`` a check or a git command of this unit, which it waits for itself?"""
@@ -526,10 +551,7 @@ class Service:
         self.current = SessionRun(
             unit, self._definition.transcript, self._definition.redactor, self.session_no, reason
         )
-        try:
-            return await self._session(self.current, self.ends, self.usage)
-        finally:
-            self._state_lock.release_dir()  # held while a session runs (records.locks)
+        return await self._session(self.current, self.ends, self.usage)
 
     async def _reclaim_safely(self) -> None:
         wall = self._wall
@@ -550,7 +572,10 @@ class Service:
         self.ends = [*self.ends, end][-HISTORY_KEEP:]
         self.last_reason = end.reason
         self.last_at = self._wall()
-        if self._stop_requested and decision.next != "stopped":
+        if self._stop_requested and self._interrupted is not None:
+            if decision.next not in ("done", "failed", "stalled"):  # what it came to stays
+                decision = Decision("interrupted", self._interrupted, outcome=Outcome.STOPPED)
+        elif self._stop_requested and decision.next != "stopped":
             decision = Decision("stopped", "manual", outcome=Outcome.STOPPED)
         return decision
 
@@ -615,9 +640,24 @@ class Service:
             until = decision.until if decision.until is not None else self._wall() + 3600
             self._pause(until, reason, detail)
         elif decision.next == "start":  # a stop arrived as the decision was made
-            self._set_state(State.STOPPED, "manual")
+            self._set_state(*self._stopped_by())
         else:
             self._set_state(State(decision.next), reason, detail)
+
+    def _fence(self, unit: Unit) -> None:
+        """Hold the state dir's own lock (``records.locks``), its first session having
+        made the dir; SpawnError (tried again) while another agentd holds it."""
+        if refused := self._state_lock.claim_dir(unit):
+            raise SpawnError(refused, unit=unit.name, permanent=False)
+        if unfenced := self._state_lock.unfenced:
+            self._state_lock.unfenced = None  # said once per unit
+            self._emit(ev.STATE_ERROR, level="warning", unit=unit.name, error=unfenced)
+
+    def _stopped_by(self) -> tuple[State, str]:
+        """Where a stop leaves the unit: interrupted by a signal, or stopped."""
+        if self._interrupted is not None:
+            return State.INTERRUPTED, self._interrupted
+        return State.STOPPED, "manual"
 
     # -- one session -------------------------------------------------------------------
     async def _session(
@@ -635,8 +675,7 @@ class Service:
                 unit, number, reason, ends, self._wall(), redactor
             )
             boot, boot_file, state_before = prepared.boot, prepared.file, prepared.fingerprint
-            if refused := self._state_lock.claim_dir(unit):  # its first session made it
-                raise SpawnError(refused, unit=unit.name)
+            self._fence(unit)
             plan = inject.plan(unit, number, boot.text, boot_file)
             marker = session_env_marker(unit.name, number)
             env = inject.session_env(
@@ -671,6 +710,7 @@ class Service:
                 cgroup_procs=str(cgroup / "cgroup.procs") if cgroup else None,
             )
         except SpawnError as exc:
+            self._state_lock.release_dir()  # its state dir may be fixed (unmounted) meanwhile
             self._records.finish(unit.name, cgroup)
             self._spawn_failed(run, exc)
             return SessionEnd(

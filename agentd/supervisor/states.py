@@ -2,7 +2,10 @@
 
 Pure data: the arcs are taken in ``agentd.supervisor.service``, whose docstring
 draws them; every change goes through ``Service._set_state``, which checks this
-table. Terminal states (DONE, FAILED, STALLED, STOPPED) leave only by ``start``.
+table. Terminal states (DONE, FAILED, STALLED, STOPPED, INTERRUPTED) leave only
+by ``start``. INTERRUPTED is where a signal to ``agentd run`` (an eviction, a
+drain, Ctrl-C) leaves a unit after a graceful stop: unlike STOPPED it is not a
+person's choice, so the next ``agentd run`` or daemon start carries on.
 INVALID is never a service's state: it is what ``agentctl status`` shows for a
 unit file that does not load (there is no service to be in a state). Nor is
 CONFLICT: it is shown for a unit that waits to start because another unit
@@ -24,6 +27,7 @@ class State(StrEnum):
     DONE = "done"
     FAILED = "failed"
     STALLED = "stalled"
+    INTERRUPTED = "interrupted"
     INVALID = "invalid"
     CONFLICT = "conflict"
 
@@ -39,23 +43,25 @@ TRANSITIONS: dict[State, frozenset[State]] = {
     S.STARTING: frozenset({S.RUNNING, S.STOPPING, S.PAUSED}),
     # RUNNING -> STOPPING: the leader exited, or agentd ends the session
     S.RUNNING: frozenset({S.STOPPING}),
-    # STOPPING -> next, by the restart decision once the tree is gone
+    # STOPPING -> next, by the restart decision once the tree is gone (INTERRUPTED:
+    # the end was a signal to `agentd run`)
     S.STOPPING: frozenset(
-        {S.STARTING, S.BACKOFF, S.PAUSED, S.DONE, S.FAILED, S.STALLED, S.STOPPED}
+        {S.STARTING, S.BACKOFF, S.PAUSED, S.DONE, S.FAILED, S.STALLED, S.STOPPED, S.INTERRUPTED}
     ),
-    # BACKOFF/PAUSED -> STARTING at the deadline; -> STOPPED on stop
-    S.BACKOFF: frozenset({S.STARTING, S.STOPPED}),
-    S.PAUSED: frozenset({S.STARTING, S.STOPPED}),
+    # BACKOFF/PAUSED -> STARTING at the deadline; -> STOPPED on stop, INTERRUPTED on a signal
+    S.BACKOFF: frozenset({S.STARTING, S.STOPPED, S.INTERRUPTED}),
+    S.PAUSED: frozenset({S.STARTING, S.STOPPED, S.INTERRUPTED}),
     # terminal states leave by an explicit start
     S.DONE: frozenset({S.STARTING}),
     S.FAILED: frozenset({S.STARTING}),
     S.STALLED: frozenset({S.STARTING}),
+    S.INTERRUPTED: frozenset({S.STARTING}),
     # a file that does not load has no service: nothing leaves or enters this state
     S.INVALID: frozenset(),
     S.CONFLICT: frozenset(),
 }
 
-TERMINAL = frozenset({S.STOPPED, S.DONE, S.FAILED, S.STALLED})
+TERMINAL = frozenset({S.STOPPED, S.DONE, S.FAILED, S.STALLED, S.INTERRUPTED})
 ACTIVE = frozenset({S.STARTING, S.RUNNING, S.STOPPING})
 
 

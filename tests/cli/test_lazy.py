@@ -157,6 +157,7 @@ def test_every_verb_is_listed_with_its_help_and_hook_stays_hidden() -> None:
         "state",
         "hooks",
         "hook",
+        "export",
         "verify",
         "worktree",
     }

@@ -124,7 +124,7 @@ def test_the_run_summary_counts_this_runs_sessions(home: Path) -> None:
         ),
         ("agentctl", ["status", "--json"], 1, "agentctl: cannot reach agentd at "),
         ("agentctl", ["status", "a"], 1, "agentctl: cannot reach agentd at "),
-        ("agentd", ["run", "nope"], 1, "agentd: no unit named nope in "),
+        ("agentd", ["run", "nope"], 78, "agentd: no unit named nope in "),
         (
             "agentd",
             ["run", "--nope"],

@@ -51,7 +51,7 @@ def mounted_tmpfs(path: Path, size: str) -> Iterator[Path]:
 def fill(directory: Path) -> Path:
     """Write a file in ``directory`` until the disk is full; the file."""
     filler = directory / "filler"
-    with filler.open("wb") as f, contextlib.suppress(OSError):
+    with filler.open("wb", buffering=0) as f, contextlib.suppress(OSError):
         while True:
             f.write(b"\0" * 65536)
             f.flush()

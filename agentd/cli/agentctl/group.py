@@ -45,6 +45,7 @@ VERBS: Mapping[str, str] = {
     "install-service": "agentd.cli.agentctl.service:install_service",
     "hooks": "agentd.cli.agentctl.hooks:hooks_cmd",
     "hook": "agentd.cli.agentctl.hooks:hook",
+    "export": "agentd.cli.agentctl.export:export",
     "verify": "agentd.cli.agentctl.gate:verify",
     "worktree": "agentd.cli.agentctl.gate:worktree",
 }

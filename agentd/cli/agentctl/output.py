@@ -218,9 +218,15 @@ def details(d: dict[str, Any], now: float, painter: Painter) -> str:
 def _why(d: dict[str, Any], state: str) -> str:
     """What a state that is not running says more: the reason, the detail, the pause."""
     parts = []
-    if state in ("failed", "stalled", "backoff", "paused", "done", "stopped") and d.get(
-        "last_reason"
-    ):
+    if state in (
+        "failed",
+        "stalled",
+        "backoff",
+        "paused",
+        "done",
+        "stopped",
+        "interrupted",
+    ) and d.get("last_reason"):
         parts.append(str(d["last_reason"]))
     if d.get("detail") and state not in ("running", "starting", "stopping"):
         parts.append(str(d["detail"]))

@@ -11,16 +11,17 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
-from agentd import __version__
+from agentd import __version__, exitcodes
 from agentd.cli.agentctl.params import complete_units
 from agentd.cli.agentd.run import run_unit
 from agentd.cli.common import OneLineErrors, color_option
 from agentd.config.unitfile import load_unit, resolve_unit_arg
 from agentd.console import Console
-from agentd.errors import AgentdError, UnitError
+from agentd.errors import AgentdError, PathError, UnitError
 from agentd.paths import Paths
 
 
@@ -100,14 +101,25 @@ def serve(paths: Paths, quiet: bool, http: str | None, http_allow_remote: bool) 
     is_flag=True,
     help="Show the agent's terminal in yours and pass your keys to it.",
 )
+@click.option("--again", is_flag=True, help="Run a unit that is done already again.")
 @click.pass_obj
-def run(paths: Paths, unit: str, quiet: bool, attach: bool) -> None:
+def run(paths: Paths, unit: str, quiet: bool, attach: bool, again: bool) -> None:
     """Supervise one unit (a name in the units dir, or a FILE) in the foreground.
 
-    Ends when the unit is done (exit 0), failed, stalled or stopped (exit 1);
-    if not done, names the transcript and shows its last lines. Ctrl-C stops
-    the session gracefully; a second Ctrl-C kills it at once. agentctl reaches
-    the run from another terminal (status, logs, screen, attach...).
+    Runs until the unit settles; the exit status says how, for whoever runs
+    it (a shell, systemd, a Kubernetes Job, a Slurm batch script): 0 done (a
+    unit that is done already exits 0 at once, unless --again); 1 failed,
+    stalled or stopped, or another agentd runs it or its state dir; 75
+    interrupted: SIGTERM, SIGINT or SIGHUP stopped it gracefully, its state
+    is saved and the next run carries on (EX_TEMPFAIL); 78 the unit file does
+    not load, or its command cannot be executed (EX_CONFIG).
+
+    If not done, it names the transcript and shows its last lines. A second
+    signal kills the session at once. On exit it writes one line of JSON (unit,
+    state, reason, sessions, restarts, exit_code) to $AGENTD_TERMINATION_LOG,
+    else to /dev/termination-log where that is writable (Kubernetes shows it).
+    agentctl reaches the run from another terminal (status, logs, screen,
+    attach...).
 
     With -i/--attach the agent runs in your terminal (its size, followed when
     you resize it), every key goes to it (Ctrl-C too) and agentd says only when
@@ -116,10 +128,34 @@ def run(paths: Paths, unit: str, quiet: bool, attach: bool) -> None:
     try:
         path = resolve_unit_arg(unit, paths.units)
         loaded = load_unit(path)
-        code = run_unit(loaded, paths, console=Console(quiet=quiet), attach=attach)
-    except (UnitError, AgentdError) as exc:
+    except UnitError as exc:
+        _refused(unit, "invalid", exc)
+    try:
+        code = run_unit(loaded, paths, console=Console(quiet=quiet), attach=attach, again=again)
+    except PathError as exc:  # agentd's home cannot be used: a configuration to fix
+        _refused(loaded.name, "stopped", exc)
+    except AgentdError as exc:
         raise click.ClickException(str(exc)) from None
     sys.exit(code)
+
+
+class _ConfigError(click.ClickException):
+    """A one-line error that a change of configuration fixes: exit 78 (EX_CONFIG)."""
+
+    exit_code = exitcodes.CONFIG
+
+
+def _refused(arg: str, state: str, exc: AgentdError) -> NoReturn:
+    """The unit does not load (``state`` invalid) or agentd's home cannot be used: say
+    why, write the termination message and exit 78."""
+    from agentd.cli.agentd import termination
+
+    name = Path(arg).stem if arg.endswith((".yaml", ".yml")) else arg
+    ending = termination.Ending(name, state, state, 0, 0, exitcodes.CONFIG, str(exc))
+    problem = termination.write(ending)
+    if problem:
+        click.echo(f"agentd: {problem}", err=True)
+    raise _ConfigError(str(exc))
 
 
 @main.command()

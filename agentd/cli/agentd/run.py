@@ -7,9 +7,13 @@ removed on exit) that answers for that unit alone: the session's
 hooks) reach this run as they would reach the daemon, and so do ``agentctl
 status|logs|screen|history|attach UNIT`` from another terminal. The first
 SIGINT/SIGTERM/SIGHUP stops the session gracefully, a second one kills its
-tree at once. With ``attach`` the agent's terminal is shown in ours
-(``run_attach``). A run that does not end ``done`` names the transcript and
-shows its last lines.
+tree at once; either way the unit is left ``interrupted`` and the run exits
+75, so that a job engine starts it again and the next run carries on. With
+``attach`` the agent's terminal is shown in ours (``run_attach``). A run that
+does not end ``done`` names the transcript and shows its last lines. A unit
+that is ``done`` already is not run again unless ``again``. The exit status
+is ``agentd.exitcodes``'s; each run ends by writing its termination message
+(``termination``).
 """
 
 from __future__ import annotations
@@ -19,9 +23,12 @@ import dataclasses
 import signal
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agentd import exitcodes
+from agentd.cli.agentd import termination
 from agentd.cli.agentd.attached import AttachedView
+from agentd.cli.agentd.termination import Ending
 from agentd.cli.common import terminal_size
 from agentd.config.unit import Unit
 from agentd.console import Console
@@ -33,27 +40,46 @@ from agentd.events import EventLog
 from agentd.paths import Paths
 from agentd.supervisor.api import Supervisor
 from agentd.supervisor.states import State
+from agentd.times import iso
+
+if TYPE_CHECKING:
+    from agentd.supervisor.service import Service
 
 # `agentd run` ends when the unit reaches one of these.
-FINAL = frozenset({State.DONE, State.FAILED, State.STALLED, State.STOPPED})
+FINAL = frozenset({State.DONE, State.FAILED, State.STALLED, State.STOPPED, State.INTERRUPTED})
 
 
 TAIL_LINES = 12  # of the transcript, after a run that did not end done
 
 
 def run_unit(
-    unit: Unit, paths: Paths, *, console: Console | None = None, attach: bool = False
+    unit: Unit,
+    paths: Paths,
+    *,
+    console: Console | None = None,
+    attach: bool = False,
+    again: bool = False,
 ) -> int:
-    """Supervise ``unit`` until it settles; returns the process exit code. With
-    ``attach`` (stdin and stdout must be a terminal) the agent's terminal is ours,
-    its pty of our terminal's size."""
+    """Supervise ``unit`` until it settles; returns the process exit status
+    (``agentd.exitcodes``) after writing the termination message. With ``attach``
+    (stdin and stdout must be a terminal) the agent's terminal is ours, its pty of
+    our terminal's size; with ``again`` a unit that is ``done`` runs again."""
     console = console or Console()
     if attach and terminal_size() is None:
         raise AgentdError("--attach needs a terminal on stdin and stdout")
-    return asyncio.run(_run(unit, paths, console, attach=attach))
+    ending = asyncio.run(_run(unit, paths, console, attach=attach, again=again))
+    report(ending, console)
+    return ending.exit_code
 
 
-async def _run(unit: Unit, paths: Paths, console: Console, *, attach: bool) -> int:
+def report(ending: Ending, console: Console) -> None:
+    """Write the termination message; say so if it cannot be written."""
+    problem = termination.write(ending)
+    if problem:
+        console.say(f"agentd: {problem}", always=True)
+
+
+async def _run(unit: Unit, paths: Paths, console: Console, *, attach: bool, again: bool) -> Ending:
     loop = asyncio.get_running_loop()
     events = EventLog(paths.events_file)
     # Sessions get AGENTD_SOCKET from the supervisor's paths: this run's own socket.
@@ -72,28 +98,36 @@ async def _run(unit: Unit, paths: Paths, console: Console, *, attach: bool) -> i
             print(f"agentd: killed {pids or 'nothing'}", file=console.stream, flush=True)
             return
         signals.append(sig)
+        name = signal.Signals(sig).name
         print(
-            f"agentd: {signal.Signals(sig).name}, stopping {unit.name} (again to kill at once)",
+            f"agentd: {name}, stopping {unit.name} (again to kill at once)",
             file=console.stream,
             flush=True,
         )
-        stopping.append(loop.create_task(service.stop()))
+        stopping.append(loop.create_task(service.interrupt(name)))
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, on_signal, sig)
     started, before = time.monotonic(), service.session_no  # this run's sessions come after
     refused = service.claim()
+    if refused is None and service.state == State.DONE and not again:
+        refused = _already_done(service)
+        console.say(f"agentd: {refused}", always=True)
+        await sup.shutdown()
+        events.close()
+        return _ending(service, exitcodes.DONE, refused)
     if refused:
         await sup.shutdown()
         events.close()
         console.say(f"agentd: {refused}", always=True)
-        return 1
+        return _ending(service, exitcodes.FAILED, refused)
     control = await _listen(sup, console)
     try:
         if view is not None:
             view.start()
-        if service.start() is not None:  # refused: the unit.error event said why
-            return 1
+        refused = service.start()
+        if refused is not None:  # the unit.error event said why
+            return _ending(service, exitcodes.FAILED, refused)
         await service.wait(lambda s: s in FINAL)
         await service.join()
     finally:
@@ -108,8 +142,9 @@ async def _run(unit: Unit, paths: Paths, console: Console, *, attach: bool) -> i
     status = sup.status([service.unit.name])[0]
     took = time.monotonic() - started
     why = service.detail or (service.state_reason if service.state != State.DONE else "")
-    if signals:
-        why = f"interrupted by {signal.Signals(signals[0]).name}"
+    if service.state == State.INTERRUPTED:
+        why = f"interrupted by {signal.Signals(signals[0]).name}" if signals else why
+        why += "; state saved: run it again to carry on"
     detail = f"; {why}" if why else ""
     ran = service.session_no - before  # of this run, as the time is
     which = f" (sessions {before + 1}-{service.session_no})" if before and ran > 1 else ""
@@ -119,10 +154,31 @@ async def _run(unit: Unit, paths: Paths, console: Console, *, attach: bool) -> i
         f"{took:.1f}s (last: {status['last_reason'] or '-'}{detail})",
         always=True,
     )
-    if service.state != State.DONE or signals:
+    if service.state != State.DONE:
         _show_transcript(service.transcript.path, console)
-    # 0 ok, 1 failure (docs/commands.md); only `done` is ok (an interrupted run is not).
-    return 0 if service.state == State.DONE and not signals else 1
+    return _ending(service, exitcodes.for_end(service.state, service.state_reason))
+
+
+def _already_done(service: Service) -> str:
+    since = iso(service.since) if service.since else "?"
+    return (
+        f"{service.unit.name} is done already (since {since}, "
+        f"{service.state_reason or 'done'}; {service.session_no} session(s)); "
+        "not run again: `agentd run --again` runs it again"
+    )
+
+
+def _ending(service: Service, code: int, message: str = "") -> Ending:
+    """The termination message of a run of ``service`` that exits ``code``."""
+    return Ending(
+        unit=service.unit.name,
+        state=str(service.state),
+        reason=service.state_reason,
+        sessions=service.session_no,
+        restarts=service.restarts,
+        exit_code=code,
+        message=message if code != exitcodes.DONE or not message else "",
+    )
 
 
 def _show_transcript(path: Path, console: Console) -> None:

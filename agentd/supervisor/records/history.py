@@ -1,8 +1,9 @@
 """A unit's session history on disk: ``logs/UNIT/history.jsonl``.
 
 One JSON line per event of a session's life (``start`` and ``end``), appended
-and flushed at once, so session numbers and history survive a daemon restart
-or a ``kill -9`` (the last ``start`` without an ``end`` shows what was running).
+and fsync'd at once, so session numbers and history survive a daemon restart,
+a ``kill -9`` or a node lost with its pod (the last ``start`` without an
+``end`` shows what was running).
 
 Past ``max_bytes`` (the unit's ``logs.max_bytes``) the older half of the file
 moves to ``history.jsonl.1`` (replacing the one before) and the newer half
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agentd.events import WriteHealth
-from agentd.fileio import write_atomic
+from agentd.fileio import fsync_dir, write_atomic
 
 TAIL_BYTES = 256 * 1024
 
@@ -55,9 +56,12 @@ class History:
             if end and os.pread(fd, 1, end - 1) != b"\n":
                 line = "\n" + line  # the last record was cut (a full disk): end it first
             os.write(fd, line.encode("utf-8"))
+            os.fsync(fd)  # durable before the step it records goes on (hard evictions)
             size = os.fstat(fd).st_size
         finally:
             os.close(fd)
+        if not end:
+            fsync_dir(self.path.parent)  # a new file: its name must be durable too
         if self.max_bytes and size > self.max_bytes:
             self._rotate()
 

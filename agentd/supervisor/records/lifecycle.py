@@ -11,12 +11,14 @@
   stops the unit (or a sentinel does) and when it ends ``done``, ``failed``
   or ``stalled``; cleared when it starts. A daemon that shuts down, or a unit
   file that is removed, stops the unit without remembering it: what ran
-  before a restart runs after it.
+  before a restart runs after it. ``interrupted`` (a signal stopped ``agentd
+  run``: an eviction, a drain) is kept too, but means the same to the next
+  start as nothing kept: carry on.
 - ``restarts``: counted across daemon restarts, as session numbers are.
 
-Written atomically (temp file, rename) and only when something changed; a
-change of state or enablement is fsync'd, the restart count (written at each
-session's start) is not.
+Written atomically (temp file, fsync, rename, fsync of the dir) and only when
+something changed, the restart count at each session's start included: a pod
+evicted with no grace at all finds what the last step wrote.
 A missing, unreadable or torn file reads as "nothing remembered".
 """
 
@@ -25,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -36,7 +37,7 @@ from agentd.fileio import write_atomic
 from agentd.supervisor.states import State
 from agentd.times import iso
 
-REMEMBERED = frozenset({State.STOPPED, State.DONE, State.FAILED, State.STALLED})
+REMEMBERED = frozenset({State.STOPPED, State.DONE, State.FAILED, State.STALLED, State.INTERRUPTED})
 
 
 @dataclass(frozen=True)
@@ -78,14 +79,7 @@ class Lifecycle:
             return
         self.value = new
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        text = json.dumps(_to_json(new), indent=1) + "\n"
-        if (new.state, new.enabled) != (old.state, old.enabled):
-            write_atomic(self.path, text, mode=0o600)  # fsync'd: it must survive a power cut
-        else:  # only the restart count, at each session's start: no fsync on that path
-            tmp = self.path.with_name(f".{self.path.name}.tmp")
-            tmp.write_text(text, encoding="utf-8")
-            tmp.chmod(0o600)
-            os.replace(tmp, self.path)
+        write_atomic(self.path, json.dumps(_to_json(new), indent=1) + "\n", mode=0o600)
 
 
 def read(path: Path) -> Remembered:

@@ -8,56 +8,62 @@ A unit holds ``run/statedirs/HASH.lock`` (of its state dir's real path) while
 it runs or waits to run again (``StateDirLock``): two units that share a state
 dir would overwrite each other's memory, so the second one refuses to start;
 so does a unit whose git worktree another unit holds (``worktree-HASH.lock``).
-Those files are one ``AGENTD_HOME``'s. So while a session runs the unit also
-holds an ``flock`` on the state dir itself (``lock_state_dir``: on the
-directory's own descriptor, no file made in it), which every agentd sees
-alike, of any home or user: the second one's session does not start. Only
-while a session runs: an open directory cannot be unmounted, and a unit may
-wait for hours for its state dir to be fixed. ``lock_state_dir`` is the one
-place that takes that flock; it never creates the directory (a deleted
-workdir must stay deleted: the session is a spawn error).
+
+Those files are one ``AGENTD_HOME``'s (and a pod's ``run`` dir is its own). So
+once its state dir exists (its first session makes it; ``lock_state_dir``
+never creates it: a deleted workdir must stay deleted, a git worktree is added
+into an empty place) the unit also holds ``STATE_DIR/.agentd.lock`` (``PID
+UNIT HOST``), until it no longer runs or waits to run again: two agentds of
+two homes, two users, or two hosts on a shared volume (a pod rescheduled while
+the first still lives, a Slurm job started twice) do not both use one state
+dir, nor the history beside it (in a job the home is on the same volume). It
+is let go while the unit waits for a session that could not start: a state
+dir to be fixed can be unmounted meanwhile.
+
+It is a file opened for writing, not the directory itself: over NFS an
+exclusive ``flock`` is emulated as a whole-file POSIX lock, which needs a
+descriptor open for writing (flock(2), "NFS details"), and a directory cannot
+be opened so. ``flock`` on NFS (v3 with NLM, v4), CephFS and local filesystems
+is seen by every client; it goes with the process, and with the client's lease
+when a host dies. Where it cannot be taken at all (a read-only state dir,
+whose session fails anyway; NFS mounted ``nolock``) the unit runs fenced by its
+home's lock only, and says so once (``StateDirLock.unfenced``).
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
 from agentd.config.unit import Unit
-from agentd.fileio import Held, hold, release
+from agentd.fileio import OWNER_LOCK_NAME, Held, hold, release
 
 
 class StateDirInUse(Exception):
-    """Another process (another agentd, of another home or user) holds the flock on
-    the state dir ``path``."""
+    """Another process (another agentd, of another home, user or host) holds the lock of
+    the state dir ``path``; ``pid`` and ``note`` (``UNIT HOST``) are what it wrote."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        super().__init__(f"{path} is locked by another process")
+    def __init__(self, path: str, pid: str, note: str) -> None:
+        self.path, self.pid, self.note = path, pid, note
+        super().__init__(f"{path} is locked by pid {pid}")
 
 
-def lock_state_dir(state_dir: Path | str) -> int | None:
-    """Take the exclusive ``flock`` on the directory ``state_dir`` itself, without
-    waiting; the descriptor that holds it (``release`` it, or close it, to let go),
-    or None when the directory does not exist (yet). Raises ``StateDirInUse`` when
-    another open descriptor of it holds the lock, ``OSError`` when it cannot be
-    opened as a directory for another reason (permissions, not a directory)."""
-    try:
-        fd = os.open(state_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except FileNotFoundError:
+def lock_state_dir(state_dir: Path | str, note: str) -> int | None:
+    """Take ``STATE_DIR/.agentd.lock`` without waiting, writing ``PID NOTE`` in it; the
+    descriptor that holds it (``release`` it, or close it, to let go), or None when the
+    directory does not exist (yet): it is never created here. Raises ``StateDirInUse``
+    when another holds it, ``OSError`` when it cannot be made or locked (read-only, a
+    filesystem without locks)."""
+    real = os.path.realpath(state_dir)
+    if not os.path.isdir(real):
         return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise StateDirInUse(os.path.realpath(state_dir)) from None
-    except OSError:
-        os.close(fd)
-        raise
-    return fd
+        return hold(Path(real) / OWNER_LOCK_NAME, note)
+    except Held as held:
+        raise StateDirInUse(real, held.pid, held.note) from None
 
 
 class _Lock:
@@ -110,16 +116,18 @@ class UnitLock(_Lock):
 class StateDirLock(_Lock):
     """``run/statedirs/HASH.lock`` (and ``worktree-HASH.lock`` for a unit with a
     ``worktree``): held by the one unit of this home that may use a state dir now;
-    and the state dir's own flock (``lock_state_dir``) while a session runs."""
+    and the state dir's own lock (``lock_state_dir``) once it exists."""
 
     def __init__(self, directory: Path) -> None:
         super().__init__()
         self.directory = directory
         self._worktree = _Lock()
-        self._dir_fd: int | None = None  # the state dir's, flock'ed
+        self._dir_fd: int | None = None  # STATE_DIR/.agentd.lock's
+        self.unfenced: str | None = None  # why the state dir's own lock cannot be had
+        self._said: str | None = None
 
     def claim(self, unit: Unit) -> str | None:
-        """Hold the locks of ``unit``'s state dir (and worktree; the dir's own flock
+        """Hold the locks of ``unit``'s state dir (and worktree; the dir's own lock
         once the dir exists) if not yet; why not, if another unit, or another agentd,
         has one. All or nothing."""
         refused = self._claim_files(unit)
@@ -128,24 +136,40 @@ class StateDirLock(_Lock):
         return refused
 
     def claim_dir(self, unit: Unit) -> str | None:
-        """The flock on the state dir itself, if it exists and is not held yet; why
-        not, if another agentd (another AGENTD_HOME, another user) holds it."""
+        """The state dir's own lock, if the dir exists and it is not held yet; why not,
+        if another agentd (another home, user or host) holds it."""
         if self._dir_fd is not None:
             return None
+        here = socket.gethostname()
         try:
-            self._dir_fd = lock_state_dir(unit.state_dir)
+            self._dir_fd = lock_state_dir(unit.state_dir, f"{unit.name} {here}")
         except StateDirInUse as exc:
+            name, _, host = exc.note.partition(" ")
+            where = f"pid {exc.pid}" + (f" on host {host}" if host and host != here else "")
+            if name == unit.name:
+                return (
+                    f"{unit.name}: its state dir {exc.path} is in use by another agentd "
+                    f"running it ({where}); stop that copy first: two would overwrite each "
+                    "other's memory and history"
+                )
             return (
-                f"{unit.name}: its state dir {exc.path} is in use by another agentd (of "
-                "another AGENTD_HOME, or another user); two supervisors must not share "
-                "one: stop the other, or give this unit its own state.dir"
+                f"{unit.name}: its state dir {exc.path} is in use by another agentd, for "
+                f"unit {name or '?'} ({where}); two units must not share one: give each its "
+                "own state.dir"
             )
-        except OSError:
-            return None  # not usable as a directory: the session says why when it starts
+        except OSError as exc:  # read-only, or no locks on this filesystem
+            lock = Path(os.path.realpath(unit.state_dir)) / OWNER_LOCK_NAME
+            why = (
+                f"{unit.name}: cannot lock {lock}: {exc.strerror or exc}; another agentd "
+                "(of another home or host) using this state dir is not kept out"
+            )
+            if why != self._said:  # once, not at every session
+                self.unfenced = self._said = why
         return None
 
     def release_dir(self) -> None:
-        """The state dir's own flock goes (a session ended; the file locks stay)."""
+        """Let the state dir's own lock go (the unit waits for a session that could not
+        start); the file locks stay."""
         release(self._dir_fd)
         self._dir_fd = None
 
