@@ -37,7 +37,7 @@ class StrictModel(BaseModel):
     generated from them by ``scripts/gen_docs.py``).
     """
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=False)
 
 
 def compile_regex(pattern: str) -> re.Pattern[str]:

@@ -60,11 +60,7 @@ class Children:
     def _owned(self, pid: int) -> bool:
         if self.notifier.owns(pid):
             return True
-        for service in self._services():
-            session = service.session
-            if session is not None and session.pid == pid and not session.child.reaped:
-                return True
-        return False
+        return any(service.owns(pid) for service in self._services())
 
     def _on_sigchld(self) -> None:
         for service in self._services():

@@ -67,6 +67,7 @@ from agentd.process.tree import session_env_marker
 from agentd.reasons import INTERNAL_ERROR, MANUAL, Outcome, Reason
 from agentd.session import inject
 from agentd.session.child import Child
+from agentd.session.launch import Launch
 from agentd.session.redact import Redactor
 from agentd.session.screen import ScreenCapture, ScreenRing
 from agentd.session.session import Session
@@ -88,6 +89,7 @@ from agentd.times import iso
 
 PRECOMPACT = "precompact"  # the sentinel name a PreCompact hook ends a session with
 HISTORY_KEEP = 200  # the ends kept for the policy and the bootstrap
+LAUNCH_KEEP = 1.0  # s: a backoff this short keeps the next session's process started ahead
 
 
 class SessionRun:
@@ -188,6 +190,8 @@ class Service:
         self._restored = restored_pause(self._history.recent())  # until the first start
         self._resume_at: float | None = None
         self._timer: asyncio.TimerHandle | None = None
+        # the next session's process, started ahead: (its number, its marker, the launch)
+        self._launch: tuple[int, str, Launch] | None = None
 
     # -- control ---------------------------------------------------------------------
     def start(self, reason: str = "start", *, resume_pause: bool = False) -> str | None:
@@ -224,6 +228,7 @@ class Service:
         self._remember_stop = remember
         if self.state in (State.BACKOFF, State.PAUSED):
             self._cancel_wait()
+            self._drop_launch()
             self._set_state(State.STOPPED, "manual")
         self._fire(Trigger(MANUAL, "stop"))
         if self.task is not None:
@@ -305,6 +310,7 @@ class Service:
 
     def close(self) -> None:
         self._cancel_wait()
+        self._drop_launch()
         self.briefing.forget_given()  # no session runs: nothing reads it
         self._definition.close()
         self._lock.release()
@@ -426,6 +432,9 @@ class Service:
                 await self._end_session(run, Trigger(INTERNAL_ERROR, "stop"))
             self._force_state(State.FAILED, "internal-error", f"{type(exc).__name__}: {exc}")
             raise
+        finally:
+            if not self._next_is_near():
+                self._drop_launch()  # started ahead for a session that will not come soon
 
     async def _one_session(self, reason: str) -> SessionEnd:
         self._definition.apply()
@@ -486,12 +495,14 @@ class Service:
         started = self._clock()
         cgroup: Path | None = None
         try:
+            # the process first: it starts and joins its cgroup while the bootstrap renders
+            marker, launch = self._launch_for(number, run.size)
+            cgroup = launch.cgroup
             prepared = await self.briefing.prepare(
                 unit, number, reason, ends, self._wall(), redactor
             )
             boot, boot_file, state_before = prepared.boot, prepared.file, prepared.fingerprint
             plan = inject.plan(unit, number, boot.text, boot_file)
-            marker = session_env_marker(unit.name, number)
             env = inject.session_env(
                 self._base_env,
                 unit,
@@ -503,7 +514,7 @@ class Service:
                 socket=self.paths.socket,
             )
             transcript.note(f"{iso(self._wall())} session {number} starting ({reason})")
-            cgroup = cgroups.session_cgroup(marker)
+            # before the agent may run: a kill -9 of agentd leaves what ends it
             self._records.begin(
                 Recorded(
                     unit.name,
@@ -515,15 +526,10 @@ class Service:
                 )
             )
             cols, rows = run.size  # resized while the bootstrap was prepared, maybe
-            child = Child.spawn(
-                plan.argv,
-                cwd=unit.workdir,
-                env=env,
-                cols=cols,
-                rows=rows,
-                cgroup_procs=str(cgroup / "cgroup.procs") if cgroup else None,
-            )
+            child = await launch.exec(plan.argv, cwd=unit.workdir, env=env, cols=cols, rows=rows)
+            cgroup = launch.cgroup  # None if it could not be joined after all
         except SpawnError as exc:
+            self._drop_launch()
             self._records.finish(unit.name, cgroup)
             self._spawn_failed(run, exc)
             return SessionEnd(
@@ -575,6 +581,7 @@ class Service:
             cgroup=cgroup,
         )
         run.session = session
+        self._launch = None  # the session owns the pid from now on
         session.start()
         self._history.append(
             {
@@ -597,6 +604,8 @@ class Service:
         either: list[asyncio.Future[Any]] = [session.exited, triggers.fired]
         await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         trigger = triggers.trigger
+        if not self._stop_requested and (trigger is None or trigger.action == "restart"):
+            self._prelaunch(number + 1, run.size)  # likely next: on its way while this one ends
         await self._end_session(run, trigger)
         state_after, done = await self.briefing.state_after(unit)
         return SessionEnd(
@@ -611,6 +620,51 @@ class Service:
             state_changed=state_after != state_before or state_after is None,
             complete=done.summary if done is not None else None,
         )
+
+    # -- the next session's process, started ahead (agentd.session.launch) ------------
+    def _launch_for(self, number: int, size: tuple[int, int]) -> tuple[str, Launch]:
+        """The marker and launch of session ``number``: the one started ahead, or a new one."""
+        if self._launch is not None and self._launch[0] != number:
+            self._drop_launch()
+        if self._launch is None:
+            self._launch = self._new_launch(number, size)
+        return self._launch[1], self._launch[2]
+
+    def _prelaunch(self, number: int, size: tuple[int, int]) -> None:
+        """Start session ``number``'s process now, if it can be (else at its turn)."""
+        self._drop_launch()
+        with contextlib.suppress(SpawnError):
+            self._launch = self._new_launch(number, size)
+
+    def _new_launch(self, number: int, size: tuple[int, int]) -> tuple[int, str, Launch]:
+        marker = session_env_marker(self.unit.name, number)
+        cgroup = cgroups.session_cgroup(marker)
+        try:
+            return number, marker, Launch.start(cgroup, cols=size[0], rows=size[1])
+        except SpawnError:
+            cgroups.remove(cgroup)
+            raise
+
+    def _next_is_near(self) -> bool:
+        """Is the next session due within ``LAUNCH_KEEP`` (a short backoff)? Then the
+        process started ahead for it waits; else it is given up."""
+        timer = self._timer
+        if self.state != State.BACKOFF or timer is None:
+            return False
+        return timer.when() - asyncio.get_running_loop().time() <= LAUNCH_KEEP
+
+    def _drop_launch(self) -> None:
+        """Give up a process started ahead that no session took."""
+        pending, self._launch = self._launch, None
+        if pending is not None:
+            pending[2].abandon()
+
+    def owns(self, pid: int) -> bool:
+        """Is ``pid`` this unit's to reap: its session's leader, or on its way to be one?"""
+        if self._launch is not None and self._launch[2].pid == pid:
+            return True
+        session = self.session
+        return session is not None and session.pid == pid and not session.child.reaped
 
     async def _end_session(self, run: SessionRun, trigger: Trigger | None) -> None:
         """End the session's whole process tree and record how it ended."""
@@ -632,7 +686,9 @@ class Service:
 
         await session.end(int(unit.stop.signal), unit.stop.grace, on_signal=on_signal)
         session.close()
-        self._records.finish(unit.name, session.cgroup)
+        self._records.finish(unit.name, None)
+        if session.cgroup is not None:  # empty now; its rmdir (ms) is not on the way to the next
+            asyncio.get_running_loop().run_in_executor(None, cgroups.remove, session.cgroup)
         run.session = None
         run.triggers = None
         child = session.child
