@@ -41,6 +41,7 @@ EOF_WAIT = 2.0
 SUBMIT_PAUSE = 0.3
 BRACKETED_ON = b"\x1b[?2004h"
 BRACKETED_OFF = b"\x1b[?2004l"
+_PASTE_MODE = BRACKETED_ON[:-1]  # either of them
 
 OutputHandler = Callable[[list[Hit]], None]
 
@@ -238,9 +239,12 @@ class Session:
         if b"\x1b" not in data and b"\x1b" not in self._tail:
             return
         window = self._tail + data
-        on, off = window.rfind(BRACKETED_ON), window.rfind(BRACKETED_OFF)
-        if on != off:  # both -1 means neither appears
-            self.bracketed_paste = on > off
+        # A forward search first (C's fast one; rfind is the slow kind): coloured
+        # output has escapes everywhere, the mode switch is rare.
+        if _PASTE_MODE in window:
+            on, off = window.rfind(BRACKETED_ON), window.rfind(BRACKETED_OFF)
+            if on != off:  # both -1 means neither appears
+                self.bracketed_paste = on > off
         self._tail = window[-(len(BRACKETED_ON) - 1) :]
 
     def resize(self, cols: int, rows: int) -> None:

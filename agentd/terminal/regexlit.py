@@ -58,6 +58,23 @@ def required_literals(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(literal for literal in found if literal is not None))
 
 
+# Characters from the most to the least common in what agents print (English text,
+# code, paths, numbers); those not listed are rarer still.
+_COMMON = (
+    " etaoinsrhldcumfpgwybvkxjqz0123456789./-_:=,()\"'><[];"
+    "ETAOINSRHLDCUMFPGWYBVKXJQZ!?#$%&*+@\\^`{|}~"
+)
+_RANK = {c: i for i, c in enumerate(_COMMON)}
+
+
+def rarest_char(literal: str) -> str:
+    """The character of ``literal`` least likely to occur in output: a text without it
+    cannot hold ``literal``, and a one-character search is a ``memchr`` (many times
+    faster than a search for the whole literal), so it is looked for first (the
+    rare-byte heuristic of ripgrep's ``memchr`` prefilter)."""
+    return max(literal, key=lambda c: _RANK.get(c, len(_COMMON)))
+
+
 def _parsed(pattern: re.Pattern[str]) -> list[tuple[Any, Any]] | None:
     if pattern.flags & re.IGNORECASE:
         return None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from agentd.terminal.regexlit import required_literals
+from agentd.terminal.regexlit import rarest_char, required_literals
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,7 @@ class _Entry:
     block: re.Pattern[str] | None  # searches many lines at once; None: line by line
     literals: tuple[str, ...] | None  # every match holds one of them; None: unknown
     final_only: bool  # named groups: matched only when the line is final
+    probes: tuple[str, ...] = ()  # the rarest character of each literal, looked for first
 
 
 class RuleSet:
@@ -100,8 +101,10 @@ class RuleSet:
         """Add ``rule`` last, replacing a rule of the same name."""
         self.remove(rule.name)
         pattern = rule.pattern
+        literals = required_literals(pattern)
+        probes = tuple(map(rarest_char, literals)) if literals is not None else ()
         self._entries.append(
-            _Entry(rule, _block_pattern(pattern), required_literals(pattern), rule.has_groups)
+            _Entry(rule, _block_pattern(pattern), literals, rule.has_groups, probes)
         )
 
     def remove(self, name: str) -> None:
@@ -134,8 +137,9 @@ class RuleSet:
             text, start, end = self._cut_long_lines(text, start, end)
         found: list[tuple[int, int, Hit]] = []  # (line offset, rule order, hit)
         for order, entry in enumerate(self._entries):
-            if entry.literals is not None and all(
-                text.find(lit, start, end) < 0 for lit in entry.literals
+            if entry.literals is not None and not any(
+                text.find(probe, start, end) >= 0 and text.find(lit, start, end) >= 0
+                for lit, probe in zip(entry.literals, entry.probes, strict=True)
             ):
                 continue  # no line of the block can match
             if entry.block is None:
