@@ -19,6 +19,7 @@ from typing import Any
 
 import psutil
 from bench_ctl import phase_agentctl
+from bench_startup import phase_startup
 from bench_util import (
     REPO,
     BenchError,
@@ -38,7 +39,8 @@ from bench_util import (
     write_unit,
 )
 
-PHASES = ("sentinel", "respawn", "throughput", "idle", "render", "soak", "agentctl")
+PHASES = ("sentinel", "respawn", "throughput", "idle", "render", "soak", "agentctl", "startup")
+SERVE_UNITS = (1, 50)  # idle units under one agentd serve, for its RSS
 RESPAWN_ROUNDS = 4
 BURSTS = (0, 20_000, 200_000)
 
@@ -308,7 +310,8 @@ def phase_idle(cfg: Config, root: Path, baseline: Path | None) -> dict[str, Any]
     finally:
         for sup in sups:
             sup.stop()
-    result["agentd_20"] = idle_many(cfg, root, 20)
+    for count in SERVE_UNITS:
+        result[f"serve_{count}"] = idle_many(cfg, root, count)
     return result
 
 
@@ -323,12 +326,12 @@ def idle_many(cfg: Config, root: Path, count: int) -> dict[str, Any]:
     )
     if probe.returncode != 0:
         return {"skipped": "agentd serve does not exist yet"}
-    home = root / "agentd-serve"
-    rec = root / "serve.rec"
+    home = root / f"agentd-serve{count}"
+    rec = root / f"serve{count}.rec"
     for i in range(count):
-        argv = agent_argv("idle", rec=rec, count=root / f"serve-{i}.count")
+        argv = agent_argv("idle", rec=rec, count=root / f"serve{count}-{i}.count")
         write_unit(home, f"idle{i}", argv)
-    log = root / "serve.log"
+    log = root / f"serve{count}.log"
     env = child_env(AGENTD_HOME=str(home), AGENTD_MARKER_PREFIX=f"bench{os.getpid()}-")
     sup = Supervised(
         "agentd", popen([sys.executable, "-m", "agentd.cli", "serve"], log, env), rec, log, home
@@ -448,4 +451,5 @@ RUNNERS: dict[str, Callable[[Config, Path, Path | None], dict[str, Any]]] = {
     "render": phase_render,
     "soak": phase_soak,
     "agentctl": phase_agentctl,
+    "startup": phase_startup,
 }

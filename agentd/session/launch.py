@@ -46,6 +46,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from agentd.errors import SpawnError
+from agentd.process.tree import MARKER_VAR
 from agentd.session.child import PERMANENT, Child, check_spawnable, not_runnable
 from agentd.session.execstub import COMMAND_FD, ERROR_FD
 
@@ -74,14 +75,19 @@ class Launch:
         self._errors: int | None = None  # read end of the stub's fd 4
         self._started: asyncio.Future[bool] | None = None  # spawned; True if it joined
         self._failed: OSError | None = None
+        self._env: dict[str, str] = {}  # the stub's own (the agent gets its own at exec)
 
     @classmethod
-    def start(cls, cgroup: Path | None, *, cols: int = 120, rows: int = 40) -> Launch:
+    def start(
+        cls, cgroup: Path | None, *, marker: str = "", cols: int = 120, rows: int = 40
+    ) -> Launch:
         """Have the stub spawned and moved into ``cgroup`` on a worker thread (the
         loop goes on meanwhile: posix_spawn waits for the stub's exec, the move for
-        a grace period). ``SpawnError``, not permanent, when not even a pty or a
-        pipe can be had (out of fds)."""
+        a grace period). ``marker``: the session's, in the stub's environment, so
+        the stub is found as the session's from its start. ``SpawnError``, not
+        permanent, when not even a pty or a pipe can be had (out of fds)."""
         launch = cls(cgroup)
+        launch._env = {MARKER_VAR: marker} if marker else {}
         if not supported():
             return launch
         try:
@@ -116,7 +122,7 @@ class Launch:
             self.pid = os.posix_spawn(
                 sys.executable,
                 [sys.executable, "-I", "-S", str(STUB)],
-                {},
+                self._env,
                 file_actions=[
                     (os.POSIX_SPAWN_OPEN, 0, os.ttyname(slave), os.O_RDWR, 0),  # the ctty
                     (os.POSIX_SPAWN_DUP2, 0, 1),

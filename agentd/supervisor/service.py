@@ -640,7 +640,7 @@ class Service:
         marker = session_env_marker(self.unit.name, number)
         cgroup = cgroups.session_cgroup(marker)
         try:
-            return number, marker, Launch.start(cgroup, cols=size[0], rows=size[1])
+            return number, marker, Launch.start(cgroup, marker=marker, cols=size[0], rows=size[1])
         except SpawnError:
             cgroups.remove(cgroup)
             raise

@@ -62,10 +62,14 @@ def test_check_loads_the_schema_but_nothing_of_the_daemon(tmp_path: Path) -> Non
     assert loaded(got, (*DAEMON, "structlog", *PRETTY)) == []
 
 
-def test_the_daemon_runs_without_rich_or_ssl(tmp_path: Path) -> None:
+def test_the_daemon_runs_without_rich_ssl_or_pexpect(tmp_path: Path) -> None:
     """``agentd run`` of a unit that ends at once: the supervisor, structlog and asyncio
-    are loaded, rich and OpenSSL are not."""
+    are loaded, rich and OpenSSL are not, nor (on Linux, where agents are started by
+    posix_spawn: agentd.session.launch) pexpect's fork."""
     write_unit(tmp_path, "quick", {"command": ["true"], "workdir": str(tmp_path)})
     got = imported(["run", "-q", "quick"], tmp_path, AGENTD_HOME=str(tmp_path))
     assert {"agentd.supervisor.service", "structlog", "asyncio"} <= got
     assert loaded(got, PRETTY) == []
+    if sys.platform.startswith("linux"):
+        assert "agentd.session.launch" in got
+        assert loaded(got, ("pexpect", "ptyprocess")) == []
