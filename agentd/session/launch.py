@@ -49,6 +49,7 @@ from agentd.errors import SpawnError
 from agentd.process.tree import MARKER_VAR
 from agentd.session.child import PERMANENT, Child, check_spawnable, not_runnable
 from agentd.session.execstub import COMMAND_FD, ERROR_FD
+from agentd.session.forkserver import ForkServer, ServerGone
 
 STUB = Path(__file__).with_name("execstub.py")
 _FD_FLOOR = 10  # the pipes' fds in the daemon stay clear of the stub's 0-4
@@ -71,6 +72,8 @@ class Launch:
         self.cgroup = cgroup  # the session's own, while it may still be joined
         self.pid: int | None = None  # the stub's, then the agent's
         self._master: int | None = None
+        self._slave = ""  # the pty's slave, by name (the fork server's clone opens it)
+        self._server: ForkServer | None = None  # clones the agent, if it can
         self._command: int | None = None  # write end of the stub's fd 3
         self._errors: int | None = None  # read end of the stub's fd 4
         self._started: asyncio.Future[bool] | None = None  # spawned; True if it joined
@@ -79,52 +82,75 @@ class Launch:
 
     @classmethod
     def start(
-        cls, cgroup: Path | None, *, marker: str = "", cols: int = 120, rows: int = 40
+        cls,
+        cgroup: Path | None,
+        *,
+        marker: str = "",
+        cols: int = 120,
+        rows: int = 40,
+        server: ForkServer | None = None,
     ) -> Launch:
-        """Have the stub spawned and moved into ``cgroup`` on a worker thread (the
-        loop goes on meanwhile: posix_spawn waits for the stub's exec, the move for
-        a grace period). ``marker``: the session's, in the stub's environment, so
-        the stub is found as the session's from its start. ``SpawnError``, not
-        permanent, when not even a pty or a pipe can be had (out of fds)."""
+        """Get the agent's process under way: with a usable fork ``server`` only its pty
+        (the clone at ``exec`` takes well under a millisecond); else the stub,
+        spawned and moved into ``cgroup`` on a worker thread (the loop goes on
+        meanwhile: posix_spawn waits for the stub's exec, the move for a grace
+        period). ``marker``: the session's, in the stub's environment, so the stub
+        is found as the session's from its start. ``SpawnError``, not permanent,
+        when not even a pty or a pipe can be had (out of fds)."""
         launch = cls(cgroup)
         launch._env = {MARKER_VAR: marker} if marker else {}
         if not supported():
             return launch
         try:
-            slave = launch._open(cols, rows)
+            slave = launch._open_pty(cols, rows)
+            if server is not None and server.usable:
+                launch._server = server
+                os.close(slave)
+                return launch
+            launch._start_stub(slave)
         except OSError as exc:
             launch.abandon()
             raise _cannot(exc) from None
-        loop = asyncio.get_running_loop()
-        launch._started = loop.run_in_executor(None, launch._spawn, slave)
         return launch
 
-    def _open(self, cols: int, rows: int) -> tuple[int, int, int]:
-        """The pty and both pipes; what the spawn gives away (slave, the stub's ends)."""
+    def _open_pty(self, cols: int, rows: int) -> int:
+        """The pty: the master kept, the slave's fd returned (its name noted)."""
         master, slave = os.openpty()
         self._master = master
         try:
             _set_size(master, cols, rows)
+            os.set_blocking(master, False)
+            self._slave = os.ttyname(slave)
+        except OSError:
+            os.close(slave)
+            raise
+        return slave
+
+    def _start_stub(self, slave: int) -> None:
+        """The stub's pipes, and its spawn and move on a worker thread (``slave`` is
+        closed there, once the stub holds it)."""
+        try:
             command_r, self._command = _pipe()
             self._errors, errors_w = _pipe()
         except OSError:
             os.close(slave)
             raise
-        for fd in (master, self._command, self._errors):
+        for fd in (self._command, self._errors):
             os.set_blocking(fd, False)
-        return slave, command_r, errors_w
+        loop = asyncio.get_running_loop()
+        self._started = loop.run_in_executor(None, self._spawn, (slave, command_r, errors_w))
 
     def _spawn(self, fds: tuple[int, int, int]) -> bool:
         """On a worker thread: spawn the stub, then move it into the cgroup; whether it is
         in there. An OSError is kept for ``exec`` to report."""
-        slave, command_r, errors_w = fds
+        _slave, command_r, errors_w = fds  # (the slave: only to be closed here)
         try:
             self.pid = os.posix_spawn(
                 sys.executable,
                 [sys.executable, "-I", "-S", str(STUB)],
                 self._env,
                 file_actions=[
-                    (os.POSIX_SPAWN_OPEN, 0, os.ttyname(slave), os.O_RDWR, 0),  # the ctty
+                    (os.POSIX_SPAWN_OPEN, 0, self._slave, os.O_RDWR, 0),  # the ctty
                     (os.POSIX_SPAWN_DUP2, 0, 1),
                     (os.POSIX_SPAWN_DUP2, 0, 2),
                     (os.POSIX_SPAWN_DUP2, command_r, COMMAND_FD),
@@ -158,7 +184,7 @@ class Launch:
         if "/" in argv[0] and not os.path.isabs(argv[0]):
             argv[0] = str(cwd / argv[0])  # relative to the workdir, not to agentd's cwd
         try:
-            if self._started is None:  # no posix_spawn here: fork through pexpect
+            if self._master is None:  # no posix_spawn here: fork through pexpect
                 procs = str(self.cgroup / "cgroup.procs") if self.cgroup is not None else None
                 return Child.spawn(argv, cwd=cwd, env=env, cols=cols, rows=rows, cgroup_procs=procs)
             check_spawnable(argv, env, cwd)
@@ -167,6 +193,12 @@ class Launch:
                 raise SpawnError(
                     f"cannot start {argv[0]!r}: {not_runnable(argv[0], env)}", argv=argv
                 )
+            if self._server is not None:
+                try:
+                    return await self._clone(program, argv, cwd=cwd, env=env, size=(cols, rows))
+                except ServerGone:  # clone3 refused here, or the server died: the stub
+                    self._server = None
+                    self._start_stub(os.open(self._slave, os.O_RDWR | os.O_NOCTTY))
             await self._spawned()
             assert self._master is not None
             _set_size(self._master, cols, rows)
@@ -189,6 +221,41 @@ class Launch:
         child = Child(self.pid, self._master)
         self.pid = self._master = None  # the child's now: abandon() leaves them alone
         self._close_pipes()
+        return child
+
+    async def _clone(
+        self,
+        program: str,
+        argv: list[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        size: tuple[int, int],
+    ) -> Child:
+        """Have the fork server clone the agent into its cgroup and exec it."""
+        assert self._server is not None and self._master is not None
+        _set_size(self._master, *size)
+
+        def registered(pid: int, joined: bool) -> None:  # before it may run: ours to reap
+            self.pid = pid
+            if not joined and self.cgroup is not None:
+                with contextlib.suppress(OSError):
+                    self.cgroup.rmdir()
+                self.cgroup = None
+
+        request = (
+            None if self.cgroup is None else os.fsencode(self.cgroup),
+            os.fsencode(self._slave),
+            os.fsencode(cwd),
+            [os.fsencode(program), *map(os.fsencode, argv[1:])],
+            {os.fsencode(k): os.fsencode(v) for k, v in env.items()},
+        )
+        pid, said = await self._server.start(request, registered)
+        if said:
+            self.abandon()  # it exits as it says so: reaped here
+            raise _failure(said.encode(), argv, cwd)
+        child = Child(pid, self._master)
+        self.pid = self._master = None  # the child's now: abandon() leaves them alone
         return child
 
     def abandon(self) -> None:

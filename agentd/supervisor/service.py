@@ -67,6 +67,7 @@ from agentd.process.tree import session_env_marker
 from agentd.reasons import INTERNAL_ERROR, MANUAL, Outcome, Reason
 from agentd.session import inject
 from agentd.session.child import Child
+from agentd.session.forkserver import ForkServer
 from agentd.session.launch import Launch
 from agentd.session.redact import Redactor
 from agentd.session.screen import ScreenCapture, ScreenRing
@@ -139,8 +140,10 @@ class Service:
         wall: Callable[[], float] = time.time,
         base_env: dict[str, str] | None = None,
         notify: Callable[[Unit, str, int], None] | None = None,
+        forks: ForkServer | None = None,
     ) -> None:
         self.paths = paths
+        self._forks = forks  # clones the agents, where it can (agentd.session.forkserver)
         self.events = events
         self._emit = events.emit
         self._notify = notify
@@ -640,7 +643,10 @@ class Service:
         marker = session_env_marker(self.unit.name, number)
         cgroup = cgroups.session_cgroup(marker)
         try:
-            return number, marker, Launch.start(cgroup, marker=marker, cols=size[0], rows=size[1])
+            launch = Launch.start(
+                cgroup, marker=marker, cols=size[0], rows=size[1], server=self._forks
+            )
+            return number, marker, launch
         except SpawnError:
             cgroups.remove(cgroup)
             raise

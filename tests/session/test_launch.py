@@ -1,5 +1,7 @@
-"""The daemon's way to start an agent (``agentd.session.launch``): posix_spawn of an
-exec stub, no fork of the daemon. What ptyprocess's fork gave must still hold:
+"""The daemon's ways to start an agent (``agentd.session.launch``), neither a fork of
+the daemon: a clone by the fork server (``agentd.session.forkserver``) and, where
+clone3 is refused, posix_spawn of an exec stub. What ptyprocess's fork gave must
+still hold either way:
 the agent leads its own session with the pty as its controlling terminal and
 its group in the foreground, it is in its cgroup before it can fork, it gets
 exactly its environment, workdir, size and fds 0-2, SIGPIPE at its default, and
@@ -12,7 +14,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,11 +26,24 @@ from agentd.process import cgroup as cgroups
 from agentd.process.tree import session_env_marker
 from agentd.session import launch as launch_module
 from agentd.session.child import Child
+from agentd.session.forkserver import ForkServer
 from agentd.session.launch import Launch
 
 pytestmark = pytest.mark.skipif(not launch_module.supported(), reason="posix_spawn path: Linux")
 
 T = TypeVar("T")
+
+
+@pytest.fixture(params=["fork-server", "stub"])
+def server(request: pytest.FixtureRequest) -> Iterator[ForkServer | None]:
+    """Each way: the fork server's clone, or the exec stub (no server)."""
+    if request.param == "stub":
+        yield None
+        return
+    forks = ForkServer()
+    yield forks
+    forks.close()
+
 
 # What the agent reports about itself at its first instructions, as JSON.
 REPORT = r"""
@@ -79,7 +94,9 @@ def parsed(out: bytes) -> dict[str, Any]:
     return json.loads(line)  # type: ignore[no-any-return]
 
 
-def test_the_agent_leads_its_session_with_the_pty_as_its_terminal(tmp_path: Path) -> None:
+def test_the_agent_leads_its_session_with_the_pty_as_its_terminal(
+    tmp_path: Path, server: ForkServer | None
+) -> None:
     # (a UTF-8 locale: in the C locale Python itself would add LC_CTYPE, PEP 538)
     env = {
         "PATH": os.defpath,
@@ -89,7 +106,7 @@ def test_the_agent_leads_its_session_with_the_pty_as_its_terminal(tmp_path: Path
     }
 
     async def main() -> dict[str, Any]:
-        child = await Launch.start(None, cols=97, rows=31).exec(
+        child = await Launch.start(None, cols=97, rows=31, server=server).exec(
             report_argv(tmp_path / "born"), cwd=tmp_path, env=env, cols=91, rows=29
         )
         got = parsed(await output_of(child))
@@ -106,7 +123,9 @@ def test_the_agent_leads_its_session_with_the_pty_as_its_terminal(tmp_path: Path
     assert got["blocked"] == []  # (what it ignores: Python ignores SIGPIPE itself; see below)
 
 
-def test_the_program_is_found_on_the_sessions_path_and_named_by_it(tmp_path: Path) -> None:
+def test_the_program_is_found_on_the_sessions_path_and_named_by_it(
+    tmp_path: Path, server: ForkServer | None
+) -> None:
     """As pexpect does: a bare name is looked up on the PATH the session gets, and
     argv[0] becomes the path found."""
     bindir = tmp_path / "bin"
@@ -117,19 +136,23 @@ def test_the_program_is_found_on_the_sessions_path_and_named_by_it(tmp_path: Pat
     env = {"PATH": str(bindir), "AGENTD_TEST_OWNER": str(os.getpid())}
 
     async def main() -> bytes:
-        return await output_of(await Launch.start(None).exec(["mytool"], cwd=tmp_path, env=env))
+        return await output_of(
+            await Launch.start(None, server=server).exec(["mytool"], cwd=tmp_path, env=env)
+        )
 
     assert f"ARGV0 {tool}".encode() in run(main())
 
 
-def test_the_agent_and_its_first_child_are_in_the_sessions_cgroup(tmp_path: Path) -> None:
+def test_the_agent_and_its_first_child_are_in_the_sessions_cgroup(
+    tmp_path: Path, server: ForkServer | None
+) -> None:
     if cgroups.delegated_base() is None:
         pytest.skip(f"no delegated cgroup v2 here (own cgroup {cgroups.own_cgroup()})")
     group = cgroups.session_cgroup(session_env_marker("launch", 1))
     assert group is not None
 
     async def main() -> tuple[dict[str, Any], Path | None]:
-        launch = Launch.start(group)
+        launch = Launch.start(group, server=server)
         child = await launch.exec(
             report_argv(tmp_path / "born"), cwd=tmp_path, env=dict(os.environ)
         )
@@ -154,7 +177,7 @@ def test_the_agent_and_its_first_child_are_in_the_sessions_cgroup(tmp_path: Path
     ],
 )
 def test_what_cannot_be_executed_is_a_spawn_error(
-    tmp_path: Path, program: str, said: str, permanent: bool
+    tmp_path: Path, server: ForkServer | None, program: str, said: str, permanent: bool
 ) -> None:
     (tmp_path / "plain.txt").write_text("not a program\n")
     garbage = tmp_path / "garbage.bin"
@@ -163,7 +186,7 @@ def test_what_cannot_be_executed_is_a_spawn_error(
     argv = [program.format(tmp=tmp_path)]
 
     async def main() -> None:
-        await Launch.start(None).exec(argv, cwd=tmp_path, env={"PATH": os.defpath})
+        await Launch.start(None, server=server).exec(argv, cwd=tmp_path, env={"PATH": os.defpath})
 
     with pytest.raises(SpawnError) as caught:
         run(main())
@@ -171,14 +194,16 @@ def test_what_cannot_be_executed_is_a_spawn_error(
     assert caught.value.permanent is permanent
 
 
-def test_a_workdir_removed_after_the_check_comes_back_from_the_stub(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_workdir_removed_after_the_check_comes_back_from_the_process(
+    tmp_path: Path, server: ForkServer | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(launch_module, "check_spawnable", lambda *a: None)
     gone = tmp_path / "gone"
 
     async def main() -> None:
-        await Launch.start(None).exec([sys.executable, "-c", "pass"], cwd=gone, env={})
+        await Launch.start(None, server=server).exec(
+            [sys.executable, "-c", "pass"], cwd=gone, env={}
+        )
 
     with pytest.raises(SpawnError, match=r"\[Errno 2\] No such file or directory: '.*gone'"):
         run(main())
@@ -228,14 +253,18 @@ def test_the_stub_exits_when_agentd_goes_away(tmp_path: Path) -> None:
     run(main())
 
 
-def test_sigpipe_reaches_the_agent_as_its_default(tmp_path: Path) -> None:
+def test_sigpipe_reaches_the_agent_as_its_default(
+    tmp_path: Path, server: ForkServer | None
+) -> None:
     """``agent | head`` in the session: the writer dies of SIGPIPE (status 141 in a
     shell), as in a terminal; it would get EPIPE if the daemon's ignored SIGPIPE
     (Python ignores it) had come along."""
     argv = ["sh", "-c", '(yes; echo "YES $?" >&2) | head -c 1 >/dev/null']
 
     async def main() -> bytes:
-        child = await Launch.start(None).exec(argv, cwd=tmp_path, env=dict(os.environ))
+        child = await Launch.start(None, server=server).exec(
+            argv, cwd=tmp_path, env=dict(os.environ)
+        )
         return await output_of(child)
 
     assert b"YES 141" in run(main())
