@@ -10,8 +10,9 @@ with threads. So agentd runs one small single-threaded server,
 clones each agent with ``clone3(CLONE_PARENT | CLONE_INTO_CGROUP)``: born in
 its cgroup, agentd's own child (agentd reaps it and gets its SIGCHLD), set up
 and exec'd by a few lines of Python in the clone. The protocol is in the
-zygote's docstring: a request, the pid, then "go" once the pid is agentd's
-(registered as owned, so no reaper takes it), then the exec's result.
+zygote's docstring: a request, the pid, then the exec's result; while one is
+under way (``in_flight``) agentd reaps none of its children it does not know
+(the agent may have exited before its pid was read).
 
 Where clone3 is refused (a kernel before 5.7, a seccomp profile that blocks
 it, as some container runtimes' do) the first launch says so and every launch
@@ -49,6 +50,9 @@ class ForkServer:
         self._requests: int | None = None
         self._replies: int | None = None
         self.refused: str | None = None  # why it cannot be used (then it never is again)
+        # A clone under way, whose pid agentd may not know yet: the agent may even have
+        # exited already, so no child agentd does not know may be reaped meanwhile.
+        self.in_flight = False
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     @staticmethod
@@ -97,6 +101,7 @@ class ForkServer:
         if not self.usable:
             raise ServerGone(self.refused or "not supported here")
         async with self._loop_lock():
+            self.in_flight = True
             try:
                 if self.pid is None:
                     self._start()
@@ -108,13 +113,14 @@ class ForkServer:
                     raise ServerGone(str(value))
                 pid, joined = int(value[0]), bool(value[1])
                 registered(pid, joined)
-                await self._send(("go", pid))
                 kind, said = await self._receive()
                 return pid, "" if kind == "exec" else str(said)
             except OSError as exc:
                 self.refused = f"the fork server failed: {exc}"
                 self.close()
                 raise ServerGone(self.refused) from None
+            finally:
+                self.in_flight = False
 
     def close(self) -> None:
         """End the server (it ends by itself when its requests end) and reap it."""

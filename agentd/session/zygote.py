@@ -12,15 +12,15 @@ the cgroup's directory) it:
    replies ``("pid", [PID, JOINED])`` (JOINED false: the cgroup could not be
    opened or joined, the child is outside it), or ``("error", "clone:...")``
    when it cannot clone at all;
-2. on ``("go", PID)`` (agentd knows the pid now: nothing else reaps it) lets
-   the child go on: it leads a new session (``setsid``), opens the pty's slave
-   as its controlling terminal and fds 0-2, changes into the workdir, gives
-   SIGPIPE, SIGXFSZ and SIGINT their default actions back, closes every other
-   fd and execs; replies ``("exec", "")`` once the exec worked, or
-   ``("error", "STEP:ERRNO:TEXT")`` (STEP ``chdir`` or ``exec``) with what failed.
-   ``("drop", PID)`` ends the child instead.
+2. lets the child go on at once: it leads a new session (``setsid``), opens
+   the pty's slave as its controlling terminal and fds 0-2, changes into the
+   workdir, gives SIGPIPE, SIGXFSZ and SIGINT their default actions back,
+   closes every other fd and execs; replies ``("exec", "")`` once the exec
+   worked, or ``("error", "STEP:ERRNO:TEXT")`` (STEP ``chdir`` or ``exec``)
+   with what failed. (agentd leaves its unknown children unreaped while a
+   request is under way: the agent may exit before agentd read its pid.)
 
-Until it is let go the child runs nothing but this file. The server is small
+Until its exec the child runs nothing but this file. The server is small
 and single-threaded, so its clone is cheap and the child can run Python until
 its exec. EOF on fd 3 (agentd ended) ends it.
 """
@@ -94,10 +94,8 @@ class Cloner:
 
 def child(slave: bytes, workdir: bytes, argv: list[bytes], env: dict[bytes, bytes]) -> None:
     """In the clone: wait to be let go, set up the session's terminal, exec. Never returns."""
-    go_r, errors_w = GO_R, ERRORS_W
+    errors_w = ERRORS_W
     try:
-        if os.read(go_r, 1) != b"g":  # dropped, or the server is gone
-            os._exit(0)
         os.setsid()
         fd = os.open(slave, os.O_RDWR)  # no O_NOCTTY: the session's controlling terminal
         for target in (0, 1, 2):
@@ -122,7 +120,7 @@ def child(slave: bytes, workdir: bytes, argv: list[bytes], env: dict[bytes, byte
     os._exit(FAILED)
 
 
-GO_R = ERRORS_W = -1  # the pipes of the child being cloned (set before each clone)
+ERRORS_W = -1  # the error pipe of the child being cloned (set before each clone)
 
 
 def _clone(cloner: Cloner, cgroup: bytes | None) -> tuple[int, bool]:
@@ -137,38 +135,29 @@ def _clone(cloner: Cloner, cgroup: bytes | None) -> tuple[int, bool]:
 
 
 def serve() -> None:
-    global GO_R, ERRORS_W
+    global ERRORS_W
     cloner = Cloner()
     while True:
         try:
             cgroup, slave, workdir, argv, env = receive()
         except EOFError:
             os._exit(0)
-        go_r, go_w = os.pipe()
         errors_r, errors_w = os.pipe()
-        GO_R, ERRORS_W = go_r, errors_w
+        ERRORS_W = errors_w
         try:
             pid, joined = _clone(cloner, cgroup)
         except OSError as exc:
-            for fd in (go_r, go_w, errors_r, errors_w):
-                os.close(fd)
+            os.close(errors_r)
+            os.close(errors_w)
             reply(("error", _error_text("clone", exc)))
             continue
         if pid == 0:
-            os.close(go_w)
             os.close(errors_r)
             os.close(REQUESTS)
             os.close(REPLIES)
             child(slave, workdir, argv, env)
-        os.close(go_r)
         os.close(errors_w)
         reply(("pid", [pid, joined]))
-        try:
-            verb, _ = receive()
-        except EOFError:
-            os._exit(0)
-        os.write(go_w, b"g" if verb == "go" else b"x")
-        os.close(go_w)
         said = b""
         while chunk := os.read(errors_r, 4096):  # EOF: the exec worked, or it exited
             said += chunk

@@ -54,9 +54,15 @@ class Supervisor:
         self._retiring: set[Service] = set()
         self._retirements: set[asyncio.Task[None]] = set()
         self.notifier = Notifier(self.events.emit)
-        self.children = Children(self._all, self.notifier, self.events.emit, subreaper=subreaper)
-        self.subreaper = self.children.subreaper
         self.forks = ForkServer()  # clones the sessions' agents (agentd.session.forkserver)
+        self.children = Children(
+            self._all,
+            self.notifier,
+            self.events.emit,
+            subreaper=subreaper,
+            cloning=lambda: self.forks.in_flight,
+        )
+        self.subreaper = self.children.subreaper
         self.events.set_redact(self._redact)
 
     def attach(self) -> None:

@@ -29,8 +29,10 @@ class Children:
         emit: Callable[..., None],
         *,
         subreaper: bool,
+        cloning: Callable[[], bool] = lambda: False,
     ) -> None:
         self._services = services
+        self._cloning = cloning  # a clone under way: its pid may not be known yet
         self.notifier = notifier
         self._emit = emit
         self.subreaper = enable_subreaper() if subreaper else False
@@ -59,6 +61,8 @@ class Children:
 
     def _owned(self, pid: int) -> bool:
         if self.notifier.owns(pid):
+            return True
+        if self._cloning():  # maybe the new agent's: reaped at the next SIGCHLD or end
             return True
         return any(service.owns(pid) for service in self._services())
 
