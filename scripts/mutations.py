@@ -259,7 +259,7 @@ MUTATIONS = [
     m(
         "sentinel-notify-ignored",
         TRIGGERS,
-        "            self._notify(reason)\n",
+        "            self._notify(str(reason))\n",
         "            pass\n",
         "tests/supervisor",
     ),

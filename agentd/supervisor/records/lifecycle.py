@@ -16,12 +16,15 @@
 
 Written atomically (temp file, rename) and only when something changed; a
 change of state or enablement is fsync'd, the restart count (written at each
-session's start) is not.
+session's start) is not, and on the event loop it is written as soon as the
+loop is free (the next bootstrap renders meanwhile), not on the way to the
+next session: a rename over the old file costs a millisecond or more.
 A missing, unreadable or torn file reads as "nothing remembered".
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
@@ -56,6 +59,7 @@ class Lifecycle:
         self.path = path
         self.value = read(path)
         self._health = health
+        self._later = False  # a restart count to write once the loop is free
 
     def keep(self, **changes: Any) -> None:
         """``update``, a failure counted and reported (``health``), not raised: the
@@ -80,12 +84,35 @@ class Lifecycle:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         text = json.dumps(_to_json(new), indent=1) + "\n"
         if (new.state, new.enabled) != (old.state, old.enabled):
+            self._later = False  # what a pending write would have written is in this one
             write_atomic(self.path, text, mode=0o600)  # fsync'd: it must survive a power cut
-        else:  # only the restart count, at each session's start: no fsync on that path
-            tmp = self.path.with_name(f".{self.path.name}.tmp")
-            tmp.write_text(text, encoding="utf-8")
-            tmp.chmod(0o600)
-            os.replace(tmp, self.path)
+            return
+        # only the restart count, at each session's start: no fsync, and not now
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._write_count(text)
+            return
+        if not self._later:
+            self._later = True
+            loop.call_soon(self._write_later)
+
+    def _write_later(self) -> None:
+        if not self._later:
+            return
+        self._later = False
+        text = json.dumps(_to_json(self.value), indent=1) + "\n"
+        try:
+            self._write_count(text)
+        except OSError as exc:
+            if self._health is not None:
+                self._health.failed(f"lifecycle:{self.path.stem}", self.path, exc)
+
+    def _write_count(self, text: str) -> None:
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.chmod(0o600)
+        os.replace(tmp, self.path)
 
 
 def read(path: Path) -> Remembered:
