@@ -307,12 +307,26 @@ def phase_idle(cfg: Config, root: Path, baseline: Path | None) -> dict[str, Any]
         if len(sups) > 1:
             pick["seed"] = lambda: _seed_tree(sups[1])
         result: dict[str, Any] = measure_idle(pick, cfg.idle_s)
+        result["forkserver"] = fork_server_memory(sups[0].pid)
     finally:
         for sup in sups:
             sup.stop()
     for count in SERVE_UNITS:
         result[f"serve_{count}"] = idle_many(cfg, root, count)
     return result
+
+
+def fork_server_memory(pid: int) -> dict[str, float] | None:
+    """RSS and PSS (MB) of agentd's fork server (agentd.session.zygote), a process of its
+    own beside agentd: most of its pages are the interpreter's, shared with agentd."""
+    for child in psutil.Process(pid).children():
+        try:
+            if any(arg.endswith("zygote.py") for arg in child.cmdline()):
+                full = child.memory_full_info()
+                return {"rss_mb": full.rss / 1e6, "pss_mb": getattr(full, "pss", 0) / 1e6}
+        except psutil.Error:
+            continue
+    return None
 
 
 def idle_many(cfg: Config, root: Path, count: int) -> dict[str, Any]:

@@ -155,6 +155,17 @@ def _idle_rows(idle: dict[str, Any]) -> list[Row]:
             "",
         ),
     ]
+    forks = idle.get("forkserver")
+    if forks:
+        out.append(
+            (
+                "idle: agentd's fork server RSS / PSS (MB; its own process)",
+                f"{_num(forks.get('rss_mb'))} / {_num(forks.get('pss_mb'))}",
+                "",
+                "",
+                "",
+            )
+        )
     for key in sorted((k for k in idle if k.startswith("serve_")), key=lambda k: int(k[6:])):
         many, count = idle[key], key[6:]
         if many.get("skipped"):
@@ -378,6 +389,12 @@ def issue_rows(res: dict[str, Any]) -> list[IssueRow]:
             if k.startswith("serve_") and isinstance(v, dict) and "rss_mb" in v
         )
         seed = _get(idle, "seed", "rss_mb")
+        forks = idle.get("forkserver") or {}
+        if forks:  # a process of its own beside agentd, its pages mostly shared with it
+            serve += (
+                f"{'; ' if serve else ''}its fork server {_num(_mib(forks.get('rss_mb')))} "
+                f"MiB RSS, {_num(_mib(forks.get('pss_mb')))} MiB PSS"
+            )
         out.append(
             (
                 "idle agentd run RSS",
