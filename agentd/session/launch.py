@@ -3,32 +3,34 @@
 A fork of the daemon costs milliseconds that grow with its memory (the
 child touches its copy-on-write pages before its exec), and a cgroup v2 move
 costs about 10 ms more (it waits for an RCU grace period); together they were
-most of a respawn. A ``Launch`` takes both off the way:
+most of a respawn. ``Launch.start`` opens the session's pty; ``Launch.exec``
+checks what exec would refuse, finds the program as pexpect does (the
+session's PATH; argv[0] becomes the path found), sets the pty's size and
+starts the agent one of three ways:
 
-1. ``Launch.start`` opens a pty and ``posix_spawn``s (vfork + exec, nothing of
-   the daemon is copied) the exec stub ``agentd.session.execstub`` under
-   ``python -I -S``: the leader of a new session (``POSIX_SPAWN_SETSID``), whose
-   first file action opens the pty's slave without ``O_NOCTTY``, which makes
-   it the session's controlling terminal and its group the terminal's
-   foreground group (Linux; ``login_tty`` gets the same with ``TIOCSCTTY``),
-   with SIGPIPE and SIGXFSZ at their defaults and no signal blocked;
-2. while the stub starts, a thread moves it into the session's cgroup (the
-   stub forks nothing, so nothing it starts can be outside it), and the
-   service renders the bootstrap, possibly while the previous session's tree
-   is still being ended;
-3. ``Launch.exec`` checks what exec would refuse, finds the program as
-   pexpect does (the session's PATH; argv[0] becomes the path found), waits
-   for the move, sets the pty's size and sends the stub its command; the stub
-   changes into the workdir, closes every other fd and execs. An exec or
-   chdir error comes back through a close-on-exec pipe: a ``SpawnError``,
-   permanent when the next try would meet it again.
+1. the fork server (``agentd.session.forkserver``), where it can clone: the
+   agent is born in its session's cgroup, as agentd's own child, in about a
+   millisecond;
+2. else the exec stub ``agentd.session.execstub``, spawned by ``Launch.start``
+   already (``posix_spawn``: vfork + exec, nothing of the daemon is copied)
+   under ``python -I -S``: the leader of a new session
+   (``POSIX_SPAWN_SETSID``), whose first file action opens the pty's slave
+   without ``O_NOCTTY``, which makes it the session's controlling terminal
+   and its group the terminal's foreground group (Linux; ``login_tty`` gets
+   the same with ``TIOCSCTTY``), with SIGPIPE and SIGXFSZ at their defaults
+   and no signal blocked. While it starts, a thread moves it into the
+   session's cgroup (it forks nothing, so nothing it starts is outside) and
+   the service renders the bootstrap, maybe while the previous session's
+   tree is still being ended; ``exec`` waits for the move and sends the stub
+   its command;
+3. else (not Linux, no ``posix_spawn``, no interpreter path) through pexpect
+   (``agentd.session.child``), joining the cgroup in the forked child.
 
-The pid stays the same from the stub to the agent: it is the session's
-leader and its id from the spawn on (``pid``, for the reaper's "owned").
-Where this cannot work (not Linux, no ``posix_spawn`` with ``setsid``, no
-interpreter path), ``Launch.start`` gives a launch that forks through
-pexpect (``agentd.session.child``) at ``exec`` time, joining the cgroup in
-the child.
+Either way the agent changes into the workdir, every other fd is closed,
+and an exec or chdir error comes back through a close-on-exec pipe: a
+``SpawnError``, permanent when the next try would meet it again. The pid is
+the session's leader and its id from the start on (``pid``, for the reaper's
+"owned").
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def supported() -> bool:
 
 
 class Launch:
-    """One agent on its way: the stub spawned (or, without support, nothing yet)."""
+    """One agent on its way: its pty, and its stub where there is no fork server."""
 
     def __init__(self, cgroup: Path | None) -> None:
         self.cgroup = cgroup  # the session's own, while it may still be joined
