@@ -22,7 +22,9 @@ def describe(event: dict[str, Any]) -> str | None:
     name = event.get("event")
     s = event.get("session")
     if name == ev.UNIT_ERROR:
-        return f"error: {event.get('error')}"
+        # one severity per problem: the event's level, as `agentd check` says it
+        label = "warning" if event.get("level") == "warning" else "error"
+        return f"{label}: {event.get('error')}"
     if name == ev.DAEMON_ERROR:
         return f"internal error: {event.get('error')}"
     if name == ev.DAEMON_DEGRADED:
@@ -37,6 +39,15 @@ def describe(event: dict[str, Any]) -> str | None:
         if to in ("backoff", "paused", "done", "failed", "stalled", "stopped"):
             return f"{to}" + (f" ({why})" if why else "")
         return None
+    if name == ev.UNIT_VERIFY:
+        how = "passed" if event.get("ok") else "FAILED"
+        by = " (by hand)" if event.get("manual") else ""
+        return (
+            f"session {s} check {how}{by}: `{event.get('command')}` {event.get('said')} "
+            f"after {event.get('duration_s')}s"
+        )
+    if name == ev.UNIT_WORKTREE:
+        return f"worktree {event.get('path')} made (branch {event.get('branch')})"
     if name == ev.STATE_INIT:
         created = event.get("created") or []
         return (
@@ -48,9 +59,12 @@ def describe(event: dict[str, Any]) -> str | None:
     if name == ev.SESSION_START:
         return f"session {s} started, pid {event.get('pid')}"
     if name == ev.SESSION_BOOTSTRAP:
-        warn = event.get("warnings") or []
-        extra = f", {len(warn)} warning(s): {'; '.join(warn)[:200]}" if warn else ""
-        return f"session {s} bootstrap: {event.get('tokens')} tokens{extra}"
+        warn = [str(w) for w in event.get("warnings") or []]
+        extra = f", {len(warn)} warning(s):" if warn else ""
+        # each warning whole, on a line of its own (a cut one would hide the file it names)
+        return f"session {s} bootstrap: {event.get('tokens')} tokens{extra}" + "".join(
+            f"\n    warning: {w}" for w in warn
+        )
     if name == ev.SESSION_INJECT:
         return f"session {s} injected by {event.get('mode')} ({event.get('bytes')} bytes)"
     if name == ev.SESSION_SENTINEL:

@@ -9,6 +9,7 @@ back; ``span`` writes a duration for people. Pure: ``now`` is an argument.
 from __future__ import annotations
 
 import re
+import time
 from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -189,3 +190,12 @@ def span(seconds: float | None) -> str:
     if s < 86400:
         return f"{s // 3600}h{s % 3600 // 60:02d}m"
     return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+def local(value: float | str | None, *, seconds: bool = True) -> str:
+    """A moment (epoch or ISO stamp) as people read it everywhere agentd prints one:
+    local time, ``2026-12-01 14:03:07``; ``-`` when there is none."""
+    at = parse_iso(value) if isinstance(value, str) or value is None else value
+    if at is None:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M", time.localtime(at))

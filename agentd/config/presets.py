@@ -27,6 +27,12 @@ def cli_preset_names() -> list[str]:
     return sorted(p.stem for p in _CLI_PRESETS.glob("*.yaml"))
 
 
+def preset_path(name: str) -> Path | None:
+    """The file of preset ``name`` (``agentctl cat`` shows it); None if there is none."""
+    path = _CLI_PRESETS / f"{name}.yaml"
+    return path if name in cli_preset_names() else None
+
+
 @cache
 def _preset_file(name: str) -> dict[str, Any]:
     data = yaml.safe_load((_CLI_PRESETS / f"{name}.yaml").read_text(encoding="utf-8"))

@@ -138,8 +138,12 @@ def load_unit(path: Path, *, check_permissions: bool = True) -> Unit:
     return read_unit(path, check_permissions=check_permissions)[0]
 
 
-def read_unit(path: Path, *, check_permissions: bool = True) -> tuple[Unit, Lines]:
-    """``load_unit``, and the line of each key path in the file (for ``agentd check``)."""
+def read_unit(
+    path: Path, *, check_permissions: bool = True, probe: bool = False
+) -> tuple[Unit, Lines]:
+    """``load_unit``, and the line of each key path in the file (for ``agentd check``).
+    ``probe``: a workdir that does not exist is let through, so that ``check`` can
+    find the problems behind it (such a unit must not run)."""
     _check_name(path.stem, path)
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open
@@ -159,7 +163,7 @@ def read_unit(path: Path, *, check_permissions: bool = True) -> tuple[Unit, Line
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise UnitError("not UTF-8 text", file=path, line=line) from None
-    return _validate(text, str(path), path.stem, Path(os.path.abspath(path)))
+    return _validate(text, str(path), path.stem, Path(os.path.abspath(path)), probe=probe)
 
 
 def _refuse_large(size: int, path: Path) -> None:
@@ -192,7 +196,9 @@ def _check_name(name: str, file: Path | str) -> None:
         )
 
 
-def _validate(text: str, file: str, name: str, source: Path) -> tuple[Unit, Lines]:
+def _validate(
+    text: str, file: str, name: str, source: Path, *, probe: bool = False
+) -> tuple[Unit, Lines]:
     data, lines = read_yaml(text, file)
     if not isinstance(data, dict):
         raise UnitError(
@@ -210,7 +216,10 @@ def _validate(text: str, file: str, name: str, source: Path) -> tuple[Unit, Line
             key="name",
         )
     try:
-        return Unit.model_validate({**data, "name": name, "source": source}), lines
+        unit = Unit.model_validate(
+            {**data, "name": name, "source": source}, context={"probe": True} if probe else None
+        )
+        return unit, lines
     except ValidationError as exc:
         problems = validation_problems(exc, data, lines, file)
     raise problems[0] if len(problems) == 1 else UnitInvalid(problems)

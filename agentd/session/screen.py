@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pyte
@@ -41,6 +41,8 @@ class Drawn:
     rows: list[str]
     cursor: tuple[int, int]
     redraw: bytes = b""
+    # what the supervisor says of it: running, ran, reason and ended_at of an ended one
+    about: dict[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -48,6 +50,7 @@ class Drawn:
             "cursor": list(self.cursor),
             "cols": self.cols,
             "session": self.session,
+            **self.about,
         }
 
 
@@ -92,10 +95,16 @@ class ScreenRing:
         self._sizes.append((at, cols, rows))
         self.cols, self.rows = cols, rows
 
-    def capture(self) -> ScreenCapture:
-        """What to draw the screen from, now (cheap: a copy of the ring)."""
+    def capture(self, about: dict[str, Any] | None = None) -> ScreenCapture:
+        """What to draw the screen from, now (cheap: a copy of the ring); ``about`` goes
+        with the drawn screen."""
         return ScreenCapture(
-            self.session, self._painter, self._start, bytes(self._buf), tuple(self._sizes)
+            self.session,
+            self._painter,
+            self._start,
+            bytes(self._buf),
+            tuple(self._sizes),
+            dict(about or {}),
         )
 
 
@@ -106,6 +115,7 @@ class ScreenCapture:
     start: int
     data: bytes
     sizes: tuple[Size, ...]
+    about: dict[str, Any] = field(default_factory=dict)
 
     def draw(self, *, redraw: bool = False) -> Drawn:
         """Run the emulator over what it has not seen yet (slow: on a worker thread)."""
@@ -145,7 +155,12 @@ class _Painter:
             shown = [row.rstrip() for row in screen.display]
             cursor = (screen.cursor.y, screen.cursor.x)
             return Drawn(
-                capture.session, screen.columns, shown, cursor, repaint(screen) if redraw else b""
+                capture.session,
+                screen.columns,
+                shown,
+                cursor,
+                repaint(screen) if redraw else b"",
+                capture.about,
             )
 
 

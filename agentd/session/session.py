@@ -20,6 +20,7 @@ from pathlib import Path
 import psutil
 
 from agentd.process.ending import EndResult, end_session_tree, kill_now
+from agentd.process.tree import find_session_processes
 from agentd.session.child import Child
 from agentd.session.screen import ScreenRing
 from agentd.session.transcript import Transcript
@@ -134,6 +135,14 @@ class Session:
     def kill_now(self) -> list[int]:
         """SIGKILL every process of the session at once (a second Ctrl-C); their pids."""
         return kill_now(leader=self._leader, marker=self.marker, sid=self.pid, cgroup=self.cgroup)
+
+    def processes(self) -> list[int]:
+        """The pids of the session's live processes now (a scan of the process table:
+        slow, off the loop), as ``end`` would find them."""
+        found = find_session_processes(
+            leader=self._leader, marker=self.marker, sid=self.pid, cgroup=self.cgroup
+        )
+        return [proc.pid for proc in found]
 
     @property
     def _leader(self) -> int | None:

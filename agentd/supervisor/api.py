@@ -38,10 +38,13 @@ from agentd.supervisor.notifier import Notifier
 from agentd.supervisor.records.history import History
 from agentd.supervisor.records.lifecycle import Lifecycle
 from agentd.supervisor.records.reclaim import reclaim_orphans
+from agentd.supervisor.records.screens import KeptScreen
 from agentd.supervisor.records.sessions import SessionRecords
-from agentd.supervisor.report import status_of, status_on_disk
+from agentd.supervisor.report import details_of, details_on_disk, status_of, status_on_disk
 from agentd.supervisor.service import Service
 from agentd.supervisor.unitrefs import Changes, InvalidUnit, UnknownUnit
+from agentd.supervisor.worktree import Git
+from agentd.supervisor.worktree import describe as describe_worktree
 from agentd.times import iso
 
 
@@ -205,9 +208,15 @@ class Supervisor:
         """Type into the unit's live session; False when none is running."""
         return self.get(name).type_input(data)
 
-    def screen(self, name: str) -> ScreenCapture:
-        """What to draw the unit's current screen from (``capture.draw()``: slow, off the loop)."""
+    def screen(self, name: str) -> ScreenCapture | KeptScreen:
+        """What to draw the unit's current screen from (``capture.draw()``: slow, off the
+        loop): its running session's, else its last session's (kept across restarts)."""
         return self.get(name).screen()
+
+    def processes(self, name: str) -> list[int]:
+        """The pids of the unit's running session (a process-table scan: off the loop)."""
+        service = self.services.get(name)
+        return service.processes() if service is not None else []
 
     def resize(self, name: str, cols: int, rows: int) -> None:
         """An attached terminal is ``cols`` x ``rows``: the unit's session and later ones'."""
@@ -215,6 +224,20 @@ class Supervisor:
 
     def precompact(self, name: str, session: int) -> bool:
         return self.get(name).precompact(session)
+
+    async def verify(self, name: str) -> dict[str, Any]:
+        """Run the unit's completion check now, by hand; its verdict (AgentdError when the
+        unit has none, or it is running)."""
+        verdict = await self.get(name).verify_now()
+        return verdict.as_json()
+
+    async def worktree(self, name: str) -> dict[str, Any]:
+        """The unit's git worktree (AgentdError when it has none)."""
+        service = self.get(name)
+        unit = service.definition
+        if unit.worktree is None:
+            raise AgentdError(f"{name} has no worktree: give it worktree: {{repo, branch}}")
+        return await describe_worktree(unit.worktree, Git(service.helpers))
 
     def restart(self, name: str, reason: str = "manual") -> None:
         self.get(name).restart(reason)
@@ -238,6 +261,20 @@ class Supervisor:
             out = status_of(self.services[name])
         elif problem is not None:
             out = status_on_disk(self.paths, name, problem)
+        else:
+            raise UnknownUnit(name)
+        if problem is not None:
+            out["invalid"] = {k: v for k, v in problem.items() if k != "since"}
+        return out
+
+    def details(self, name: str) -> dict[str, Any]:
+        """``status`` and what ``agentctl status UNIT`` adds: the unit's file, its
+        effective command, workdir and state dir, today's use of its budget."""
+        problem = self.invalid.get(name)
+        if name in self.services:
+            out = details_of(self.services[name], time.time())
+        elif problem is not None:
+            out = details_on_disk(self.paths, name, problem)
         else:
             raise UnknownUnit(name)
         if problem is not None:

@@ -3,7 +3,7 @@ command's, an adopted orphan's) and the loop's errors that no task awaited.
 
 As a child subreaper, agentd adopts the double-forked grandchildren of its
 sessions: it can find them, and must reap them (``Reaper``), but never a pid
-a session or a notify command still owns.
+a session, a notify command, a completion check or git still owns.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ class Children:
             return True
         if self._cloning():  # maybe the new agent's: reaped at the next SIGCHLD or end
             return True
+        # a session's leader or the one started ahead; a completion check or git
         return any(service.owns(pid) for service in self._services())
 
     def _on_sigchld(self) -> None:

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agentd.paths import Paths
+from agentd.supervisor.budget import usage_today
 from agentd.supervisor.records import lifecycle
 from agentd.supervisor.records.history import History, last_end
-from agentd.supervisor.states import State
+from agentd.supervisor.states import ACTIVE, State
 from agentd.times import iso
 
 if TYPE_CHECKING:
@@ -37,6 +38,18 @@ def status_of(service: Service) -> dict[str, Any]:
         out["process"] = "stopped"  # SIGSTOP: running as far as agentd goes, yet idle
     if service.detail:  # e.g. the OS error of a command that cannot be executed
         out["detail"] = service.detail
+    if service.conflict and service.state not in ACTIVE:  # waits for its state dir
+        out["state"] = str(State.CONFLICT)
+        out["detail"] = service.conflict
+    unit = service.unit
+    checks = service.checks
+    if unit.complete is not None or checks.last is not None:
+        out["verify"] = checks.last  # the last completion check: ok, said, at...
+    if checks.running is not None:
+        command, since = checks.running
+        out["verifying"] = {"command": command, "since": iso(since)}
+    if unit.worktree is not None:
+        out["worktree"] = {"path": str(unit.worktree.path), "branch": unit.worktree.branch}
     return out
 
 
@@ -56,4 +69,46 @@ def status_on_disk(paths: Paths, name: str, problem: dict[str, Any]) -> dict[str
         "last_at": iso(at) if at is not None else None,
         "since": iso(problem["since"]),
         "enabled": kept.enabled,
+    }
+
+
+def details_of(service: Service, now: float) -> dict[str, Any]:
+    """What ``agentctl status UNIT`` shows (``status_of`` and the unit's file, command,
+    places, today's use of its budget); the caller adds the process count and the
+    transcript's last lines, which take I/O."""
+    unit, used = service.definition, service.unit  # the newest, and the running session's
+    records = History(service.paths.unit_logs(unit.name) / "history.jsonl").recent()
+    today = usage_today(records, now)
+    run = service.current
+    return {
+        **status_of(service),
+        "unit_file": str(unit.source) if unit.source else None,
+        "description": unit.description,
+        "preset": unit.preset,
+        "command": list(used.command),
+        "workdir": str(used.workdir),
+        "state_dir": str(used.state_dir),
+        "transcript": str(service.transcript.path),
+        "session_reason": run.reason if run is not None else None,
+        "today": {
+            "sessions": today.sessions,
+            "runtime_s": round(today.runtime_s, 1),
+            "output_tokens": today.tokens,
+        },
+        "budget": unit.budget.model_dump(mode="json"),
+    }
+
+
+def details_on_disk(paths: Paths, name: str, problem: dict[str, Any]) -> dict[str, Any]:
+    """``details_of`` for a unit whose file does not load: what its records say."""
+    return {
+        **status_on_disk(paths, name, problem),
+        "unit_file": problem.get("file"),
+        "description": "",
+        "preset": None,
+        "command": None,
+        "workdir": None,
+        "state_dir": None,
+        "transcript": str(paths.unit_logs(name) / "transcript.log"),
+        "session_reason": None,
     }

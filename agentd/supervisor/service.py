@@ -3,10 +3,11 @@
 A ``Service`` turns a validated ``Unit`` into sessions, one after another::
 
     reclaim what a killed agentd left -> resume a pause it left, or
-    [ a daily budget spent? -> one session -> decide (``RestartPolicy``)
-      -> record the outcome ] -> wait (backoff, pause) or settle
+    [ a daily budget spent? -> one session -> the completion gate -> decide
+      (``RestartPolicy``) -> record the outcome ] -> wait (backoff, pause) or settle
 
-and one session is: render the bootstrap -> plan the injection -> spawn the
+and one session is: make its worktree (first use) -> render the bootstrap -> plan
+the injection -> spawn the
 ``Session`` -> wait for the leader's exit or a trigger (sentinel, timeout,
 idle, context, manual) -> end the whole tree -> a ``SessionEnd`` for the
 policy. Every state change goes through ``_set_state``, which checks
@@ -25,20 +26,29 @@ policy. Every state change goes through ``_set_state``, which checks
   person, autostart, or the end of a wait (``_after_wait``);
 - ``_session``: STARTING -> RUNNING once spawned, STARTING -> STOPPING when the
   spawn fails; ``_end_session``: RUNNING -> STOPPING while the tree is ended;
+- ``_gated``, while STOPPING: an end the policy would make DONE first runs the unit's
+  check (``complete.verify``, ``agentd.supervisor.verify``); a failed check refuses
+  the completion (its mark cleared), so the decision is STOPPING -> STARTING
+  (reason ``verify-failed``) or, the ``attempts``-th time, STOPPING -> FAILED;
 - ``_settle`` after the policy's decision: STOPPING -> BACKOFF, PAUSED, DONE,
   FAILED, STALLED or STOPPED; or STOPPING -> STARTING for the next session;
 - ``_budget_spent``: STARTING -> PAUSED until midnight; ``stop`` of a waiting
   unit: BACKOFF/PAUSED -> STOPPED; ``_force_state`` -> FAILED for a bug.
 
 A wait is a state and one deadline: the loop sleeps until it (no periodic
-tick while nothing is due). A usage-limit pause recorded in the history
+tick while nothing is due). A unit whose state dir another unit holds does
+not start: status shows it ``conflict``, naming that unit, and it tries again
+every ``CONFLICT_RETRY`` s (one flock each) until the other lets the dir go
+or a stop ends the wait. Each ended session's last screen is drawn once and
+kept with the history (``records.screens``). A usage-limit pause recorded in the history
 survives a daemon restart, and autostart honours it.
 
 The record of the sessions (their number, the restarts, how the last one
 ended) is read back from the history, so it survives a daemon restart. The
 parts a service owns: its ``Definition``, its ``Briefing``, its locks
 (``records.reclaim``), its ``Lifecycle`` (enablement, the state a person or
-its end left it in, the restart count) and the watchers of its terminal. The
+its end left it in, the restart count), its completion ``Checks``
+(``agentd.supervisor.verify``) and the watchers of its terminal. The
 daemon and the CLIs use only the public methods, through
 ``agentd.supervisor.api``.
 """
@@ -55,16 +65,17 @@ from pathlib import Path
 from typing import Any
 
 from agentd import events as ev
+from agentd.config.complete import CompleteSpec
 from agentd.config.convert import signal_name
 from agentd.config.lint import STATE_IN_PS, state_in_argv
 from agentd.config.unit import Unit
-from agentd.errors import SpawnError
+from agentd.errors import AgentdError, SpawnError
 from agentd.events import EventLog
 from agentd.memory.bootstrap.render import Bootstrap, render
 from agentd.paths import Paths
 from agentd.process import cgroup as cgroups
 from agentd.process.tree import session_env_marker
-from agentd.reasons import INTERNAL_ERROR, MANUAL, Outcome, Reason
+from agentd.reasons import INTERNAL_ERROR, MANUAL, WORKTREE_ERROR, Outcome, Reason
 from agentd.session import inject
 from agentd.session.child import Child
 from agentd.session.forkserver import ForkServer
@@ -73,11 +84,13 @@ from agentd.session.redact import Redactor
 from agentd.session.screen import ScreenCapture, ScreenRing
 from agentd.session.session import Session
 from agentd.session.transcript import Transcript
+from agentd.supervisor import verify, worktree
 from agentd.supervisor.briefing import Briefing
 from agentd.supervisor.budget import Usage, any_set, next_midnight, reached, usage_today
 from agentd.supervisor.definition import Definition
 from agentd.supervisor.handoff import Handoff
 from agentd.supervisor.policy import Decision, RestartPolicy, SessionEnd
+from agentd.supervisor.records import screens
 from agentd.supervisor.records.history import History, last_end, restored_pause
 from agentd.supervisor.records.lifecycle import REMEMBERED, Lifecycle
 from agentd.supervisor.records.reclaim import LOST, StateDirLock, UnitLock, reclaim_if_owner
@@ -91,6 +104,8 @@ from agentd.times import iso
 PRECOMPACT = "precompact"  # the sentinel name a PreCompact hook ends a session with
 HISTORY_KEEP = 200  # the ends kept for the policy and the bootstrap
 LAUNCH_KEEP = 1.0  # s: a backoff this short keeps the next session's process started ahead
+SCREEN_DRAW_WAIT = 10.0  # s: drawing an ended session's last screen to keep it
+CONFLICT_RETRY = 1.0  # s between tries of a unit waiting for its state dir (one flock each)
 
 
 class SessionRun:
@@ -195,6 +210,20 @@ class Service:
         self._timer: asyncio.TimerHandle | None = None
         # the next session's process, started ahead: (its number, its marker, the launch)
         self._launch: tuple[int, str, Launch] | None = None
+        # another unit holds its state dir: why, and the next try (``start``)
+        self.conflict: str | None = None
+        self._conflict_timer: asyncio.TimerHandle | None = None
+        # the completion gate and the worktree: their checks and git
+        self._helpers: set[int] = set()  # the pids of checks and git running now
+        self._refusals = 0  # completions refused since the unit was started
+        self.checks = verify.Checks(
+            emit=events.emit,
+            history=self._history,
+            records=self._records,
+            wall=wall,
+            owned=self._helpers,
+            changed=self._changed.set,
+        )
 
     # -- control ---------------------------------------------------------------------
     def start(self, reason: str = "start", *, resume_pause: bool = False) -> str | None:
@@ -205,11 +234,23 @@ class Service:
         """
         if self.state in ACTIVE:
             return None
-        refused = self.claim() or self._state_lock.claim(self.definition)
+        refused = self.claim()
         if refused:
             self._emit(ev.UNIT_ERROR, level="error", unit=self.unit.name, error=refused)
             self.detail = refused  # status says why it is not running (e.g. at daemon start)
             return refused
+        shared = self._state_lock.claim(self.definition)
+        if shared:  # `conflict` until the other unit lets the state dir go, then it starts
+            if self.conflict is None or not self.conflict.startswith(shared):
+                self._emit(ev.UNIT_ERROR, level="error", unit=self.unit.name, error=shared)
+            self.conflict = f"{shared}; it starts by itself once that unit is no longer running"
+            self._cancel_conflict()
+            self._conflict_timer = asyncio.get_running_loop().call_later(
+                CONFLICT_RETRY, lambda: self.start(reason, resume_pause=resume_pause)
+            )
+            return self.conflict
+        self._cancel_conflict()
+        self.conflict = None
         self._cancel_wait()
         self.paused_until = None
         # autostart honours a pause the previous agentd left; an explicit start does not
@@ -217,6 +258,7 @@ class Service:
         self._restored = None
         self._stop_requested = False
         self._remember_stop = True
+        self._refusals = 0
         self._set_state(State.STARTING, reason)  # at once, so waiters see it is under way
         self._run_sessions(reason)
         return None
@@ -229,6 +271,9 @@ class Service:
         """
         self._stop_requested = True
         self._remember_stop = remember
+        self._cancel_conflict()  # no longer waiting for its state dir
+        self.conflict = None
+        self.checks.abort()  # a check under way is ended with its tree
         if self.state in (State.BACKOFF, State.PAUSED):
             self._cancel_wait()
             self._drop_launch()
@@ -306,6 +351,33 @@ class Service:
         """Enabled, and not left stopped, done, failed or stalled (only a start leaves those)."""
         return self.enabled and self.lifecycle.value.state is None
 
+    def owns(self, pid: int) -> bool:
+        """Is ``pid`` this unit's to reap: its session's leader, or on its way to be one,
+        or a check or a git command of this unit, which it waits for itself?"""
+        if pid in self._helpers:
+            return True
+        if self._launch is not None and self._launch[2].pid == pid:
+            return True
+        session = self.session
+        return session is not None and session.pid == pid and not session.child.reaped
+
+    @property
+    def helpers(self) -> set[int]:
+        """The pids of this unit's checks and git commands (for ``oneshot.run``'s ``owned``)."""
+        return self._helpers
+
+    async def verify_now(self) -> verify.Verdict:
+        """Run the unit's check now, by hand (``agentctl verify``); it changes no state.
+        AgentdError when the unit has none, or one is running."""
+        unit = self._definition.newest
+        if unit.complete is None:
+            raise AgentdError(
+                f"{unit.name} has no completion check: give it complete: {{verify: COMMAND}}"
+            )
+        if self.checks.busy:
+            raise AgentdError(f"{unit.name}: its check is running already; wait for it")
+        return await self._check(unit, unit.complete, self.session_no, manual=True)
+
     def claim(self) -> str | None:
         """Hold ``run/units/UNIT.lock`` while supervising this unit; why not, if another
         agentd (``serve`` or ``run``) already does (see ``records.reclaim``)."""
@@ -314,6 +386,7 @@ class Service:
     def close(self) -> None:
         self._cancel_wait()
         self._drop_launch()
+        self._cancel_conflict()
         self.briefing.forget_given()  # no session runs: nothing reads it
         self._definition.close()
         self._lock.release()
@@ -339,11 +412,23 @@ class Service:
         if self.current is not None:
             self.current.resize(cols, rows)
 
-    def screen(self) -> ScreenCapture:
-        """What to draw the last session's screen from (running or not; blank before one)."""
+    def screen(self) -> ScreenCapture | screens.KeptScreen:
+        """What to draw the last session's screen from: the running one's, the last one's
+        of this agentd, else the last one kept on disk (``ran`` false: it never ran)."""
         run = self.current
-        ring = run.screen if run is not None else ScreenRing(self.unit.pty.cols, self.unit.pty.rows)
-        return ring.capture()
+        if run is None:
+            logs, pty = self.paths.unit_logs(self.unit.name), self.unit.pty
+            return screens.KeptScreen(logs, pty.cols, pty.rows, self.session_no)
+        about: dict[str, Any] = {"running": run.session is not None, "ran": True}
+        if run.session is None and self.last_reason:  # ended (or not spawned yet)
+            at = iso(self.last_at) if self.last_at is not None else None
+            about.update(reason=self.last_reason, detail=self.detail or None, ended_at=at)
+        return run.screen.capture(about)
+
+    def processes(self) -> list[int]:
+        """The pids of the running session's processes (a scan: slow, off the loop)."""
+        session = self.session
+        return session.processes() if session is not None else []
 
     # -- what it is ------------------------------------------------------------------
     @property
@@ -406,7 +491,7 @@ class Service:
             while True:
                 if self._budget_spent(self._definition.newest):
                     return
-                end = await self._one_session(reason)
+                end = await self._gated(await self._one_session(reason))
                 decision = self._decide(end)
                 history.append(
                     {
@@ -475,6 +560,58 @@ class Service:
             decision = Decision("stopped", "manual", outcome=Outcome.STOPPED)
         return decision
 
+    # -- the completion gate ---------------------------------------------------------
+    async def _gated(self, end: SessionEnd) -> SessionEnd:
+        """``end``, or - when it would make the unit done and the unit has a check - the
+        same end with its completion refused (``SessionEnd.refusal``) if the check fails."""
+        unit = self._definition.unit  # the one the session used
+        gate = unit.complete
+        if gate is None or self._stop_requested:
+            return end
+        policy = RestartPolicy(unit.restart, unit.limits)
+        if policy.decide(end, self.ends, self._clock()).next != "done":
+            return end
+        verdict = await self._check(unit, gate, end.session, manual=False)
+        if verdict.ok or verdict.aborted:  # aborted: stopped meanwhile, ``_decide`` says so
+            return end
+        self._refusals += 1
+        await self.briefing.clear_completion(unit)
+        refused = verify.refusal(
+            verdict, session=end.session, attempt=self._refusals, attempts=gate.attempts
+        )
+        return dataclasses.replace(end, refusal=refused, complete=None)
+
+    async def _check(
+        self, unit: Unit, gate: CompleteSpec, session: int, *, manual: bool
+    ) -> verify.Verdict:
+        return await self.checks.run(
+            unit,
+            gate,
+            session=session,
+            manual=manual,
+            base_env=self._base_env,
+            redactor=self._definition.redactor,
+            transcript=self._definition.transcript,
+        )
+
+    async def _worktree(self, unit: Unit) -> None:
+        """Make the unit's worktree if it is not there yet; SpawnError (permanent,
+        reason ``worktree-error``) saying why it cannot be."""
+        assert unit.worktree is not None
+        try:
+            made = await worktree.ensure(unit.worktree, worktree.Git(self._helpers))
+        except worktree.WorktreeError as exc:
+            raise SpawnError(str(exc), permanent=True, reason=str(WORKTREE_ERROR)) from None
+        if made.created:
+            self._emit(
+                ev.UNIT_WORKTREE,
+                unit=unit.name,
+                path=str(made.path),
+                branch=made.branch,
+                base=made.base,
+                created=True,
+            )
+
     def _settle(self, decision: Decision) -> None:
         """Apply a decision that does not start a session at once."""
         reason, detail = decision.reason, decision.detail
@@ -501,6 +638,8 @@ class Service:
             # the process first: it starts and joins its cgroup while the bootstrap renders
             marker, launch = self._launch_for(number, run.size)
             cgroup = launch.cgroup
+            if unit.worktree is not None:  # its workdir and state dir are in it
+                await self._worktree(unit)
             prepared = await self.briefing.prepare(
                 unit, number, reason, ends, self._wall(), redactor
             )
@@ -541,6 +680,7 @@ class Service:
                 self._clock(),
                 spawn_error=str(exc),
                 spawn_retry=not exc.permanent,
+                spawn_reason=exc.reason,
                 state_changed=False,
             )
 
@@ -665,13 +805,6 @@ class Service:
         if pending is not None:
             pending[2].abandon()
 
-    def owns(self, pid: int) -> bool:
-        """Is ``pid`` this unit's to reap: its session's leader, or on its way to be one?"""
-        if self._launch is not None and self._launch[2].pid == pid:
-            return True
-        session = self.session
-        return session is not None and session.pid == pid and not session.child.reaped
-
     async def _end_session(self, run: SessionRun, trigger: Trigger | None) -> None:
         """End the session's whole process tree and record how it ended."""
         session = run.session
@@ -722,15 +855,39 @@ class Service:
             }
         )
         run.transcript.note(f"{iso(self._wall())} session {number} ended ({reason})")
+        await self._keep_screen(run, reason)
+
+    async def _keep_screen(self, run: SessionRun, reason: str) -> None:
+        """Keep the ended session's last screen with the history, its secrets hidden
+        (``records.screens``): drawn and written off the loop."""
+        logs_dir = self.paths.unit_logs(run.unit.name)
+        try:
+            capture = run.screen.capture()
+            drawn = await asyncio.wait_for(asyncio.to_thread(capture.draw), SCREEN_DRAW_WAIT)
+            shown = {
+                **drawn.as_json(),
+                "rows": [run.redactor.redact_text(row) for row in drawn.rows],
+                "reason": reason,
+                "ended_at": iso(self._wall()),
+            }
+            await asyncio.to_thread(screens.keep, logs_dir, shown, health=self.events.health)
+        except Exception as exc:  # the screen is a convenience: the session's end goes on
+            self._emit(
+                ev.UNIT_ERROR,
+                level="warning",
+                unit=run.unit.name,
+                session=run.number,
+                error=f"its last screen was not kept: {type(exc).__name__}: {exc}",
+            )
 
     def _spawn_failed(self, run: SessionRun, exc: SpawnError) -> None:
-        self._set_state(State.STOPPING, "spawn-error")
+        self._set_state(State.STOPPING, exc.reason)
         self._emit(
             ev.SESSION_EXIT,
             level="error",
             unit=run.unit.name,
             session=run.number,
-            reason="spawn-error",
+            reason=exc.reason,
             error=str(exc),
             duration_s=0.0,
         )
@@ -738,7 +895,7 @@ class Service:
             {
                 "kind": "end",
                 "session": run.number,
-                "reason": "spawn-error",
+                "reason": exc.reason,
                 "error": str(exc),
                 "at": iso(self._wall()),
             }
@@ -795,6 +952,11 @@ class Service:
     def _backoff(self, delay: float, reason: str, detail: str = "") -> None:
         self._set_state(State.BACKOFF, reason, detail)
         self._schedule(delay, reason)
+
+    def _cancel_conflict(self) -> None:
+        if self._conflict_timer is not None:
+            self._conflict_timer.cancel()
+            self._conflict_timer = None
 
     def _cancel_wait(self) -> None:
         """Drop the deadline (a start or a stop came first)."""

@@ -4,7 +4,9 @@ Pure data: the arcs are taken in ``agentd.supervisor.service``, whose docstring
 draws them; every change goes through ``Service._set_state``, which checks this
 table. Terminal states (DONE, FAILED, STALLED, STOPPED) leave only by ``start``.
 INVALID is never a service's state: it is what ``agentctl status`` shows for a
-unit file that does not load (there is no service to be in a state).
+unit file that does not load (there is no service to be in a state). Nor is
+CONFLICT: it is shown for a unit that waits to start because another unit
+holds its state dir (it starts once that one no longer runs).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ class State(StrEnum):
     FAILED = "failed"
     STALLED = "stalled"
     INVALID = "invalid"
+    CONFLICT = "conflict"
 
 
 S = State
@@ -49,6 +52,7 @@ TRANSITIONS: dict[State, frozenset[State]] = {
     S.STALLED: frozenset({S.STARTING}),
     # a file that does not load has no service: nothing leaves or enters this state
     S.INVALID: frozenset(),
+    S.CONFLICT: frozenset(),
 }
 
 TERMINAL = frozenset({S.STOPPED, S.DONE, S.FAILED, S.STALLED})

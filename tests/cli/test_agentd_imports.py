@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import write_unit
+from tests.support import write_unit
 
 # Never needed to check a unit file or to print the version.
 DAEMON = ("agentd.supervisor", "agentd.session", "agentd.process", "agentd.daemon", "asyncio")

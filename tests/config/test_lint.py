@@ -10,7 +10,7 @@ import pytest
 
 from agentd.config.lint import ArgLimits, lint
 from agentd.config.unitfile import parse_unit
-from tests.helpers import agentd, write_unit
+from tests.support import agentd, write_unit
 
 LIMITS = ArgLimits(total=2_097_152, one=131_072)
 
@@ -84,7 +84,11 @@ def test_check_flags_each_bad_case_with_file_line_and_key(home: Path) -> None:
     work = home / "work"
     work.mkdir()
     missing = write_unit(home, "missing", {"command": ["no-such-agent-cli"]})
-    shown = write_unit(home, "shown", {"command": [sys.executable, "-c", "pass", "{bootstrap}"]})
+    shown = write_unit(
+        home,
+        "shown",
+        {"command": [sys.executable, "-c", "pass", "{bootstrap}"], "state": {"dir": ".agent-s"}},
+    )
     empty = write_unit(
         home, "empty", {"command": [sys.executable], "sentinels": [{"name": "all", "match": "x*"}]}
     )

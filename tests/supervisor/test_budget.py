@@ -12,7 +12,9 @@ NOW = time.time()
 
 
 def at(days_ago: float) -> str:
-    return (datetime.now().astimezone() - timedelta(days=days_ago)).isoformat()
+    """A record's time ``days_ago`` before NOW (not before the clock when the test runs:
+    across midnight the two are different days)."""
+    return (datetime.fromtimestamp(NOW).astimezone() - timedelta(days=days_ago)).isoformat()
 
 
 def test_usage_counts_today_only() -> None:

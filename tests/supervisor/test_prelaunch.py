@@ -23,8 +23,7 @@ from agentd.process.tree import MARKER_VAR
 from agentd.session.forkserver import ForkServer
 from agentd.supervisor.api import Supervisor
 from agentd.supervisor.states import State
-from tests.conftest import fake, poll_for
-from tests.helpers import write_unit
+from tests.support import fake, poll_for, write_unit
 
 QUICK = {"min_uptime": "0s", "delay": "0s", "max_delay": "200ms", "burst": 1000}
 

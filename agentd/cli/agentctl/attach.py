@@ -28,7 +28,7 @@ from typing import Any
 import click
 
 from agentd.cli.agentctl.client import connected, fail
-from agentd.cli.agentctl.params import unit_name
+from agentd.cli.agentctl.params import complete_units, unit_name
 from agentd.cli.common import terminal_size
 from agentd.paths import Paths
 
@@ -41,7 +41,7 @@ ENDS = {
 
 
 @click.command()
-@click.argument("unit", callback=unit_name)
+@click.argument("unit", callback=unit_name, shell_complete=complete_units)
 @click.option(
     "--raw-keys", is_flag=True, help="Pass every key on at once, Ctrl-C too (only Ctrl-] is kept)."
 )

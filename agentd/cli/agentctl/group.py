@@ -26,6 +26,8 @@ from agentd.cli.common import OneLineErrors
 VERBS: Mapping[str, str] = {
     "state": "agentd.cli.agentctl.state:state",
     "status": "agentd.cli.agentctl.units:status",
+    "cat": "agentd.cli.agentctl.define:cat",
+    "show": "agentd.cli.agentctl.define:show",
     "start": "agentd.cli.agentctl.units:start",
     "stop": "agentd.cli.agentctl.units:stop",
     "restart": "agentd.cli.agentctl.units:restart",
@@ -43,6 +45,8 @@ VERBS: Mapping[str, str] = {
     "install-service": "agentd.cli.agentctl.service:install_service",
     "hooks": "agentd.cli.agentctl.hooks:hooks_cmd",
     "hook": "agentd.cli.agentctl.hooks:hook",
+    "verify": "agentd.cli.agentctl.gate:verify",
+    "worktree": "agentd.cli.agentctl.gate:worktree",
 }
 
 
@@ -67,7 +71,9 @@ class LazyGroup(OneLineErrors):
         return command
 
 
-@click.group(cls=LazyGroup, lazy=VERBS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    "agentctl", cls=LazyGroup, lazy=VERBS, context_settings={"help_option_names": ["-h", "--help"]}
+)
 @click.option(
     "--home",
     type=click.Path(file_okay=False),

@@ -20,18 +20,18 @@ from typing import Any
 import click
 
 from agentd.cli.agentctl.client import call, connected, fail, print_json
-from agentd.cli.agentctl.output import format_event, table
-from agentd.cli.agentctl.params import json_option, unit_name
+from agentd.cli.agentctl.output import format_event, history_rows
+from agentd.cli.agentctl.params import color_option, complete_units, json_option, unit_name
+from agentd.cli.colour import Painter, wanted
 from agentd.cli.common import clean
 from agentd.paths import Paths
-from agentd.times import span
 
 FOLLOW_POLL = 0.25
 UNIT_LINES, EVERY_UNIT_LINES = 50, 15  # the default tail: of one unit, of each unit
 
 
 @click.command()
-@click.argument("unit", required=False, callback=unit_name)
+@click.argument("unit", required=False, callback=unit_name, shell_complete=complete_units)
 @click.option(
     "-n",
     "--lines",
@@ -195,35 +195,40 @@ def _transcript(path: Path, lines: int) -> dict[str, Any]:
 
 
 @click.command()
-@click.argument("unit", required=False, callback=unit_name)
+@click.argument("unit", required=False, callback=unit_name, shell_complete=complete_units)
 @click.option("-n", "--lines", default=20, show_default=True, type=click.IntRange(0, 100_000))
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new events (Ctrl-C ends).")
+@color_option
 @json_option
-def events(unit: str | None, lines: int, follow: bool, as_json: bool) -> None:
+def events(unit: str | None, lines: int, follow: bool, color: str, as_json: bool) -> None:
     """Print the daemon's last events (of UNIT only, if given); JSON lines with --json."""
-    show = (lambda e: json.dumps(e, ensure_ascii=False)) if as_json else format_event
+    painter = Painter(wanted(color, sys.stdout))
+
+    def show(event: dict[str, Any]) -> str:
+        return json.dumps(event, ensure_ascii=False) if as_json else format_event(event, painter)
+
     if not follow:
         found = call(
             "events", unit=unit, lines=lines, offline=lambda why: _events(why, unit, lines)
         )
         for event in found:
-            click.echo(show(event))
+            click.echo(show(event), color=painter.on or None)
         return
     try:
         with connected("events", unit=unit) as client:
             reply = client.request("events", unit=unit, lines=lines, follow=True)
             for event in reply["result"]:
-                click.echo(show(event))
+                click.echo(show(event), color=painter.on or None)
             for item in client.stream():
                 if "event" not in item:
                     fail(f"the event stream ended: {item.get('end')}")
-                click.echo(show(item["event"]))
+                click.echo(show(item["event"]), color=painter.on or None)
     except KeyboardInterrupt:
         sys.exit(130)
 
 
 @click.command()
-@click.argument("unit", callback=unit_name)
+@click.argument("unit", callback=unit_name, shell_complete=complete_units)
 @click.option(
     "-n",
     "--lines",
@@ -232,8 +237,9 @@ def events(unit: str | None, lines: int, follow: bool, as_json: bool) -> None:
     type=click.IntRange(0, 100_000),
     help="The last N sessions.",
 )
+@color_option
 @json_option
-def history(unit: str, lines: int, as_json: bool) -> None:
+def history(unit: str, lines: int, color: str, as_json: bool) -> None:
     """List UNIT's sessions: start, duration, outcome, reason, bootstrap file."""
     result = call(
         "history",
@@ -246,24 +252,12 @@ def history(unit: str, lines: int, as_json: bool) -> None:
     if as_json:
         print_json(result)
         return
-    rows = [["SESSION", "STARTED", "DURATION", "OUTCOME", "REASON", "BOOTSTRAP"]]
-    for s in result:
-        ended = s.get("reason") is not None
-        rows.append(
-            [
-                str(s["session"]),
-                str(s.get("started_at") or "-"),
-                span(s.get("duration_s")) if s.get("duration_s") is not None else "-",
-                s.get("outcome") or ("-" if ended else "running"),
-                s.get("reason") or "-",
-                s.get("bootstrap") or "-",
-            ]
-        )
-    click.echo(table(rows) if len(rows) > 1 else f"{unit}: no sessions yet")
+    painter = Painter(wanted(color, sys.stdout))
+    click.echo(history_rows(unit, result, painter), color=painter.on or None)
 
 
 @click.command()
-@click.argument("unit", callback=unit_name)
+@click.argument("unit", callback=unit_name, shell_complete=complete_units)
 @json_option
 def bootstrap(unit: str, as_json: bool) -> None:
     """Print the bootstrap UNIT's next session would be given, rendered now."""

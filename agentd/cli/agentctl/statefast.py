@@ -66,10 +66,10 @@ def run(argv: Sequence[str]) -> int | None:
         else:
             said = record_text(sd, w.verb, w.text, w.last("--verified") or None)
     except AgentdError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
+        print(f"agentctl: {exc}", file=sys.stderr)
         return 1
     except ValueError as exc:  # as the click command's usage error
-        print(f"Error: {exc}", file=sys.stderr)
+        print(f"agentctl: {exc} (see: agentctl state {w.verb} --help)", file=sys.stderr)
         return 2
     print(said)
     return 0

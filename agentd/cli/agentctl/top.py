@@ -1,8 +1,9 @@
 """``agentctl top``: a full-screen live view of every unit, on textual.
 
 One row per unit (of the daemon and of every ``agentd run``): state, pid,
-session, uptime, restarts, last reason, output rate and the last line of its
-screen. The table is fetched again when an event comes on a socket's event
+session, uptime, restarts, last reason, its completion check (``checking``,
+``passed``, ``failed (...)``), output rate and the last line of its screen.
+The table is fetched again when an event comes on a socket's event
 stream (``events -f``, read by one thread per socket), not on a poll; only
 the output rates and screen lines, which change without events, are
 refreshed every ``ACTIVITY`` seconds while a unit runs. Keys start, stop,
@@ -25,12 +26,24 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Static
 
 from agentd.cli.agentctl.client import open_client, run_units
+from agentd.cli.agentctl.output import check_said
 from agentd.daemon.control.client import Client, RemoteError, Unreachable
 from agentd.paths import Paths
 from agentd.times import span
 
 ACTIVITY = 2.0  # seconds between refreshes of output rates and screen lines
-COLUMNS = ("UNIT", "STATE", "PID", "SESSION", "UPTIME", "RESTARTS", "LAST", "OUT/s", "SCREEN")
+COLUMNS = (
+    "UNIT",
+    "STATE",
+    "PID",
+    "SESSION",
+    "UPTIME",
+    "RESTARTS",
+    "LAST",
+    "CHECK",
+    "OUT/s",
+    "SCREEN",
+)
 # Each action's verb and how long it may take (stop waits until the processes are gone).
 ACTIONS = {"start": 180.0, "stop": None, "restart": 180.0}
 
@@ -127,6 +140,7 @@ class Top(App[None]):
             span(s.get("uptime_s")) if running else "-",
             str(s.get("restarts", 0)),
             s.get("last_reason") or "-",
+            check_said(s, time.time(), short=True) or "-",  # the completion check
             self._rate(s, now) if running else "-",
             self._screens.get(s["unit"], ""),
         ]

@@ -17,22 +17,40 @@ from typing import Any
 import click
 
 from agentd.cli.agentctl.client import call, call_units, fail, print_json
-from agentd.cli.agentctl.params import json_option, unit_names
-from agentd.cli.agentctl.status import show
+from agentd.cli.agentctl.params import color_option, complete_units, json_option, unit_names
+from agentd.cli.agentctl.status import DETAIL_LINES, show
 
 TROUBLE = ("backoff", "failed", "stalled")
 
 
 @click.command()
-@click.argument("units", nargs=-1, callback=unit_names)
+@click.argument("units", nargs=-1, callback=unit_names, shell_complete=complete_units)
+@click.option("--table", is_flag=True, help="The table, also for named units.")
+@click.option(
+    "-n",
+    "--lines",
+    default=DETAIL_LINES,
+    show_default=True,
+    type=click.IntRange(0, 1000),
+    help="Lines of the transcript in the detail view.",
+)
+@color_option
 @json_option
-def status(units: list[str], as_json: bool) -> None:
-    """Show units: UNIT STATE PID SESSION UPTIME RESTARTS LAST.
+def status(units: list[str], table: bool, lines: int, color: str, as_json: bool) -> None:
+    """Show units: the table (UNIT STATE PID SESSION UPTIME RESTARTS LAST), or for
+    named units what each is, as `systemctl status` does.
+
+    A named unit's view: its unit file and preset, its state and since when
+    (and why, when it is not running), the effective command, workdir and
+    state dir, the main pid and how many processes its tree has, the session
+    and what started it, restarts, today's use of its budget and the
+    transcript's last lines (-n). --json: the status objects (the detail
+    view's add unit_file, command, workdir, state_dir, last_lines...).
 
     Exit 0 if every named unit is running, 3 if one is not, 4 if one is
     unknown, 1 if agentd cannot be reached.
     """
-    code = show(units, as_json)
+    code = show(units, as_json, table=table, lines=lines, color=color)
     if code:
         sys.exit(code)
 
@@ -71,7 +89,9 @@ def _units_verb(name: str, doc: str, **extra: Any) -> click.Command:
         cmd = option(cmd)
     cmd = json_option(cmd)
     cmd = click.option("--all", "all_units", is_flag=True, help="Every loaded unit.")(cmd)
-    return click.argument("units", nargs=-1, callback=unit_names)(cmd)
+    return click.argument("units", nargs=-1, callback=unit_names, shell_complete=complete_units)(
+        cmd
+    )
 
 
 start = _units_verb(
@@ -121,7 +141,10 @@ def reload(as_json: bool) -> None:
             if result[key]:
                 click.echo(f"{key}: {', '.join(result[key])}")
         for bad in result["invalid"]:
-            where = bad["file"] + (f":{bad['line']}" if bad.get("line") else "")
+            error = str(bad["error"])
+            # several problems carry their own lines: `line 3: ...; line 5: ...`
+            line = bad.get("line") if not error.startswith(f"line {bad.get('line')}: ") else None
+            where = bad["file"] + (f":{line}" if line else "")
             click.echo(f"invalid: {where}: {bad['error']}", err=True)
         if not any(result[k] for k in ("loaded", "changed", "removed", "invalid")):
             click.echo("no changes")

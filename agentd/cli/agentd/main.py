@@ -20,7 +20,8 @@ from pathlib import Path
 import click
 
 from agentd import __version__
-from agentd.cli.common import OneLineErrors
+from agentd.cli.agentctl.params import complete_units
+from agentd.cli.common import OneLineErrors, color_option
 from agentd.errors import AgentdError, UnitError
 from agentd.paths import Paths
 
@@ -43,6 +44,7 @@ def _daemon_imports() -> None:
 
 
 @click.group(
+    "agentd",
     cls=OneLineErrors,
     context_settings={"help_option_names": ["-h", "--help"]},
     invoke_without_command=True,
@@ -111,7 +113,7 @@ def serve(paths: Paths, quiet: bool, http: str | None, http_allow_remote: bool) 
 
 
 @main.command()
-@click.argument("unit")
+@click.argument("unit", shell_complete=complete_units)
 @click.option("-q", "--quiet", is_flag=True, help="Print only the final summary.")
 @click.option(
     "-i",
@@ -148,42 +150,43 @@ def run(paths: Paths, unit: str, quiet: bool, attach: bool) -> None:
 
 @main.command()
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list: one object per file.")
+@color_option
 @click.pass_obj
-def check(paths: Paths, files: tuple[Path, ...]) -> None:
-    """Validate unit FILEs (default: every unit in the units dir); exit 1 on errors.
+def check(paths: Paths, files: tuple[Path, ...], as_json: bool, color: str) -> None:
+    """Validate unit FILEs and DIRs of them (default: the units dir); exit 1 on errors.
 
-    Beyond what the daemon refuses, it finds what a session would meet: a
-    command that is not found or not executable (an error), a bootstrap on
-    the command line that `ps` shows or that may outgrow the argument limit
-    (warnings).
+    Every problem of each file, not just the first: what the daemon refuses
+    (with file:line: key), and what a session would meet: a command (or a
+    completion check) that is not found or not executable (an error, also
+    behind a missing workdir), a worktree repository that is not one (an
+    error), a bootstrap on the command line that `ps` shows or that may
+    outgrow the argument limit (warnings), two units that share a state dir
+    or a worktree (an error; units may share a repository, each in its own
+    worktree).
+    Each file that loads is said ok with its effective command, quoted as a
+    shell would. --json: [{file, unit, ok, command, problems: [{level, line,
+    key, message}]}].
     """
-    from agentd.config.lint import ArgLimits, lint
-    from agentd.config.unitfile import read_unit, unit_paths
-    from agentd.config.yamllines import format_key, line_of
+    import json
 
-    targets = list(files) or unit_paths(paths.units)
-    if not targets:
+    from agentd.cli.agentd import check as checking
+    from agentd.cli.colour import Painter, wanted
+    from agentd.config.lint import ArgLimits
+
+    found = checking.targets(files, paths.units)
+    if not found:
         raise click.ClickException(f"no unit files to check in {paths.units}")
-    bad, limits = 0, ArgLimits.of_this_system()
-    for path in targets:
-        try:
-            unit, lines = read_unit(path)
-        except UnitError as exc:
-            bad += 1
-            click.echo(str(exc), err=True)
-            continue
-        findings = lint(unit, os.environ, limits)
-        for f in findings:
-            label = "warning: " if f.level == "warning" else ""
-            click.echo(
-                f"{path}:{line_of(f.key, lines)}: {format_key(f.key)}: {label}{f.message}", err=True
-            )
-        if any(f.level == "error" for f in findings):
-            bad += 1
-            continue
-        click.echo(f"{path}: ok ({unit.name}: {' '.join(unit.command)[:60]})")
-    if bad:
-        click.echo(f"{bad} of {len(targets)} unit file(s) invalid", err=True)
+    reports = checking.check_files(found, paths.units, os.environ, ArgLimits.of_this_system())
+    if as_json:
+        click.echo(json.dumps(checking.as_json(reports), indent=2, ensure_ascii=False))
+    else:
+        out, err = checking.said(reports, Painter(wanted(color, sys.stderr)))
+        for line in err:
+            click.echo(line, err=True, color=True)
+        for line in out:
+            click.echo(line, color=True)
+    if not all(r.ok for r in reports):
         sys.exit(1)
 
 

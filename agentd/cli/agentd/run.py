@@ -81,7 +81,7 @@ async def _run(unit: Unit, paths: Paths, console: Console, *, attach: bool) -> i
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, on_signal, sig)
-    started = time.monotonic()
+    started, before = time.monotonic(), service.session_no  # this run's sessions come after
     refused = service.claim()
     if refused:
         await sup.shutdown()
@@ -111,8 +111,11 @@ async def _run(unit: Unit, paths: Paths, console: Console, *, attach: bool) -> i
     if signals:
         why = f"interrupted by {signal.Signals(signals[0]).name}"
     detail = f"; {why}" if why else ""
+    ran = service.session_no - before  # of this run, as the time is
+    which = f" (sessions {before + 1}-{service.session_no})" if before and ran > 1 else ""
+    which = f" (session {service.session_no})" if before and ran == 1 else which
     console.say(
-        f"agentd: {unit.name} {service.state} after {service.session_no} session(s) in "
+        f"agentd: {unit.name} {service.state} after {ran} session(s){which} in "
         f"{took:.1f}s (last: {status['last_reason'] or '-'}{detail})",
         always=True,
     )

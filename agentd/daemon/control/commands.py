@@ -12,11 +12,14 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from agentd import __version__
+from agentd.config.shown import effective
 from agentd.daemon.control.protocol import Code
 from agentd.daemon.control.requests import (
+    DescribeArgs,
     EnableArgs,
     EventsArgs,
     LogsArgs,
@@ -33,7 +36,8 @@ from agentd.daemon.control.requests import (
 from agentd.session.transcript import read_tail
 from agentd.supervisor.api import Supervisor
 from agentd.supervisor.records.history import recent_events_of, sessions
-from agentd.supervisor.unitrefs import UnknownUnit
+from agentd.supervisor.unitrefs import InvalidUnit, UnknownUnit
+from agentd.terminal.ansi import strip_ansi
 
 START_WAIT = 60.0  # start/restart reply once the new session runs, or after this
 
@@ -202,6 +206,53 @@ async def precompact(ctx: Context, args: SessionArgs) -> dict[str, Any]:
     now, so the CLI never sends its summary request; a fresh one starts from the
     state files. ``ending`` is false when that session is not the running one."""
     return {"ending": ctx.sup.precompact(args.unit, args.session)}
+
+
+@command("describe")
+async def describe(ctx: Context, args: DescribeArgs) -> list[dict[str, Any]]:
+    """``agentctl status UNIT``: each named unit's status and what it runs, how many
+    processes its session has, and the last lines of its transcript."""
+    out = []
+    for name in _known(ctx, args.units):
+        details = ctx.sup.details(name)
+        pids = await asyncio.to_thread(ctx.sup.processes, name)  # a process-table scan
+        # blank lines and redraws fall away once escapes are removed: read more than asked
+        raw = 2 * args.lines + 10
+        text, _ = await asyncio.to_thread(read_tail, Path(details["transcript"]), raw)
+        lines = strip_ansi(text) if args.lines else []
+        out.append({**details, "processes": len(pids), "last_lines": lines[-args.lines :]})
+    return out
+
+
+@command("unit")
+async def unit(ctx: Context, args: UnitArgs) -> dict[str, Any]:
+    """The unit's effective definition (after its preset and the defaults) and its file;
+    of a file that does not load only the file and the problem (``effective`` null)."""
+    try:
+        return effective(ctx.sup.definition(args.unit))
+    except InvalidUnit as exc:
+        problem = ctx.sup.invalid[args.unit]
+        return {
+            "unit": args.unit,
+            "file": problem.get("file"),
+            "preset": None,
+            "preset_file": None,
+            "effective": None,
+            "invalid": str(exc),
+        }
+
+
+@command("verify")
+async def verify(ctx: Context, args: UnitArgs) -> dict[str, Any]:
+    """Run the unit's completion check now (``complete.verify``), by hand; what it said.
+    It changes no state; the reply comes when the check has ended (its timeout bounds it)."""
+    return await ctx.sup.verify(args.unit)
+
+
+@command("worktree")
+async def worktree(ctx: Context, args: UnitArgs) -> dict[str, Any]:
+    """The unit's git worktree: path, branch, base, how far ahead of the base."""
+    return await ctx.sup.worktree(args.unit)
 
 
 # -- helpers -----------------------------------------------------------------------------

@@ -63,11 +63,22 @@ bootstrap  {unit}                                               {session, text, 
 attach     {unit}                                               {unit, session, state}, then
                                                                  a two-way stream
 screen     {unit}                                               {rows: [text], cursor: [row,
-                                                                 col], cols, session}
+                                                                 col], cols, session, running,
+                                                                 ran, reason, ended_at}
+describe   {units: [], lines: 10}                               [status + unit_file, command,
+                                                                 workdir, state_dir, processes,
+                                                                 today, last_lines...]
+unit       {unit}                                               {unit, file, preset,
+                                                                 preset_file, effective}
 resize     {unit, cols, rows}                                   {unit, cols, rows}
 precompact {unit, session}                                      {ending: bool}: the CLI's
                                                                  PreCompact hook; true when
                                                                  that session is being ended
+verify     {unit}                                               {ok, command, exit_code,
+                                                                 said, duration_s, output,
+                                                                 ...} once the check ended
+worktree   {unit}                                               {path, repo, branch, base,
+                                                                 ahead, behind, exists}
 =========  ===================================================  ==========================
 
 ``status`` objects: unit, state, pid (null), session, uptime_s, output_bytes
@@ -75,9 +86,15 @@ precompact {unit, session}                                      {ending: bool}: 
 paused_until (when paused), detail (what a failed or stalled state says
 more, e.g. the OS error of a command that cannot be executed), invalid (when
 the unit file does not load: file, line, key, message, and problems when
-there are several). ``screen`` draws the last session's screen (running or
-not) as a terminal would show it; rows are cut of trailing blanks, like
-``tmux capture-pane -p``. ``resize`` gives the unit the size of an attached
+there are several), conflict as the state of a unit that waits for its state
+dir (detail names the unit that holds it). ``screen`` draws the last
+session's screen (running or not; after a daemon restart the one kept on
+disk; ``ran`` false: the unit never ran) as a terminal would show it; rows
+are cut of trailing blanks, like ``tmux capture-pane -p``. ``describe`` is
+``agentctl status UNIT``: the status and the unit's file, effective command,
+places, session processes, today's budget use and the transcript's last
+``lines`` (escapes removed). ``unit`` is the unit's effective definition
+(after its preset and the defaults) and its file. ``resize`` gives the unit the size of an attached
 terminal (``agentctl attach`` sends it, and again on each SIGWINCH): cols and
 rows within ``PTY_MIN``..``PTY_MAX``, or a code-2 error; the running session's
 pty is resized (the agent gets SIGWINCH) and later sessions start at that size,

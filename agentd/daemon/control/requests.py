@@ -63,6 +63,10 @@ class ResizeArgs(UnitArgs):
     rows: Annotated[int, Field(ge=PTY_MIN, le=PTY_MAX)]
 
 
+class DescribeArgs(StatusArgs):
+    lines: Annotated[int, Field(ge=0, le=1000)] = 10
+
+
 class TailArgs(UnitArgs):
     lines: Annotated[int, Field(ge=0, le=100_000)] = 20
 
@@ -94,6 +98,10 @@ COMMANDS: dict[str, type[Args]] = {
     "precompact": SessionArgs,
     "screen": UnitArgs,
     "resize": ResizeArgs,
+    "describe": DescribeArgs,
+    "unit": UnitArgs,
+    "verify": UnitArgs,
+    "worktree": UnitArgs,
 }
 
 

@@ -5,7 +5,8 @@ into what the SVG template draws: one bar per session coloured by its
 outcome (the running one up to now), a mark where a session ended on a
 sentinel, a mark where a restart began one, and hatched bands over pauses
 (usage limits, budgets); each with the words for its tooltip. The window is
-the last ``span`` (``1h`` ... ``1w``) or the whole run (``all``). Pure:
+the last ``span`` (``5m`` ... ``1w``) or the whole run (``all``); a bar is at
+least ``MIN_BAR`` wide, so a short session is still there to hover. Pure:
 ``now`` is an argument; only ``<rect>``s are sessions.
 """
 
@@ -20,6 +21,8 @@ from agentd.reasons import Reason
 from agentd.times import parse_iso, span
 
 SPANS: dict[str, float | None] = {
+    "5m": 300,
+    "15m": 900,
     "1h": 3600,
     "6h": 6 * 3600,
     "1d": 86400,
@@ -32,6 +35,7 @@ COLOURS = {
     "running": "#4caf7a",
     "done": "#1f7a4d",
     "handoff": "#3b7fc4",
+    "manual": "#17a2b8",
     "context": "#8a63d2",
     "usage-limited": "#d9a21b",
     "timeout": "#e07b28",
@@ -39,13 +43,14 @@ COLOURS = {
     "crashed": "#d64545",
     "stalled": "#8b1e3f",
     "stopped": "#5b6775",
+    "verify-failed": "#c0573e",  # it claimed completion; its check refused it
     "unknown": "#c0c4ca",
 }
 WIDTH, LEFT, RIGHT = 1000.0, 10.0, 10.0
 BAR_Y, BAR_H = 26.0, 28.0
 AXIS_Y = BAR_Y + BAR_H + 8
 HEIGHT = AXIS_Y + 40
-MIN_BAR = 2.0  # a session of a few seconds in a week's window is still seen
+MIN_BAR = 4.0  # a session of a few seconds in a week's window is still seen (and hovered)
 MIN_WINDOW = 5.0  # seconds: the whole run of a unit that just started
 LABEL_HALF = 28.0  # about half a tick label's width: labels cut by an edge are left out
 TICK_STEPS = (

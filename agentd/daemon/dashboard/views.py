@@ -29,7 +29,28 @@ def summary(status: dict[str, Any], usage: Usage, budget: Budget, now: float) ->
         "paused": clock(until) if until is not None else None,
         "since_text": f"{clock(since)} ({span(now - since)} ago)" if since else "-",
         "budget": budget_used(usage, budget),
+        "check": check(status, now),  # None: the unit has no completion check
     }
+
+
+def check(status: dict[str, Any], now: float) -> str | None:
+    """The unit's completion check in words: running, passed or failed, and when;
+    None when the unit has none."""
+    running = status.get("verifying")
+    if running:
+        since = parse_iso(running.get("since"))
+        took = f" ({span(now - since)})" if since is not None else ""
+        return f"checking `{running.get('command')}`{took}"
+    if "verify" not in status:
+        return None
+    last = status["verify"]
+    if not last:
+        return "not run yet"
+    at = parse_iso(last.get("at"))
+    ago = f", {span(now - at)} ago" if at is not None else ""
+    how = "passed" if last.get("ok") else f"failed: it {last.get('said')}"
+    by = " by hand" if last.get("manual") else f" after session {last.get('session')}"
+    return f"{how} (`{last.get('command')}`{by}, {last.get('duration_s')}s{ago})"
 
 
 def budget_used(usage: Usage, budget: Budget) -> str:
@@ -40,7 +61,13 @@ def budget_used(usage: Usage, budget: Budget) -> str:
 
     return ", ".join(
         [
-            part(str(usage.sessions), str(budget.max_sessions_per_day or "") or None, "sessions"),
+            part(
+                str(usage.sessions),
+                str(budget.max_sessions_per_day or "") or None,
+                "session"
+                if usage.sessions == 1 and not budget.max_sessions_per_day
+                else "sessions",
+            ),
             part(
                 span(usage.runtime_s),
                 span(budget.max_runtime_per_day) if budget.max_runtime_per_day else None,

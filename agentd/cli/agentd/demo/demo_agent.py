@@ -78,10 +78,19 @@ def log_progress(workdir: str, record: dict[str, Any]) -> None:
         f.write(json.dumps(record) + "\n")
 
 
+def read_bootstrap(args: list[str]) -> str:
+    """The bootstrap, from the file its path names (``{bootstrap_file}``: the state
+    stays out of ``ps``, as a real CLI's prompt "Read FILE and follow it" does)."""
+    if not args:
+        return ""
+    with open(args[0], encoding="utf-8") as f:
+        return f.read()
+
+
 def main() -> int:
     session = int(os.environ.get("AGENTD_SESSION", "1"))
     state = load_state(os.path.join(os.environ["AGENTD_STATE_DIR"], "state.json"))
-    bootstrap = sys.argv[1] if len(sys.argv) > 1 else ""
+    bootstrap = read_bootstrap(sys.argv[1:])
     resumed = state["next_action"]
     picked_up = bool(state["completed_steps"]) and resumed in bootstrap
     if state["completed_steps"]:

@@ -71,16 +71,51 @@
   }
 
   // -- events ---------------------------------------------------------------------------------
+  // Each event as a person reads it: its local time, its name, where, what happened in words,
+  // then its other fields as "key: value" (lists joined, long values cut, big records counted).
   const list = document.getElementById("events");
+  const HEAD = ["timestamp", "level", "event", "unit", "session"];
+  const SAID = {
+    "unit.state": (e) => [`${e.from} → ${e.to}` + (e.reason ? ` (${e.reason})` : "") +
+                          (e.detail ? `: ${e.detail}` : ""), ["from", "to", "reason", "detail"]],
+    "session.start": (e) => [`started, pid ${e.pid}`, ["pid"]],
+    "session.exit": (e) => [(e.error || (e.code !== null && e.code !== undefined ? `exit ${e.code}` :
+                             `signal ${e.signal}`)) + ` after ${e.duration_s}s (${e.reason})`,
+                            ["error", "code", "signal", "duration_s", "reason"]],
+    "session.sentinel": (e) => [`${e.name} → ${e.action}` + (e.line ? `: ${e.line}` : ""),
+                                ["name", "action", "line"]],
+    "session.bootstrap": (e) => [`${e.tokens} tokens of ${e.budget}` +
+                                 ((e.warnings || []).length ? `, ${e.warnings.length} warning(s)` : ""),
+                                 ["tokens", "budget", "explain"]],
+    "session.inject": (e) => [`by ${e.mode}, ${e.bytes} bytes`, ["mode", "bytes"]],
+    "unit.error": (e) => [e.error, ["error"]],
+  };
+  function words(value) {
+    if (Array.isArray(value)) {
+      return value.every((v) => typeof v !== "object") ? value.join("; ") : `${value.length} items`;
+    }
+    if (value && typeof value === "object") return `${Object.keys(value).length} fields`;
+    return String(value);
+  }
+  function span(cls, text, tag) {
+    const part = document.createElement(tag || "span");
+    part.className = cls;
+    part.textContent = text;
+    return part;
+  }
   function show(event) {
     if (!list) return;
     const item = document.createElement("li");
+    const at = new Date(event.timestamp || "");
+    const when = isNaN(at) ? "" : at.toLocaleTimeString([], {hour12: false});
+    const where = (event.unit || "-") + (event.session ? ` #${event.session}` : "");
+    const [what, used] = SAID[event.event] ? SAID[event.event](event) : ["", []];
     const rest = Object.entries(event)
-      .filter(([k]) => !["timestamp", "level", "event", "unit", "session"].includes(k))
-      .map(([k, v]) => `${k}=${cut(typeof v === "string" ? v : JSON.stringify(v))}`).join(" ");
-    const when = String(event.timestamp || "").slice(11, 19);
-    const where = (event.unit || "-") + (event.session ? `#${event.session}` : "");
-    item.textContent = `${when}  ${event.event}  ${where}  ${rest}`;
+      .filter(([k, v]) => !HEAD.includes(k) && !used.includes(k) && v !== null && v !== undefined)
+      .map(([k, v]) => `${k}: ${cut(words(v))}`).join("  ·  ");
+    item.append(span("", when, "time"), span("ev", event.event), span("where", where),
+                span("what", what || rest));
+    if (what && rest) item.append(span("more", rest));
     item.className = event.level || "info";
     list.prepend(item);
     while (list.children.length > KEEP_EVENTS) list.lastChild.remove();
@@ -106,20 +141,22 @@
   };
 
   // -- the screen, and uptimes ------------------------------------------------------------------
-  const screen = document.getElementById("screen");
+  // the screen box is a live part: replaced when the unit's state changes, so looked up anew
   async function drawScreen() {
+    const screen = document.getElementById("screen");
     if (!screen || document.hidden || !running()) return;
     const answer = await get(screen.dataset.src);
     try {
       const drawn = answer && await answer.json();
       if (!drawn) return;
       screen.textContent = drawn.rows.join("\n");
-      document.getElementById("screen-session").textContent = drawn.session;
+      const number = document.getElementById("screen-session");
+      if (number) number.textContent = drawn.session;
     } catch (_) {
       // broke off: the next tick draws it
     }
   }
-  if (screen) setInterval(drawScreen, SCREEN_EVERY);
+  if (document.getElementById("screen")) setInterval(drawScreen, SCREEN_EVERY);
   setInterval(function () { if (!document.hidden && running()) refreshSoon(); }, UPTIME_EVERY);
 
   // -- bootstraps, fetched when opened -------------------------------------------------------------
