@@ -23,11 +23,12 @@ import pytest
 
 from agentd.errors import SpawnError
 from agentd.process import cgroup as cgroups
-from agentd.process.tree import session_env_marker
+from agentd.process.tree import MARKER_VAR, session_env_marker
 from agentd.session import launch as launch_module
 from agentd.session.child import Child
 from agentd.session.forkserver import ForkServer
 from agentd.session.launch import Launch
+from tests.support import async_poll_for
 
 pytestmark = pytest.mark.skipif(not launch_module.supported(), reason="posix_spawn path: Linux")
 
@@ -213,22 +214,37 @@ def test_a_launch_given_up_leaves_no_process(tmp_path: Path) -> None:
     """Given up before its command (a session that does not come), at once or once
     its stub runs: the stub is killed and reaped, its cgroup removed."""
     group = cgroups.session_cgroup(session_env_marker("launch", 2))
+    first = session_env_marker(f"launch-{os.getpid()}", 1)
 
-    async def main() -> list[int | None]:
-        at_once = Launch.start(None)
+    async def main() -> int:
+        at_once = Launch.start(None, marker=first)
+        spawning = at_once._started
         at_once.abandon()  # its spawn is still under way on the worker thread
         later = Launch.start(group)
         await later._spawned()
         pid = later.pid
         assert pid is not None and psutil.pid_exists(pid)
         later.abandon()
-        await asyncio.sleep(0.2)  # the first one's clean-up runs when its spawn is done
-        return [pid, at_once.pid]
+        assert spawning is not None
+        await spawning  # the first one's clean-up runs once its spawn is done
+        await async_poll_for(
+            lambda: not carrying(first), what="the first stub gone", seen=lambda: carrying(first)
+        )
+        assert at_once.pid is None
+        return pid
 
-    pid, first = run(main())
-    assert first is None
-    assert pid is not None and not psutil.pid_exists(pid)  # reaped: not even a zombie
+    pid = run(main())
+    assert not psutil.pid_exists(pid)  # reaped: not even a zombie
     assert group is None or not group.exists()
+
+
+def carrying(marker: str) -> list[int]:
+    """The processes, zombies too, whose environment carries ``marker``."""
+    found = []
+    for proc in psutil.process_iter(["pid", "environ"]):
+        if (proc.info.get("environ") or {}).get(MARKER_VAR) == marker:
+            found.append(proc.info["pid"])
+    return found
 
 
 def test_the_stub_exits_when_agentd_goes_away(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from agentd.process.tree import MARKER_VAR
 from agentd.session.forkserver import ForkServer
 from agentd.supervisor.api import Supervisor
 from agentd.supervisor.states import State
-from tests.support import fake, poll_for, write_unit
+from tests.support import async_poll_for, fake, poll_for, write_unit
 
 QUICK = {"min_uptime": "0s", "delay": "0s", "max_delay": "200ms", "burst": 1000}
 
@@ -116,14 +116,18 @@ def test_a_stop_in_a_short_backoff_ends_the_stub_started_ahead(
             svc = sup.get("p")
             svc.start()
             await asyncio.wait_for(svc.wait(lambda s: s == State.BACKOFF), 30)
-            waiting.append(marked("p", svc.session_no + 1))
+            number = svc.session_no + 1
+            waiting.append(
+                await async_poll_for(lambda: marked("p", number), what="the process started ahead")
+            )
             await sup.stop("p")
             # (a stub still being spawned on its thread is ended once it is spawned)
-            for _ in range(500):
-                if not marked("p", svc.session_no + 1):
-                    break
-                await asyncio.sleep(0.01)
-            waiting.append(marked("p", svc.session_no + 1))
+            await async_poll_for(
+                lambda: not marked("p", number),
+                what="no process of the next session",
+                seen=lambda: marked("p", number),
+            )
+            waiting.append(marked("p", number))
         finally:
             await sup.shutdown()
             log.close()
