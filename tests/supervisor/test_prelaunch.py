@@ -35,11 +35,13 @@ def no_fork_server(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def marked(unit: str, session: int) -> list[int]:
-    """The live processes whose environment carries session ``session``'s marker."""
+    """The live processes whose environment carries session ``session``'s marker (this
+    test process's: the other workers' units may have the same name)."""
+    mine = f"{os.environ.get('AGENTD_MARKER_PREFIX', '')}{unit}:{session}:"
     found = []
     for proc in psutil.process_iter(["pid", "environ", "status"]):
         marker = (proc.info.get("environ") or {}).get(MARKER_VAR, "")
-        if f"{unit}:{session}:" in marker and proc.info["status"] != psutil.STATUS_ZOMBIE:
+        if marker.startswith(mine) and proc.info["status"] != psutil.STATUS_ZOMBIE:
             found.append(proc.info["pid"])
     return found
 
