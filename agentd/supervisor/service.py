@@ -210,6 +210,8 @@ class Service:
         self._timer: asyncio.TimerHandle | None = None
         # the next session's process, started ahead: (its number, its marker, the launch)
         self._launch: tuple[int, str, Launch] | None = None
+        # the last ended session's screen, drawn and written while the next one starts
+        self._keeping: asyncio.Task[None] | None = None
         # another unit holds its state dir: why, and the next try (``start``)
         self.conflict: str | None = None
         self._conflict_timer: asyncio.TimerHandle | None = None
@@ -281,6 +283,7 @@ class Service:
         self._fire(Trigger(MANUAL, "stop"))
         if self.task is not None:
             await asyncio.shield(self.task)
+        await self._kept()
 
     def restart(self, reason: str = "manual") -> None:
         """End the running session and start a fresh one at once (not a failure).
@@ -490,6 +493,7 @@ class Service:
                 return
             while True:
                 if self._budget_spent(self._definition.newest):
+                    await self._kept()
                     return
                 end = await self._gated(await self._one_session(reason))
                 decision = self._decide(end)
@@ -504,6 +508,8 @@ class Service:
                     }
                 )
                 if decision.next != "start" or self._stop_requested:
+                    if decision.next != "backoff" or self._stop_requested:
+                        await self._kept()  # no session comes soon: its screen first
                     self._settle(decision)
                     return
                 reason = decision.reason
@@ -518,6 +524,7 @@ class Service:
             run = self.current
             if run is not None and run.session is not None:
                 await self._end_session(run, Trigger(INTERNAL_ERROR, "stop"))
+            await self._kept()
             self._force_state(State.FAILED, "internal-error", f"{type(exc).__name__}: {exc}")
             raise
         finally:
@@ -855,7 +862,16 @@ class Service:
             }
         )
         run.transcript.note(f"{iso(self._wall())} session {number} ended ({reason})")
-        await self._keep_screen(run, reason)
+        await self._kept()  # the one before, if it is still being written: in order
+        # Off the way to the next session (two trips to a thread and the emulator's
+        # run over the output: milliseconds); awaited before the unit settles.
+        self._keeping = asyncio.ensure_future(self._keep_screen(run, reason))
+
+    async def _kept(self) -> None:
+        """Wait until the last ended session's screen is kept (or given up)."""
+        keeping, self._keeping = self._keeping, None
+        if keeping is not None:
+            await keeping
 
     async def _keep_screen(self, run: SessionRun, reason: str) -> None:
         """Keep the ended session's last screen with the history, its secrets hidden
