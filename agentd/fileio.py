@@ -35,10 +35,15 @@ OWNER_LOCK_NAME = ".agentd.lock"
 LOCK_TIMEOUT = 10.0
 
 
-def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
+def write_atomic(path: Path, data: str | bytes, mode: int = 0o644, *, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` so that readers see the old or the new
     file, never a torn one, even across a crash: temp file in the same dir,
-    fsync, rename, fsync the dir (the rename itself must reach the disk)."""
+    fsync, rename, fsync the dir (the rename itself must reach the disk).
+
+    ``durable=False`` skips both fsyncs, for what a reboot makes moot (a
+    session's bootstrap, the record of the session running now): readers,
+    and an agentd started after a ``kill -9``, still see the old or the new
+    file; only a power cut may lose the newer one."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
     # as tempfile.mkstemp does (O_EXCL, 0600), without importing tempfile
     tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
@@ -48,13 +53,15 @@ def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
             f.write(raw)
             f.flush()
             os.fchmod(f.fileno(), mode)
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def append_line(path: Path, line: str) -> None:

@@ -28,6 +28,13 @@ Phases:
               status`` (against ``agentd serve``), through the console script
               and ``python -m``, beside ``python -c pass``: median and p90 of 30
               (quick: 15) interleaved rounds (``bench_ctl.py``)
+  startup     exec to exit of ``agentd --version`` and ``agentd check`` (one
+              small unit), the same way (``bench_startup.py``)
+
+After the table and the targets it prints the figures of issue 25, each with
+its anchor: what the do-it-yourself loops measured in the same run, and the
+figures of pm2 and supervisord measured in earlier rounds (``ANCHORS`` in
+``bench_report.py``).
 """
 
 from __future__ import annotations
@@ -66,8 +73,16 @@ def crowd(n: int) -> list[subprocess.Popen[bytes]]:
 
 # --- main ----------------------------------------------------------------------------------
 def find_baseline(arg: str | None) -> Path | None:
-    path = Path(arg) if arg else REPO.parent / "shared" / "baselines" / "seed_loop.sh"
-    return path if path.is_file() else None
+    """``--baseline``, else ``shared/baselines/seed_loop.sh`` beside the checkout or
+    beside one of its parents (a worktree lives deeper than the main checkout)."""
+    if arg:
+        path = Path(arg)
+        return path if path.is_file() else None
+    for parent in REPO.parents:
+        path = parent / "shared" / "baselines" / "seed_loop.sh"
+        if path.is_file():
+            return path
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,6 +19,7 @@ from typing import Any
 
 import psutil
 from bench_ctl import phase_agentctl
+from bench_startup import phase_startup
 from bench_util import (
     REPO,
     BenchError,
@@ -38,7 +39,8 @@ from bench_util import (
     write_unit,
 )
 
-PHASES = ("sentinel", "respawn", "throughput", "idle", "render", "soak", "agentctl")
+PHASES = ("sentinel", "respawn", "throughput", "idle", "render", "soak", "agentctl", "startup")
+SERVE_UNITS = (1, 50)  # idle units under one agentd serve, for its RSS
 RESPAWN_ROUNDS = 4
 BURSTS = (0, 20_000, 200_000)
 
@@ -305,11 +307,26 @@ def phase_idle(cfg: Config, root: Path, baseline: Path | None) -> dict[str, Any]
         if len(sups) > 1:
             pick["seed"] = lambda: _seed_tree(sups[1])
         result: dict[str, Any] = measure_idle(pick, cfg.idle_s)
+        result["forkserver"] = fork_server_memory(sups[0].pid)
     finally:
         for sup in sups:
             sup.stop()
-    result["agentd_20"] = idle_many(cfg, root, 20)
+    for count in SERVE_UNITS:
+        result[f"serve_{count}"] = idle_many(cfg, root, count)
     return result
+
+
+def fork_server_memory(pid: int) -> dict[str, float] | None:
+    """RSS and PSS (MB) of agentd's fork server (agentd.session.zygote), a process of its
+    own beside agentd: most of its pages are the interpreter's, shared with agentd."""
+    for child in psutil.Process(pid).children():
+        try:
+            if any(arg.endswith("zygote.py") for arg in child.cmdline()):
+                full = child.memory_full_info()
+                return {"rss_mb": full.rss / 1e6, "pss_mb": getattr(full, "pss", 0) / 1e6}
+        except psutil.Error:
+            continue
+    return None
 
 
 def idle_many(cfg: Config, root: Path, count: int) -> dict[str, Any]:
@@ -323,12 +340,12 @@ def idle_many(cfg: Config, root: Path, count: int) -> dict[str, Any]:
     )
     if probe.returncode != 0:
         return {"skipped": "agentd serve does not exist yet"}
-    home = root / "agentd-serve"
-    rec = root / "serve.rec"
+    home = root / f"agentd-serve{count}"
+    rec = root / f"serve{count}.rec"
     for i in range(count):
-        argv = agent_argv("idle", rec=rec, count=root / f"serve-{i}.count")
+        argv = agent_argv("idle", rec=rec, count=root / f"serve{count}-{i}.count")
         write_unit(home, f"idle{i}", argv)
-    log = root / "serve.log"
+    log = root / f"serve{count}.log"
     env = child_env(AGENTD_HOME=str(home), AGENTD_MARKER_PREFIX=f"bench{os.getpid()}-")
     sup = Supervised(
         "agentd", popen([sys.executable, "-m", "agentd.cli", "serve"], log, env), rec, log, home
@@ -448,4 +465,5 @@ RUNNERS: dict[str, Callable[[Config, Path, Path | None], dict[str, Any]]] = {
     "render": phase_render,
     "soak": phase_soak,
     "agentctl": phase_agentctl,
+    "startup": phase_startup,
 }

@@ -1,5 +1,5 @@
 """``python -m agentd.cli``: the ``agentd`` command."""
 
-from agentd.cli.agentd.main import main
+from agentd.cli.agentd.script import main
 
 main()

@@ -34,10 +34,12 @@ class StrictModel(BaseModel):
     """A model whose unknown keys are errors: a typo must not become a default.
 
     The docstring under each field is its description (``docs/units.md`` is
-    generated from them by ``scripts/gen_docs.py``).
+    generated from them by ``scripts/gen_docs.py``, through
+    ``agentd.config.keys``, which reads them from the source: pydantic's
+    ``use_attribute_docstrings`` would read it at every import).
     """
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
 
 def compile_regex(pattern: str) -> re.Pattern[str]:

@@ -117,6 +117,8 @@ class _Ending:
         self._exclude = exclude
         self._on_signal = on_signal
         self._tracked: dict[int, psutil.Process] = {}
+        self._tracked_any = False  # did any scan find a process of the session?
+        self._group_alive = False  # did the first signal reach anyone in the group?
         self._group_sig: int | None = None  # what signal_group_first sent the group
         self.signalled: list[int] = []
         self.killed: list[int] = []
@@ -135,6 +137,7 @@ class _Ending:
             # psutil compares (pid, create time): a reused pid is a new process.
             if self._tracked.get(proc.pid) != proc:
                 self._tracked[proc.pid] = proc
+                self._tracked_any = True
                 fresh.append(proc)
         return fresh
 
@@ -146,6 +149,7 @@ class _Ending:
     def signal_group_first(self, sig: int) -> None:
         """``sig`` (and SIGCONT) to the session's group before any scan."""
         if self._signal_group(sig):
+            self._group_alive = True
             self._group_sig = sig
             if sig not in (signal.SIGKILL, signal.SIGCONT):
                 self._signal_group(signal.SIGCONT)
@@ -185,6 +189,8 @@ class _Ending:
         step = min(FIRST_POLL, poll)  # most agents exit within milliseconds of SIGTERM
         while True:
             if not self.alive():
+                if not self._tracked_any and not self._group_alive:
+                    return True  # the group was empty and the scan found none: none can fork
                 # All gone, unless one forked while dying: look once more before saying so.
                 fresh = self.scan_new()
                 if not fresh:

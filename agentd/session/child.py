@@ -1,10 +1,14 @@
 """One agent process under a pseudo-terminal: the only module that uses pexpect.
 
-pexpect/ptyprocess give us fork+exec under a new pty as a session leader, the
-window size, and the exec-error pipe (a missing binary is an error here, not a
-child that dies at once). We do not use ``expect()`` or pexpect's reads: the
-session reads the master fd non-blocking from the event loop. ptyprocess owns
-the leader pid and reaps it (``poll_exit``); nobody else may waitpid it.
+A ``Child`` is the leader's pid and the pty's master fd, however it was
+started: by ``agentd.session.launch`` (posix_spawn of an exec stub, the
+daemon's way on Linux) or by ``Child.spawn`` here, through pexpect/ptyprocess
+(fork+exec under a new pty as a session leader, the window size, and the
+exec-error pipe: a missing binary is an error here, not a child that dies at
+once), where that cannot work. We do not use ``expect()`` or pexpect's reads:
+the session reads the master fd non-blocking from the event loop. The
+``Child`` owns the leader's pid and reaps it (``poll_exit``); nobody else may
+waitpid it (ptyprocess is told it is closed, so it never waits either).
 
 Nothing of the daemon may run in the forked child but exec: what exec would
 refuse (a NUL byte in an argument or the environment, text it cannot encode,
@@ -19,20 +23,21 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import signal
+import struct
+import termios
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
-
-import pexpect
 
 from agentd.errors import SpawnError
 
 READ_SIZE = 65536
 # exec errors that the next try would meet again: the unit fails at once
 _CHILD_FAILED = 127  # the child's exit code when something escaped before exec (as a shell's)
-_PERMANENT = frozenset(
+PERMANENT = frozenset(
     {
         errno.ENOENT,
         errno.EACCES,
@@ -118,7 +123,7 @@ def _check_text(text: str, what: str, argv: Sequence[str]) -> None:
         raise SpawnError(f"{what} holds a NUL byte, which exec cannot pass", argv=list(argv))
 
 
-def _not_runnable(program: str, env: Mapping[str, str]) -> str:
+def not_runnable(program: str, env: Mapping[str, str]) -> str:
     """Why pexpect found nothing to run: the OS error, as exec would have said it."""
     if "/" not in program:
         return f"command not found (searched PATH={env.get('PATH', os.defpath)})"
@@ -130,20 +135,20 @@ def _not_runnable(program: str, env: Mapping[str, str]) -> str:
 
 
 class Child:
-    """A spawned agent: ``pid`` (session and group leader) and the pty master ``fd``."""
+    """A spawned agent: ``pid`` (session and group leader) and the pty master ``fd``.
 
-    def __init__(self, proc: pexpect.spawn[Any]) -> None:
-        self._proc = proc
-        # ptyprocess's process under pexpect's spawn (its stubs leave it out; it has none)
-        self._pty: Any = proc.ptyproc  # type: ignore[attr-defined]
-        # close() must never sleep on the loop (ptyprocess waits delayafterclose).
-        proc.delayafterclose = 0
-        self._pty.delayafterclose = 0
-        self.pid: int = cast(int, proc.pid)  # set by the spawn (the stubs allow None)
-        self.fd: int = proc.child_fd
+    ``keep``: what must live as long as the fd (pexpect's process, whose file
+    object would close it when collected); closed with it.
+    """
+
+    def __init__(self, pid: int, fd: int, keep: Any = None) -> None:
+        self.pid = pid
+        self.fd = fd
+        self._keep = keep
         self.exit_code: int | None = None
         self.signal: int | None = None
         self.reaped = False
+        self.closed = False
         os.set_blocking(self.fd, False)
 
     @classmethod
@@ -163,6 +168,8 @@ class Child:
         if "/" in argv[0] and not os.path.isabs(argv[0]):
             argv[0] = str(cwd / argv[0])  # relative to the workdir, not to agentd's cwd
         check_spawnable(argv, env, cwd)
+        import pexpect  # only here: the daemon starts agents through agentd.session.launch
+
         parent = os.getpid()
         try:
             proc = pexpect.spawn(
@@ -175,13 +182,13 @@ class Child:
             )
         except pexpect.ExceptionPexpect:  # its own lookup found nothing it may run
             raise SpawnError(
-                f"cannot start {argv[0]!r}: {_not_runnable(argv[0], env)}", argv=argv
+                f"cannot start {argv[0]!r}: {not_runnable(argv[0], env)}", argv=argv
             ) from None
         except OSError as exc:  # exec (or fork) failed: the OS error
             raise SpawnError(
                 f"cannot start {argv[0]!r}: [Errno {exc.errno}] {exc.strerror or exc}",
                 argv=argv,
-                permanent=exc.errno in _PERMANENT,
+                permanent=exc.errno in PERMANENT,
             ) from None
         except BaseException as exc:
             if os.getpid() != parent:  # the forked child: never return into the daemon
@@ -198,7 +205,11 @@ class Child:
             else:
                 said = str(exc)
             raise SpawnError(f"cannot start {argv[0]!r}: {said}", argv=argv) from None
-        return cls(proc)
+        pty: Any = proc.ptyproc  # type: ignore[attr-defined]  # (its stubs leave it out)
+        # We reap the pid and close the fd: ptyprocess must never wait or sleep on the loop.
+        proc.closed = pty.closed = True
+        proc.delayafterclose = pty.delayafterclose = 0
+        return cls(cast(int, proc.pid), proc.child_fd, keep=pty.fileobj)
 
     def read(self) -> bytes | None:
         """Up to 64 KiB of output; b"" at EOF (EIO on a pty master); None if nothing now."""
@@ -225,28 +236,39 @@ class Child:
     def resize(self, cols: int, rows: int) -> None:
         """Set the pty's size (TIOCSWINSZ): the kernel sends SIGWINCH to its
         foreground process group, if the size changed. Nothing once it is closed."""
+        if self.closed:
+            return
         with contextlib.suppress(OSError):
-            self._proc.setwinsize(rows, cols)
+            fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
     def poll_exit(self) -> bool:
         """Reap the leader if it has exited; True once it has (exit_code/signal set)."""
         if self.reaped:
             return True
         try:
-            alive = self._pty.isalive()
-        except Exception:  # ptyprocess raises PtyProcessError if the pid vanished
-            alive = False
-        if alive:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:  # reaped by someone else: it is gone, how is unknown
+            self.reaped = True
+            return True
+        if pid == 0:
+            return False
+        if os.WIFEXITED(status):
+            self.exit_code = os.WEXITSTATUS(status)
+        elif os.WIFSIGNALED(status):
+            self.signal = os.WTERMSIG(status)
+        else:  # stopped or continued: waitpid without WUNTRACED does not say so
             return False
         self.reaped = True
-        self.exit_code = self._pty.exitstatus
-        self.signal = self._pty.signalstatus
         return True
 
     def close(self) -> None:
-        """Close the pty master. Only after the leader was reaped: it then never sleeps."""
+        """Close the pty master. Only after the leader was reaped."""
+        if self.closed:
+            return
+        self.closed = True
         with contextlib.suppress(OSError):
-            self._pty.fileobj.close()
-        self._pty.closed = True
-        self._proc.closed = True
-        self._proc.child_fd = -1
+            if self._keep is not None:
+                self._keep.close()  # pexpect's file object: it closes the fd
+            else:
+                os.close(self.fd)
+        self._keep = None

@@ -46,6 +46,7 @@ SUBMIT_PAUSE = 0.3
 FRAME_TIMEOUT = 1.0
 BRACKETED_ON = b"\x1b[?2004h"
 BRACKETED_OFF = b"\x1b[?2004l"
+_PASTE_MODE = BRACKETED_ON[:-1]  # either of them
 
 OutputHandler = Callable[[list[Hit]], None]
 
@@ -270,13 +271,18 @@ class Session:
             self._on_output(hits)
 
     def _track_paste_mode(self, data: bytes) -> None:
-        if b"\x1b" not in data and b"\x1b" not in self._tail:
+        keep = len(BRACKETED_ON) - 1
+        tail = self._tail
+        if b"\x1b" not in data and b"\x1b" not in tail:
             return
-        window = self._tail + data
-        on, off = window.rfind(BRACKETED_ON), window.rfind(BRACKETED_OFF)
-        if on != off:  # both -1 means neither appears
-            self.bracketed_paste = on > off
-        self._tail = window[-(len(BRACKETED_ON) - 1) :]
+        # Forward searches first (C's fast one; rfind is the slow kind), and no copy
+        # of the read: coloured output has escapes everywhere, the mode switch is rare.
+        if _PASTE_MODE in data or (tail and _PASTE_MODE in tail + data[:keep]):
+            window = tail + data
+            on, off = window.rfind(BRACKETED_ON), window.rfind(BRACKETED_OFF)
+            if on != off:  # both -1 means neither appears
+                self.bracketed_paste = on > off
+        self._tail = (tail + data)[-keep:] if len(data) < keep else data[-keep:]
 
     def resize(self, cols: int, rows: int) -> None:
         """The terminal is ``cols`` x ``rows`` now: what the agent wrote at the old

@@ -30,6 +30,7 @@ from agentd.errors import AgentdError
 from agentd.events import EventLog
 from agentd.memory.bootstrap.render import Bootstrap
 from agentd.paths import Paths
+from agentd.session.forkserver import ForkServer
 from agentd.session.screen import ScreenCapture
 from agentd.supervisor.briefing import kept_bootstrap
 from agentd.supervisor.children import Children
@@ -56,17 +57,28 @@ class Supervisor:
         self._retiring: set[Service] = set()
         self._retirements: set[asyncio.Task[None]] = set()
         self.notifier = Notifier(self.events.emit)
-        self.children = Children(self._all, self.notifier, self.events.emit, subreaper=subreaper)
+        self.forks = ForkServer()  # clones the sessions' agents (agentd.session.forkserver)
+        self.children = Children(
+            self._all,
+            self.notifier,
+            self.events.emit,
+            subreaper=subreaper,
+            cloning=lambda: self.forks.in_flight,
+        )
         self.subreaper = self.children.subreaper
         self.events.set_redact(self._redact)
 
     def attach(self) -> None:
-        """Watch SIGCHLD and the loop's unawaited errors (``Children``)."""
+        """Watch SIGCHLD and the loop's unawaited errors (``Children``); start the fork
+        server, so that the first session does not wait for it."""
         self.children.attach()
+        self.forks.warm()
 
     # -- units -----------------------------------------------------------------------
     def add(self, unit: Unit) -> Service:
-        service = Service(unit, paths=self.paths, events=self.events, notify=self.notifier.send)
+        service = Service(
+            unit, paths=self.paths, events=self.events, notify=self.notifier.send, forks=self.forks
+        )
         self.services[unit.name] = service
         return service
 
@@ -308,12 +320,15 @@ class Supervisor:
 
     async def shutdown(self) -> None:
         """Stop every unit (their whole trees) and release their files."""
-        await asyncio.gather(*(s.stop(remember=False) for s in self._all()))
-        for service in list(self.services.values()):
-            await service.join()
-            service.close()
-        await asyncio.gather(*self._retirements, return_exceptions=True)  # removals under way
-        await self.notifier.close()
+        try:
+            await asyncio.gather(*(s.stop(remember=False) for s in self._all()))
+            for service in list(self.services.values()):
+                await service.join()
+                service.close()
+            await asyncio.gather(*self._retirements, return_exceptions=True)  # removals
+            await self.notifier.close()
+        finally:
+            self.forks.close()  # whatever failed: the fork server ends with the supervisor
         self.children.reaper.reap()
         self.children.detach()
 

@@ -233,7 +233,7 @@ class Briefing:
         log_copy = done.file
         try:
             self.logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            write_atomic(log_copy, kept, mode=0o600)
+            write_atomic(log_copy, kept, mode=0o600, durable=False)
             self._prune(number, unit.logs.keep_bootstraps)
         except OSError as exc:
             done.failed.append((f"bootstrap:{unit.name}", log_copy, exc))
@@ -241,7 +241,7 @@ class Briefing:
             done.file = self._given
             try:
                 done.file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-                write_atomic(done.file, boot.text, mode=0o600)
+                write_atomic(done.file, boot.text, mode=0o600, durable=False)
             except OSError as exc:
                 done.failed.append((f"bootstrap:{unit.name}", done.file, exc))
         else:  # an earlier session's secrets are not left lying there
@@ -250,7 +250,7 @@ class Briefing:
             done.file = unit.inject_path
             try:
                 done.file.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(done.file, boot.text, mode=0o600)
+                write_atomic(done.file, boot.text, mode=0o600, durable=False)
             except OSError as exc:
                 done.failed.append((f"state:{unit.name}", done.file, exc))
                 with contextlib.suppress(OSError):  # never give the agent a stale bootstrap

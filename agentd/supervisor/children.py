@@ -40,8 +40,10 @@ class Children:
         emit: Callable[..., None],
         *,
         subreaper: bool,
+        cloning: Callable[[], bool] = lambda: False,
     ) -> None:
         self._services = services
+        self._cloning = cloning  # a clone under way: its pid may not be known yet
         self.notifier = notifier
         self._emit = emit
         self.subreaper = enable_subreaper() if subreaper else False
@@ -74,13 +76,10 @@ class Children:
     def _owned(self, pid: int) -> bool:
         if self.notifier.owns(pid):
             return True
-        for service in self._services():
-            if service.owns(pid):  # a completion check or git: it waits for its own
-                return True
-            session = service.session
-            if session is not None and session.pid == pid and not session.child.reaped:
-                return True
-        return False
+        if self._cloning():  # maybe the new agent's: reaped at the next SIGCHLD or end
+            return True
+        # a session's leader or the one started ahead; a completion check or git
+        return any(service.owns(pid) for service in self._services())
 
     def _on_sigchld(self) -> None:
         for service in self._services():

@@ -81,6 +81,8 @@ from agentd.process.tree import session_env_marker
 from agentd.reasons import INTERNAL_ERROR, MANUAL, WORKTREE_ERROR, Outcome, Reason
 from agentd.session import inject
 from agentd.session.child import Child
+from agentd.session.forkserver import ForkServer
+from agentd.session.launch import Launch
 from agentd.session.redact import Redactor, hide_token_shapes
 from agentd.session.screen import ScreenCapture, ScreenRing
 from agentd.session.session import Session
@@ -105,6 +107,7 @@ from agentd.times import iso
 
 PRECOMPACT = "precompact"  # the sentinel name a PreCompact hook ends a session with
 HISTORY_KEEP = 200  # the ends kept for the policy and the bootstrap
+LAUNCH_KEEP = 1.0  # s: a backoff this short keeps the next session's process started ahead
 SCREEN_DRAW_WAIT = 10.0  # s: drawing an ended session's last screen to keep it
 CONFLICT_RETRY = 1.0  # s between tries of a unit waiting for its state dir (one flock each)
 
@@ -156,8 +159,10 @@ class Service:
         wall: Callable[[], float] = time.time,
         base_env: dict[str, str] | None = None,
         notify: Callable[[Unit, str, int], None] | None = None,
+        forks: ForkServer | None = None,
     ) -> None:
         self.paths = paths
+        self._forks = forks  # clones the agents, where it can (agentd.session.forkserver)
         self.events = events
         self._emit = events.emit
         self._notify = notify
@@ -208,6 +213,10 @@ class Service:
         self._restored = restored_pause(self._history.recent())  # until the first start
         self._resume_at: float | None = None
         self._timer: asyncio.TimerHandle | None = None
+        # the next session's process, started ahead: (its number, its marker, the launch)
+        self._launch: tuple[int, str, Launch] | None = None
+        # the last ended session's screen, drawn and written while the next one starts
+        self._keeping: asyncio.Task[None] | None = None
         # another unit holds its state dir: why, and the next try (``start``)
         self.conflict: str | None = None
         self._conflict_timer: asyncio.TimerHandle | None = None
@@ -279,10 +288,12 @@ class Service:
         self.checks.abort()  # a check under way is ended with its tree
         if self.state in (State.BACKOFF, State.PAUSED):
             self._cancel_wait()
+            self._drop_launch()
             self._set_state(*self._stopped_by())
         self._fire(Trigger(MANUAL, "stop"))
         if self.task is not None:
             await asyncio.shield(self.task)
+        await self._kept()
 
     async def interrupt(self, signame: str) -> None:
         """A signal (``SIGTERM``...) asks the process to end: stop the unit gracefully as
@@ -293,11 +304,13 @@ class Service:
         self._interrupted = why
         if self.state in (State.BACKOFF, State.PAUSED):
             self._cancel_wait()
+            self._drop_launch()
             self._set_state(State.INTERRUPTED, why)
         self._stop_requested = True
         self._fire(Trigger(Reason.interrupted(signame), "stop"))
         if self.task is not None:
             await asyncio.shield(self.task)
+        await self._kept()
 
     def restart(self, reason: str = "manual") -> None:
         """End the running session and start a fresh one at once (not a failure).
@@ -370,8 +383,14 @@ class Service:
         return self.enabled and self.lifecycle.value.state in (None, State.INTERRUPTED)
 
     def owns(self, pid: int) -> bool:
-        """Is ``pid`` a check or a git command of this unit, which it waits for itself?"""
-        return pid in self._helpers
+        """Is ``pid`` this unit's to reap: its session's leader, or on its way to be one,
+        or a check or a git command of this unit, which it waits for itself?"""
+        if pid in self._helpers:
+            return True
+        if self._launch is not None and self._launch[2].pid == pid:
+            return True
+        session = self.session
+        return session is not None and session.pid == pid and not session.child.reaped
 
     @property
     def helpers(self) -> set[int]:
@@ -397,6 +416,7 @@ class Service:
 
     def close(self) -> None:
         self._cancel_wait()
+        self._drop_launch()
         self._cancel_conflict()
         self.briefing.forget_given()  # no session runs: nothing reads it
         self._definition.close()
@@ -509,6 +529,7 @@ class Service:
                 return
             while True:
                 if self._budget_spent(self._definition.newest):
+                    await self._kept()
                     return
                 end = await self._gated(await self._one_session(reason))
                 decision = self._decide(end)
@@ -523,6 +544,8 @@ class Service:
                     }
                 )
                 if decision.next != "start" or self._stop_requested:
+                    if decision.next != "backoff" or self._stop_requested:
+                        await self._kept()  # no session comes soon: its screen first
                     self._settle(decision)
                     return
                 reason = decision.reason
@@ -537,8 +560,12 @@ class Service:
             run = self.current
             if run is not None and run.session is not None:
                 await self._end_session(run, Trigger(INTERNAL_ERROR, "stop"))
+            await self._kept()
             self._force_state(State.FAILED, "internal-error", f"{type(exc).__name__}: {exc}")
             raise
+        finally:
+            if not self._next_is_near():
+                self._drop_launch()  # started ahead for a session that will not come soon
 
     async def _one_session(self, reason: str) -> SessionEnd:
         self._definition.apply()
@@ -669,6 +696,9 @@ class Service:
         started = self._clock()
         cgroup: Path | None = None
         try:
+            # the process first: it starts and joins its cgroup while the bootstrap renders
+            marker, launch = self._launch_for(number, run.size)
+            cgroup = launch.cgroup
             if unit.worktree is not None:  # its workdir and state dir are in it
                 await self._worktree(unit)
             prepared = await self.briefing.prepare(
@@ -677,7 +707,6 @@ class Service:
             boot, boot_file, state_before = prepared.boot, prepared.file, prepared.fingerprint
             self._fence(unit)
             plan = inject.plan(unit, number, boot.text, boot_file)
-            marker = session_env_marker(unit.name, number)
             env = inject.session_env(
                 self._base_env,
                 unit,
@@ -689,7 +718,7 @@ class Service:
                 socket=self.paths.socket,
             )
             transcript.note(f"{iso(self._wall())} session {number} starting ({reason})")
-            cgroup = cgroups.session_cgroup(marker)
+            # before the agent may run: a kill -9 of agentd leaves what ends it
             self._records.begin(
                 Recorded(
                     unit.name,
@@ -701,15 +730,10 @@ class Service:
                 )
             )
             cols, rows = run.size  # resized while the bootstrap was prepared, maybe
-            child = Child.spawn(
-                plan.argv,
-                cwd=unit.workdir,
-                env=env,
-                cols=cols,
-                rows=rows,
-                cgroup_procs=str(cgroup / "cgroup.procs") if cgroup else None,
-            )
+            child = await launch.exec(plan.argv, cwd=unit.workdir, env=env, cols=cols, rows=rows)
+            cgroup = launch.cgroup  # None if it could not be joined after all
         except SpawnError as exc:
+            self._drop_launch()
             self._state_lock.release_dir()  # its state dir may be fixed (unmounted) meanwhile
             self._records.finish(unit.name, cgroup)
             self._spawn_failed(run, exc)
@@ -764,6 +788,7 @@ class Service:
             cgroup=cgroup,
         )
         run.session = session
+        self._launch = None  # the session owns the pid from now on
         session.start()
         self._history.append(
             {
@@ -786,6 +811,8 @@ class Service:
         either: list[asyncio.Future[Any]] = [session.exited, triggers.fired]
         await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         trigger = triggers.trigger
+        if not self._stop_requested and (trigger is None or trigger.action == "restart"):
+            self._prelaunch(number + 1, run.size)  # likely next: on its way while this one ends
         await self._end_session(run, trigger)
         state_after, done = await self.briefing.state_after(unit)
         return SessionEnd(
@@ -802,6 +829,47 @@ class Service:
             state_changed=state_after != state_before or state_after is None,
             complete=done.summary if done is not None else None,
         )
+
+    # -- the next session's process, started ahead (agentd.session.launch) ------------
+    def _launch_for(self, number: int, size: tuple[int, int]) -> tuple[str, Launch]:
+        """The marker and launch of session ``number``: the one started ahead, or a new one."""
+        if self._launch is not None and self._launch[0] != number:
+            self._drop_launch()
+        if self._launch is None:
+            self._launch = self._new_launch(number, size)
+        return self._launch[1], self._launch[2]
+
+    def _prelaunch(self, number: int, size: tuple[int, int]) -> None:
+        """Start session ``number``'s process now, if it can be (else at its turn)."""
+        self._drop_launch()
+        with contextlib.suppress(SpawnError):
+            self._launch = self._new_launch(number, size)
+
+    def _new_launch(self, number: int, size: tuple[int, int]) -> tuple[int, str, Launch]:
+        marker = session_env_marker(self.unit.name, number)
+        cgroup = cgroups.session_cgroup(marker)
+        try:
+            launch = Launch.start(
+                cgroup, marker=marker, cols=size[0], rows=size[1], server=self._forks
+            )
+            return number, marker, launch
+        except SpawnError:
+            cgroups.remove(cgroup)
+            raise
+
+    def _next_is_near(self) -> bool:
+        """Is the next session due within ``LAUNCH_KEEP`` (a short backoff)? Then the
+        process started ahead for it waits; else it is given up."""
+        timer = self._timer
+        if self.state != State.BACKOFF or timer is None:
+            return False
+        return timer.when() - asyncio.get_running_loop().time() <= LAUNCH_KEEP
+
+    def _drop_launch(self) -> None:
+        """Give up a process started ahead that no session took."""
+        pending, self._launch = self._launch, None
+        if pending is not None:
+            pending[2].abandon()
 
     async def _end_session(self, run: SessionRun, trigger: Trigger | None) -> None:
         """End the session's whole process tree and record how it ended."""
@@ -823,7 +891,9 @@ class Service:
 
         await session.end(int(unit.stop.signal), unit.stop.grace, on_signal=on_signal)
         session.close()
-        self._records.finish(unit.name, session.cgroup)
+        self._records.finish(unit.name, None)
+        if session.cgroup is not None:  # empty now; its rmdir (ms) is not on the way to the next
+            asyncio.get_running_loop().run_in_executor(None, cgroups.remove, session.cgroup)
         run.session = None
         run.triggers = None
         child = session.child
@@ -851,7 +921,16 @@ class Service:
             }
         )
         run.transcript.note(f"{iso(self._wall())} session {number} ended ({reason})")
-        await self._keep_screen(run, reason)
+        await self._kept()  # the one before, if it is still being written: in order
+        # Off the way to the next session (two trips to a thread and the emulator's
+        # run over the output: milliseconds); awaited before the unit settles.
+        self._keeping = asyncio.ensure_future(self._keep_screen(run, reason))
+
+    async def _kept(self) -> None:
+        """Wait until the last ended session's screen is kept (or given up)."""
+        keeping, self._keeping = self._keeping, None
+        if keeping is not None:
+            await keeping
 
     async def _keep_screen(self, run: SessionRun, reason: str) -> None:
         """Keep the ended session's last screen with the history, its secrets hidden

@@ -14,6 +14,7 @@ When in doubt: None, and the regex runs as before.
 
 from __future__ import annotations
 
+import functools
 import re
 from re import _constants as sre_constants  # type: ignore[attr-defined]
 from re import _parser as sre_parser  # type: ignore[attr-defined]
@@ -27,12 +28,16 @@ _BRANCH = sre_constants.BRANCH
 _ZERO_WIDTH = (sre_constants.AT,)  # ^ $ \b \B \A \Z: they take no characters
 
 
+# Both are asked for every rule of every session (a matcher per session): parsing a
+# pattern costs about 1 ms, so the answers are kept (patterns compare by text and flags).
+@functools.lru_cache(maxsize=1024)
 def required_literal(pattern: re.Pattern[str]) -> str | None:
     """The longest run of literal characters every match contains (None if < 3)."""
     items = _parsed(pattern)
     return None if items is None else _longest_run(items)
 
 
+@functools.lru_cache(maxsize=1024)
 def required_literals(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     """Literals one of which every match contains: the required literal, or for a
     pattern that is one alternation, the required literal of each branch (None when
@@ -82,6 +87,23 @@ def _one_branch(items: list[tuple[Any, Any]]) -> list[Any] | None:
     if len(items) == 1 and items[0][0] is _BRANCH:
         return list(items[0][1][1])
     return None
+
+
+# Characters from the most to the least common in what agents print (English text,
+# code, paths, numbers); those not listed are rarer still.
+_COMMON = (
+    " etaoinsrhldcumfpgwybvkxjqz0123456789./-_:=,()\"'><[];"
+    "ETAOINSRHLDCUMFPGWYBVKXJQZ!?#$%&*+@\\^`{|}~"
+)
+_RANK = {c: i for i, c in enumerate(_COMMON)}
+
+
+def rarest_char(literal: str) -> str:
+    """The character of ``literal`` least likely to occur in output: a text without it
+    cannot hold ``literal``, and a one-character search is a ``memchr`` (many times
+    faster than a search for the whole literal), so it is looked for first (the
+    rare-byte heuristic of ripgrep's ``memchr`` prefilter)."""
+    return max(literal, key=lambda c: _RANK.get(c, len(_COMMON)))
 
 
 def _parsed(pattern: re.Pattern[str]) -> list[tuple[Any, Any]] | None:

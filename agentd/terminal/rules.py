@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agentd.regexes import MATCH_BUDGET, Found, MatchTimeout, Searcher, searcher
-from agentd.terminal.regexlit import required_literals
+from agentd.terminal.regexlit import rarest_char, required_literals
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,7 @@ class _Entry:
     block: Searcher | None  # searches many lines at once; None: line by line
     literals: tuple[str, ...] | None  # every match holds one of them; None: unknown
     final_only: bool  # named groups: matched only when the line is final
+    probes: tuple[str, ...] = ()  # the rarest character of each literal, looked for first
 
 
 class RuleSet:
@@ -107,13 +108,16 @@ class RuleSet:
         """Add ``rule`` last, replacing a rule of the same name."""
         self.remove(rule.name)
         pattern = rule.pattern
+        literals = required_literals(pattern)
+        probes = tuple(map(rarest_char, literals)) if literals is not None else ()
         self._entries.append(
             _Entry(
                 rule,
                 searcher(pattern),
                 _block_pattern(pattern),
-                required_literals(pattern),
+                literals,
                 rule.has_groups,
+                probes,
             )
         )
 
@@ -152,8 +156,9 @@ class RuleSet:
         found: list[tuple[int, int, Hit]] = []  # (line index, rule order, hit)
         encoded: bytes | None = None  # the block in UTF-8, for the rules on RE2
         for order, entry in enumerate(list(self._entries)):
-            if entry.literals is not None and all(
-                text.find(lit, start, end) < 0 for lit in entry.literals
+            if entry.literals is not None and not any(
+                text.find(probe, start, end) >= 0 and text.find(lit, start, end) >= 0
+                for lit, probe in zip(entry.literals, entry.probes, strict=True)
             ):
                 continue  # no line of the block can match
             try:

@@ -1,5 +1,5 @@
 """``python -m agentd.cli.agentd``: the ``agentd`` command (as ``python -m agentd.cli``)."""
 
-from agentd.cli.agentd.main import main
+from agentd.cli.agentd.script import main
 
 main()

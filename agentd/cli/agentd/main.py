@@ -4,6 +4,11 @@
 ``agentd run`` supervises one unit in the foreground on the same supervisor
 the daemon uses; ``agentd check`` validates unit files like ``nginx -t``;
 ``agentd demo`` shows the whole loop on a bundled demo agent.
+
+Each command imports what it uses when it runs (``check`` the unit schema,
+``run`` and ``serve`` the supervisor, ``--http`` aiohttp), so that a verb
+loads only its own; ``agentd --version`` does not even load click
+(``agentd.cli.agentd.script``, the console script).
 """
 
 from __future__ import annotations
@@ -17,12 +22,26 @@ import click
 
 from agentd import __version__, exitcodes
 from agentd.cli.agentctl.params import complete_units
-from agentd.cli.agentd.run import run_unit
 from agentd.cli.common import OneLineErrors, color_option
-from agentd.config.unitfile import load_unit, resolve_unit_arg
-from agentd.console import Console
 from agentd.errors import AgentdError, PathError, UnitError
 from agentd.paths import Paths
+
+
+def _daemon_imports() -> None:
+    """Before the daemon's modules: asyncio without ssl. asyncio imports ssl (OpenSSL:
+    about 5 MiB and 20 ms) only to offer TLS; the daemon speaks none (its control
+    socket is a UNIX socket, its dashboard plain HTTP on loopback). Nothing changes
+    where asyncio is loaded already; ssl can still be imported later."""
+    if "asyncio" in sys.modules:
+        return
+    blocked = "ssl" not in sys.modules
+    if blocked:
+        sys.modules["ssl"] = None  # type: ignore[assignment]  # "import ssl" fails: not there
+    try:
+        import asyncio  # noqa: F401
+    finally:
+        if blocked:
+            del sys.modules["ssl"]
 
 
 @click.group(
@@ -78,6 +97,8 @@ def serve(paths: Paths, quiet: bool, http: str | None, http_allow_remote: bool) 
     With --http (or AGENTD_HTTP) it also serves a web dashboard; every request
     needs the token in run/http-token: `agentctl dashboard` prints the link.
     """
+    _daemon_imports()
+    from agentd.console import Console
     from agentd.daemon.serve import serve as serve_daemon
 
     try:
@@ -125,6 +146,11 @@ def run(paths: Paths, unit: str, quiet: bool, attach: bool, again: bool) -> None
     you resize it), every key goes to it (Ctrl-C too) and agentd says only when
     a session starts or ends; Ctrl-] detaches the view, then Ctrl-C stops the run.
     """
+    _daemon_imports()
+    from agentd.cli.agentd.run import run_unit
+    from agentd.config.unitfile import load_unit, resolve_unit_arg
+    from agentd.console import Console
+
     try:
         path = resolve_unit_arg(unit, paths.units)
         loaded = load_unit(path)
@@ -205,6 +231,7 @@ def check(paths: Paths, files: tuple[Path, ...], as_json: bool, color: str) -> N
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary table.")
 def demo(keep: bool, quiet: bool) -> None:
     """Run the whole loop on a bundled demo agent in a temporary workdir."""
+    _daemon_imports()
     from agentd.cli.agentd.demo import run_demo
 
     try:

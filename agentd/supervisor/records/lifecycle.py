@@ -17,13 +17,17 @@
 - ``restarts``: counted across daemon restarts, as session numbers are.
 
 Written atomically (temp file, fsync, rename, fsync of the dir) and only when
-something changed, the restart count at each session's start included: a pod
-evicted with no grace at all finds what the last step wrote.
+something changed: a pod evicted with no grace at all finds what the last step
+wrote. A change of state or enablement is written at once; the restart count
+(written at each session's start) as soon as the event loop is free (the next
+bootstrap renders meanwhile), not on the way to the next session: a durable
+rename costs a millisecond or more.
 A missing, unreadable or torn file reads as "nothing remembered".
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
@@ -57,6 +61,7 @@ class Lifecycle:
         self.path = path
         self.value = read(path)
         self._health = health
+        self._later = False  # a restart count to write once the loop is free
 
     def keep(self, **changes: Any) -> None:
         """``update``, a failure counted and reported (``health``), not raised: the
@@ -79,7 +84,34 @@ class Lifecycle:
             return
         self.value = new
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        write_atomic(self.path, json.dumps(_to_json(new), indent=1) + "\n", mode=0o600)
+        text = json.dumps(_to_json(new), indent=1) + "\n"
+        if (new.state, new.enabled) != (old.state, old.enabled):
+            self._later = False  # what a pending write would have written is in this one
+            write_atomic(self.path, text, mode=0o600)
+            return
+        # only the restart count, at each session's start: not now, off the respawn's way
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._write_count(text)
+            return
+        if not self._later:
+            self._later = True
+            loop.call_soon(self._write_later)
+
+    def _write_later(self) -> None:
+        if not self._later:
+            return
+        self._later = False
+        text = json.dumps(_to_json(self.value), indent=1) + "\n"
+        try:
+            self._write_count(text)
+        except OSError as exc:
+            if self._health is not None:
+                self._health.failed(f"lifecycle:{self.path.stem}", self.path, exc)
+
+    def _write_count(self, text: str) -> None:
+        write_atomic(self.path, text, mode=0o600)  # fsync'd too: an eviction finds it
 
 
 def read(path: Path) -> Remembered:

@@ -1,7 +1,8 @@
 """``run/sessions/UNIT.json``: the session a unit runs now, for whoever must end it.
 
-Written before the agent is spawned and removed once its tree is gone, so an
-agentd killed with ``kill -9`` leaves a record of every session it ran: its
+Written before the agent may run (its exec waits for it) and removed once
+its tree is gone, so an agentd killed with ``kill -9`` leaves a record of
+every session it ran (not fsync'd: a reboot ends the sessions too): its
 marker, its cgroup (``agentd.process.cgroup``, when there is one) and how to
 stop it (signal, grace). The next agentd ends those sessions whether or not
 their units load again (a unit file deleted or broken in between): see
@@ -57,7 +58,7 @@ class SessionRecords:
         path = self.directory / f"{record.unit}.json"
         try:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            write_atomic(path, json.dumps(asdict(record)) + "\n", mode=0o600)
+            write_atomic(path, json.dumps(asdict(record)) + "\n", mode=0o600, durable=False)
         except OSError as exc:
             if self._health is not None:
                 self._health.failed(what, path, exc)
