@@ -20,7 +20,13 @@ COPIES = [
     ],
     *[
         (TESTS / "realcli" / name, SHARED / "realcli" / name)
-        for name in ("fake_anthropic.py", "fake_openai.py", "seed_cli_homes.py")
+        for name in (
+            "fake_anthropic.py",
+            "fake_openai.py",
+            "seed_cli_homes.py",
+            "fake_gemini.py",
+            "seed_gemini.py",
+        )
     ],
 ]
 

@@ -140,6 +140,8 @@ def sessions(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 )
                 if rec.get("error"):
                     row["error"] = rec["error"]
+                if isinstance(rec.get("usage"), dict):  # what it spent (agentd.supervisor.usage)
+                    row["usage"] = rec["usage"]
             elif kind == "outcome":
                 row.update(outcome=rec.get("outcome"), detail=rec.get("detail"))
                 if rec.get("reset_at"):  # usage-limited / budget: when it may go on
@@ -156,6 +158,13 @@ def last_end(records: list[dict[str, Any]]) -> tuple[str | None, float | None]:
         return end.get("reason"), datetime.fromisoformat(str(end.get("at"))).timestamp()
     except (TypeError, ValueError):
         return end.get("reason"), None
+
+
+def last_usage(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What the last ended session spent, as its ``end`` record says (None: not recorded)."""
+    end = next((r for r in reversed(records) if r.get("kind") == "end"), None)
+    usage = end.get("usage") if end is not None else None
+    return usage if isinstance(usage, dict) else None
 
 
 def restored_pause(records: list[dict[str, Any]]) -> float | None:
