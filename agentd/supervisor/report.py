@@ -89,7 +89,7 @@ def details_of(service: Service, now: float) -> dict[str, Any]:
             "runtime_s": round(today.runtime_s, 1),
             "output_tokens": today.tokens,
             "tokens": today.all_tokens,
-            "cost_usd": round(today.cost_usd, 6),
+            "cost_usd": today.cost_usd,
         },
         "budget": unit.budget.model_dump(mode="json"),
     }

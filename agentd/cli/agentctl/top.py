@@ -1,11 +1,13 @@
 """``agentctl top``: a full-screen live view of every unit, on textual.
 
 One row per unit (of the daemon and of every ``agentd run``): state, pid,
-session, uptime, restarts, last reason, output rate and the last line of its
-screen. The table is fetched again when an event comes on a socket's event
-stream (``events -f``, read by one thread per socket), not on a poll; only
-the output rates and screen lines, which change without events, are
-refreshed every ``ACTIVITY`` seconds while a unit runs. Keys start, stop,
+session, uptime, restarts, last reason, output rate, the tokens, cost and
+context fill of its session (the running one's so far, from its CLI's records;
+else the last one's) and the last line of its screen. The table is fetched
+again when an event comes on a socket's event stream (``events -f``, read by
+one thread per socket), not on a poll; only what changes without events (the
+output rates, the usage, the screen lines) is refreshed every ``ACTIVITY``
+seconds while a unit runs. Keys start, stop,
 restart and attach (agentctl attach, with the view suspended).
 """
 
@@ -27,10 +29,24 @@ from textual.widgets import DataTable, Footer, Static
 from agentd.cli.agentctl.client import open_client, run_units
 from agentd.daemon.control.client import Client, RemoteError, Unreachable
 from agentd.paths import Paths
+from agentd.supervisor.usage.shown import context_cell, cost_cell, tokens_cell
 from agentd.times import span
 
 ACTIVITY = 2.0  # seconds between refreshes of output rates and screen lines
-COLUMNS = ("UNIT", "STATE", "PID", "SESSION", "UPTIME", "RESTARTS", "LAST", "OUT/s", "SCREEN")
+COLUMNS = (
+    "UNIT",
+    "STATE",
+    "PID",
+    "SESSION",
+    "UPTIME",
+    "RESTARTS",
+    "LAST",
+    "OUT/s",
+    "TOKENS",
+    "COST",
+    "CTX",
+    "SCREEN",
+)
 # Each action's verb and how long it may take (stop waits until the processes are gone).
 ACTIONS = {"start": 180.0, "stop": None, "restart": 180.0}
 
@@ -128,6 +144,9 @@ class Top(App[None]):
             str(s.get("restarts", 0)),
             s.get("last_reason") or "-",
             self._rate(s, now) if running else "-",
+            tokens_cell(s.get("usage")),  # the running session's so far, else the last one's
+            cost_cell(s.get("usage")),
+            context_cell(s.get("usage")),
             self._screens.get(s["unit"], ""),
         ]
 

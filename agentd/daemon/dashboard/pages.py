@@ -217,7 +217,9 @@ class Pages:
     def _summary(self, status: dict[str, Any], now: float) -> dict[str, Any]:
         name = status["unit"]
         usage = usage_today(self.ctx.sup.history(name), now)
-        return summary(status, usage, self.ctx.sup.definition(name).budget, now)
+        unit = self.ctx.sup.definition(name)
+        estimated = unit.usage.source == "estimate"
+        return summary(status, usage, unit.budget, now, estimated=estimated)
 
     def _timeline(
         self, status: dict[str, Any], rows: list[dict[str, Any]], now: float, span_name: str

@@ -8,12 +8,16 @@ from typing import Any
 
 from agentd.config.sections import Budget
 from agentd.supervisor.budget import Usage
+from agentd.supervisor.usage.shown import cost_text, usage_line
 from agentd.times import parse_iso, span
 
 
-def summary(status: dict[str, Any], usage: Usage, budget: Budget, now: float) -> dict[str, Any]:
+def summary(
+    status: dict[str, Any], usage: Usage, budget: Budget, now: float, *, estimated: bool = False
+) -> dict[str, Any]:
     """``status`` with what a person reads: uptime, the last reason and when, the
-    pause, today's budget use."""
+    pause, today's budget use (``estimated``: the unit has no usage records, its
+    tokens are the screen estimate), what the running or last session spent."""
     running = status.get("pid") is not None
     last = status.get("last_reason") or "-"
     at = parse_iso(status.get("last_at"))
@@ -28,12 +32,14 @@ def summary(status: dict[str, Any], usage: Usage, budget: Budget, now: float) ->
         "last": last,
         "paused": clock(until) if until is not None else None,
         "since_text": f"{clock(since)} ({span(now - since)} ago)" if since else "-",
-        "budget": budget_used(usage, budget),
+        "budget": budget_used(usage, budget, estimated=estimated),
+        "spent": usage_line(status["usage"]) if status.get("usage") else None,
     }
 
 
-def budget_used(usage: Usage, budget: Budget) -> str:
-    """Today's sessions, runtime and output tokens, each of its daily limit when set."""
+def budget_used(usage: Usage, budget: Budget, *, estimated: bool = False) -> str:
+    """Today's sessions, runtime, tokens and cost, each of its daily limit when set
+    (output tokens only when they have a limit of their own)."""
 
     def part(used: str, limit: str | None, what: str) -> str:
         return f"{used}/{limit} {what}" if limit else f"{used} {what}"
@@ -52,12 +58,32 @@ def budget_used(usage: Usage, budget: Budget) -> str:
                 span(budget.max_runtime_per_day) if budget.max_runtime_per_day else None,
                 "run",
             ),
-            part(
-                f"{usage.tokens:,}",
-                f"{budget.max_output_tokens_per_day:,}"
+            *(
+                [
+                    part(
+                        f"{usage.tokens:,}",
+                        f"{budget.max_output_tokens_per_day:,}",
+                        "output tokens",
+                    )
+                ]
                 if budget.max_output_tokens_per_day
-                else None,
-                "tokens",
+                else []
+            ),
+            part(
+                ("~" if estimated else "") + f"{usage.all_tokens:,}",
+                f"{budget.max_tokens_per_day:,}" if budget.max_tokens_per_day else None,
+                "tokens (estimated from the screen)" if estimated else "tokens",
+            ),
+            *(
+                [
+                    part(
+                        cost_text(usage.cost_usd),
+                        cost_text(budget.max_cost_per_day) if budget.max_cost_per_day else None,
+                        "spent",
+                    )
+                ]
+                if usage.cost_usd or budget.max_cost_per_day
+                else []
             ),
         ]
     )

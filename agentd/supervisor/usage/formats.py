@@ -267,4 +267,3 @@ class AiderAnalytics:
         return Spent(
             "aider-analytics", dict(self._models), self._cost, self._context, cache_known=False
         )
-

@@ -238,6 +238,12 @@ class Source:
     def _follower(self, path: Path, root: Path) -> Follower:
         return Follower(path, root, self.fold())
 
+    def shortfalls(self) -> list[str]:
+        """What kept the files followed from being read whole (too large, bad lines)."""
+        said = [f.shortfall for f in self.followers.values()]
+        said += [_bad(f) for f in self.followers.values()]
+        return [why for why in said if why]
+
 
 def _bad(follower: Follower) -> str | None:
     if not (follower.bad_lines or follower.long_lines):

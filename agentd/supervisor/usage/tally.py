@@ -123,7 +123,7 @@ class Spent:
             "cache_read_tokens": c.cache_read if self.cache_known else None,
             "cache_write_tokens": c.cache_write if self.cache_known else None,
             "model": self.model,
-            "cost_usd": round(cost, 6) if cost is not None else None,
+            "cost_usd": cost,
             "source": self.source,
         }
         if cost_from is not None:

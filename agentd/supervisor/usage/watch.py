@@ -123,12 +123,12 @@ class UsageWatch:
         assert self.source is not None
         spent = self.latest
         if spent is None:
-            why = f"no usage records of {self.source.name} found"
-            looked = self.source.looked
-            note = f"{why} ({looked})" if looked else why
-            if self._said:
-                note = "; ".join(sorted(self._said))
-            return estimate_record(estimate, note)
+            said = sorted(self._said) + self.source.shortfalls()
+            if not said:
+                looked = self.source.looked
+                why = f"no usage records of {self.source.name} found"
+                said = [f"{why} ({looked})" if looked else why]
+            return estimate_record(estimate, "; ".join(said))
         return spent.record(self.spec)
 
     def _cleanup(self) -> None:
