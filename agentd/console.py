@@ -39,6 +39,15 @@ def describe(event: dict[str, Any]) -> str | None:
         if to in ("backoff", "paused", "done", "failed", "stalled", "stopped"):
             return f"{to}" + (f" ({why})" if why else "")
         return None
+    if name == ev.UNIT_VERIFY:
+        how = "passed" if event.get("ok") else "FAILED"
+        by = " (by hand)" if event.get("manual") else ""
+        return (
+            f"session {s} check {how}{by}: `{event.get('command')}` {event.get('said')} "
+            f"after {event.get('duration_s')}s"
+        )
+    if name == ev.UNIT_WORKTREE:
+        return f"worktree {event.get('path')} made (branch {event.get('branch')})"
     if name == ev.STATE_INIT:
         created = event.get("created") or []
         return (

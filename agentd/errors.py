@@ -68,10 +68,12 @@ class SpawnError(AgentdError):
         unit: str | None = None,
         argv: list[str] | None = None,
         permanent: bool = True,
+        reason: str = "spawn-error",
     ):
         self.unit = unit
         self.argv = argv
         self.permanent = permanent
+        self.reason = reason  # the end's reason: spawn-error, or worktree-error
         super().__init__(f"{unit}: {message}" if unit else message)
 
 

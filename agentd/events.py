@@ -39,6 +39,8 @@ UNIT_STATE = "unit.state"
 UNIT_NOTIFY = "unit.notify"
 UNIT_ERROR = "unit.error"
 UNIT_BUDGET = "unit.budget"
+UNIT_VERIFY = "unit.verify"  # the completion check ran: ok, exit_code, duration_s
+UNIT_WORKTREE = "unit.worktree"  # the unit's git worktree was made
 SESSION_START = "session.start"
 SESSION_BOOTSTRAP = "session.bootstrap"
 SESSION_INJECT = "session.inject"
@@ -117,8 +119,9 @@ class EventLog:
         return lambda: self._listeners.remove(listener)
 
     def emit(self, event: str, *, level: str = "info", **fields: Any) -> None:
-        # pid, code and line are part of their events even when unknown (null)
-        fields = {k: v for k, v in fields.items() if v is not None or k in ("pid", "code", "line")}
+        # pid, code, exit_code and line are part of their events even when unknown (null)
+        kept = ("pid", "code", "exit_code", "line")
+        fields = {k: v for k, v in fields.items() if v is not None or k in kept}
         getattr(self._log, level)(event, **fields)
 
     def close(self) -> None:

@@ -12,6 +12,8 @@ history, events, ``agentctl status``, ``AGENTD_RESTART_REASON``):
 ``manual``, ``manual:TEXT``   a person restarted or stopped it (``--reason TEXT``)
 ``spawn-error``               the command could not be executed
 ``complete``                  the state said the mission is complete
+``verify-failed``             the completion's check (``complete.verify``) failed
+``worktree-error``            the unit's git worktree could not be made or used
 ``start``                     the first session of a start (no previous end)
 ``internal-error``, ``lost``  agentd's own bug; a session a killed agentd left
 ============================  =====================================================
@@ -68,6 +70,8 @@ IDLE = Reason("idle")
 CONTEXT = Reason("context")
 MANUAL = Reason("manual")
 INTERNAL_ERROR = Reason("internal-error")
+VERIFY_FAILED = Reason("verify-failed")
+WORKTREE_ERROR = Reason("worktree-error")
 # The ends agentd itself triggers that hand over to a fresh session (besides sentinels).
 HANDOFF_KINDS = frozenset({"timeout", "idle", "context"})
 
@@ -87,3 +91,4 @@ class Outcome(StrEnum):
     CRASHED = "crashed"
     STALLED = "stalled"
     STOPPED = "stopped"
+    VERIFY_FAILED = "verify-failed"  # it claimed completion; the check refused it

@@ -106,7 +106,7 @@ def units_md() -> str:
         title = "Top-level keys" if not head else f"`{head}`"
         out.append(f"## {title}\n")
         if head:
-            parent = next(k for k in keys if k.path == head.removesuffix("[]"))
+            parent = next(k for k in keys if k.path == head.removesuffix("[]").removesuffix(".NAME"))
             out.append(f"{parent.doc}\n")
         out.append("| key | value | default | meaning |")
         out.append("|---|---|---|---|")
@@ -285,9 +285,41 @@ on. A unit may also list its own files (`state.layout`, see units.md).
 How a file is shown (`kind`): `text` as is (optionally only some `## `
 sections, or its last `tail` lines); `task-state` a state.json as Markdown
 (steps without `verified` are shown as pending); `decision-log` six-field
-decision lines, newest last; `handoff` only the handoff of a state.json;
-`entries` the newest `## ` entries of a Markdown file; `latest` the newest
-file of a directory.
+decision lines, newest last (an indented line continues the one above);
+`handoff` only the handoff of a state.json; `entries` the newest entries of
+a Markdown file; `latest` the newest file of a directory.
+
+## Files the agent edits itself
+
+An agent keeps its state with `agentctl state` or with its own editor, in the
+Markdown or JSON it likes; the bootstrap reads any common shape:
+
+- A record (`keep: record`, `kind: entries`) is read as list items (`-`,
+  `*`, `+`, `•`, `1.`, `1)`, `1、`, `（1）`, full-width digits; with or
+  without `[ ]`, `[x]` or `✅`; indented continuation lines and nested items
+  belong to the item above), as heading entries (`## 5. title` and its lines,
+  such as `- why: ...` fields), as table rows (the header shown above them),
+  and as a last resort as paragraphs or single lines. A JSON record is its
+  array - of strings, or of objects whatever text-like key they use (`text`,
+  `title`, `decision`, `step`, ...), with a reason and a date when they have
+  one - or a JSON Lines file. A list whose dates or numbers fall was written
+  newest first and is read that way. The newest items are shown first.
+- In a must-keep file, the sections that say what to do now (current task,
+  next step, blockers, handoff; `当前任务`, `下一步`, `卡住的问题`,
+  `上次中断时的状态`, ...) are cut last, and a growing list (done, progress,
+  completed, history; `已完成`, `进度`, ...) is budgeted like a record: its
+  newest items first, the rest counted, with the file to read for them.
+- Headings match in any case, with a trailing colon, a leading number or an
+  emoji (`## 🎯 Next step:` is `Next step`), a Chinese one also without the
+  space (`##下一步`); a label line such as `**Next:**` or `下一步：` names a
+  section too. CRLF line ends and a byte-order mark are read as any file.
+
+Where the reader had to guess (no list at all, text between list items, a
+list read newest first), `agentctl state show --explain` and `agentctl state
+check` say so with the file and line: a warning, never an error. Not read as
+records: Setext headings (a title underlined with `===`), lists inside HTML,
+and the order of a list written newest first that carries no dates or
+numbers (it is taken as written newest last, as the layouts ask).
 """
 
 

@@ -39,7 +39,10 @@ T_RUN = "tests/supervisor/test_run.py"
 T_SERVICE = "tests/supervisor/test_service.py"
 T_PROC = "tests/process"
 T_BOOT = "tests/memory/test_bootstrap.py"
-T_CTL = "tests/cli/test_ctl.py"
+T_CTL = "tests/cli/test_agentctl.py"
+T_GATE = "tests/supervisor/test_completion_gate.py"
+T_REFUSAL = "tests/supervisor/test_refusal.py"
+T_WORKTREE = "tests/daemon/test_worktrees.py"
 
 MUTATIONS = [
     # Only a test that runs `python -m agentd.cli run` sees this message: if it
@@ -159,7 +162,7 @@ MUTATIONS = [
         "agentd/terminal/matcher.py",
         "        hits, self._hits = self._hits, []\n",
         "        hits, self._hits = [], []\n",
-        "tests/terminal/test_sentinel_props.py",
+        "tests/terminal/test_matcher_props.py",
     ),
     # --- the restart policy, branch by branch ---
     m(
@@ -343,5 +346,63 @@ MUTATIONS = [
         "and proctable.has_marker(pid, MARKER_VAR, marker)\n",
         "and False\n",
         T_PROC,
+    ),
+    # --- the completion gate and worktrees (issue 22) ---
+    m(
+        "verify-result-ignored",
+        SERVICE,
+        "if verdict.ok or verdict.aborted:",
+        "if True:",
+        T_GATE,
+    ),
+    m(
+        "refusals-never-counted",
+        SERVICE,
+        "        self._refusals += 1\n",
+        "        self._refusals = 1\n",
+        T_GATE,
+    ),
+    m(
+        "refusal-mark-kept",
+        SERVICE,
+        "        await self.briefing.clear_completion(unit)\n",
+        "",
+        T_GATE,
+    ),
+    m(
+        "refusal-left-out-of-the-bootstrap",
+        BOOT,
+        "        blocks.insert(0, refusal_block(ctx.refusal))\n",
+        "        pass\n",
+        T_REFUSAL,
+    ),
+    m(
+        "refusal-counted-as-a-crash",
+        POLICY,
+        "        if end.refusal is not None:  # it claimed completion too early: attempts"
+        " bound it\n            return False\n",
+        "",
+        T_REFUSAL,
+    ),
+    m(
+        "check-tree-left-running",
+        "agentd/process/oneshot.py",
+        "leader=None, marker=marker, sid=proc.pid, sig=sig, grace=grace",
+        'leader=None, marker="", sid=None, sig=sig, grace=grace',
+        T_PROC,
+    ),
+    m(
+        "check-pid-not-owned",
+        "agentd/process/oneshot.py",
+        "        owned.add(proc.pid)",
+        "        pass",
+        T_PROC,
+    ),
+    m(
+        "worktree-branch-not-checked",
+        "agentd/supervisor/worktree.py",
+        "    if elsewhere is not None and os.path.realpath(elsewhere) != os.path.realpath(path):",
+        "    if False:",
+        T_WORKTREE,
     ),
 ]

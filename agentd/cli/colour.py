@@ -42,6 +42,7 @@ OUTCOMES: Mapping[str, str] = {
     "timeout": YELLOW,
     "idle": YELLOW,
     "crashed": RED,
+    "verify-failed": YELLOW,  # it claimed completion too early: refused, a new session
     "stalled": RED,
     "stopped": DIM,
 }

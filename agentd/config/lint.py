@@ -9,10 +9,13 @@ the time the unit starts); ``check`` says so now, as exec would later:
   command line, where any user of the machine reads it with ``ps``
   (warning; ``{bootstrap_file}`` passes its path instead);
 - a bootstrap that could outgrow what exec takes in one argument or in all
-  of argv and the environment (warning: the session would fail with E2BIG).
+  of argv and the environment (warning: the session would fail with E2BIG);
+- ``complete.verify``'s program not found (error: every completion would be
+  refused), ``worktree.repo`` not in a git repository (error);
 
-Pure apart from looking the command up, as exec would (``lint`` takes the
-environment and the system's limits as values).
+Pure apart from looking the programs up, as exec would, and the repository
+for its ``.git`` (``lint`` takes the environment and the system's limits as
+values).
 """
 
 from __future__ import annotations
@@ -21,11 +24,13 @@ import os
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from agentd.config.placeholders import placeholders_in
 from agentd.config.unit import Unit
 from agentd.config.yamllines import Index
+from agentd.memory.gitinfo import might_be_a_repo
 
 # What a bootstrap may take beyond its budget: header, warnings, closing rules.
 BOOTSTRAP_OVERHEAD = 4096
@@ -58,6 +63,17 @@ def lint(unit: Unit, env: Mapping[str, str], limits: ArgLimits) -> list[Finding]
     """What would go wrong when ``unit`` runs under ``env`` (this process's, plus the unit's)."""
     found = _command(unit, env)
     found += _bootstrap_in_argv(unit, env, limits)
+    if unit.complete is not None:
+        found += _program(unit, env, unit.complete.verify[0], ("complete", "verify", Index(0)))
+    if unit.worktree is not None and not might_be_a_repo(unit.worktree.repo):
+        found.append(
+            Finding(
+                "error",
+                ("worktree", "repo"),
+                f"{unit.worktree.repo} is not in a git repository (no .git in it or above "
+                "it): a worktree needs one",
+            )
+        )
     return found
 
 
@@ -65,8 +81,14 @@ def _command(unit: Unit, env: Mapping[str, str]) -> list[Finding]:
     program = unit.command[0]
     if placeholders_in(program):
         return []  # known only when the session starts
+    return _program(unit, env, program, ("command", Index(0)))
+
+
+def _program(
+    unit: Unit, env: Mapping[str, str], program: str, key: tuple[str | int, ...]
+) -> list[Finding]:
+    """What exec would say of ``program`` (a name looked up in PATH, or a path)."""
     search = unit.env.get("PATH", env.get("PATH", os.defpath))
-    key: tuple[str | int, ...] = ("command", Index(0))
     if "/" not in program:
         if shutil.which(program, path=search) is not None:
             return []
@@ -82,7 +104,7 @@ def _command(unit: Unit, env: Mapping[str, str]) -> list[Finding]:
                 "or give its full path (the daemon's PATH may differ from this shell's)",
             )
         ]
-    path = program if os.path.isabs(program) else str(unit.workdir / program)
+    path = program if os.path.isabs(program) else str(_workdir(unit) / program)
     if not os.path.exists(path):
         return [Finding("error", key, f"{path} does not exist")]
     if os.path.isdir(path):
@@ -139,3 +161,12 @@ def _bootstrap_in_argv(unit: Unit, env: Mapping[str, str], limits: ArgLimits) ->
             )
         )
     return found
+
+
+def _workdir(unit: Unit) -> Path:
+    """Where a relative program is found: the workdir, or - in a worktree not made yet -
+    the same place in the repository, whose HEAD the worktree will be made from."""
+    tree = unit.worktree
+    if tree is None or tree.path.exists():
+        return Path(unit.workdir)
+    return tree.repo / unit.workdir.relative_to(tree.path)

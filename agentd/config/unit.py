@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from agentd.config.complete import CompleteSpec
 from agentd.config.fields import (
     StrictModel,
     command_argv,
@@ -49,6 +50,7 @@ from agentd.config.sections import (
     StopSpec,
 )
 from agentd.config.usage import UsageSpec
+from agentd.config.worktree import WorktreeSpec
 from agentd.errors import KeyProblem
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -73,9 +75,15 @@ class Unit(StrictModel):
     are filled in for each session. A relative program path (`./run.sh`) is relative to the
     workdir.
     """
+    worktree: WorktreeSpec | None = None
+    """Run the sessions in a git worktree of their own: `{repo: PATH, branch: NAME}`. agentd
+    creates it (at `REPO.worktrees/BRANCH`, the branch from the repository's HEAD if it does not
+    exist) on the first session and never deletes it; `workdir` then defaults to it.
+    """
     workdir: Path
     """Where the agent runs (its current directory); it must exist. `~` and `$VARS` are expanded; a
-    relative path is relative to the unit file.
+    relative path is relative to the unit file. With `worktree`: the worktree by default, or a
+    directory in it (relative to it).
     """
     env: dict[str, str] = {}  # noqa: RUF012 (pydantic copies it)
     """Environment variables for the agent, on top of agentd's own; values may use `$VARS` and the
@@ -96,6 +104,8 @@ class Unit(StrictModel):
     """
     restart: RestartSpec = Field(default_factory=RestartSpec)
     """What follows the end of a session: restart, back off, or stop trying."""
+    complete: CompleteSpec | None = None
+    """The completion gate: a check run in the workdir before the unit may end `done`."""
     stop: StopSpec = Field(default_factory=StopSpec)
     """How a session is ended."""
     limits: Limits = Field(default_factory=Limits)
@@ -129,20 +139,50 @@ class Unit(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _apply_preset(cls, data: Any) -> Any:
-        return apply_preset(data)
+        data = apply_preset(data)
+        if isinstance(data, dict) and data.get("worktree") is not None and "workdir" not in data:
+            data = {**data, "workdir": "."}  # the worktree itself (``_expand_workdir``)
+        return data
 
     @field_validator("command")
     @classmethod
     def _command(cls, value: list[str]) -> list[str]:
         return expanded_argv(value)
 
+    @field_validator("worktree")
+    @classmethod
+    def _worktree_repo(cls, value: WorktreeSpec | None, info: ValidationInfo) -> Any:
+        """The repository made absolute (relative to the unit file); it must exist."""
+        if value is None:
+            return None
+        repo = value.repo
+        source = info.data.get("source")
+        if not repo.is_absolute() and isinstance(source, Path):
+            repo = source.parent / repo
+        repo = Path(os.path.abspath(repo))
+        try:
+            _must_be_dir(repo)
+        except ValueError as exc:
+            raise KeyProblem(("repo",), str(exc)) from None
+        return value.model_copy(update={"repo": repo})
+
     @field_validator("workdir", mode="before")
     @classmethod
     def _expand_workdir(cls, value: Any, info: ValidationInfo) -> Any:
-        """Expanded and made absolute; a relative one is relative to the unit file."""
+        """Expanded and made absolute; a relative one is relative to the unit file, or
+        with ``worktree`` to the worktree, which it must be inside."""
         if not isinstance(value, str | Path):
             return value
         path = Path(expand(str(value)))
+        tree = info.data.get("worktree")
+        if isinstance(tree, WorktreeSpec):
+            inside = Path(os.path.abspath(tree.path / path))
+            if not inside.is_relative_to(tree.path):
+                raise ValueError(
+                    "with worktree, workdir is the worktree or a directory in it "
+                    f"(relative to it); {str(path)!r} is outside {str(tree.path)!r}"
+                )
+            return inside
         source = info.data.get("source")
         if not path.is_absolute() and isinstance(source, Path):
             path = source.parent / path
@@ -153,14 +193,8 @@ class Unit(StrictModel):
     def _workdir_exists(cls, value: Path, info: ValidationInfo) -> Path:
         if info.context and info.context.get("probe"):
             return value  # `agentd check` looks past a missing workdir for more problems
-        try:
-            is_dir, exists = value.is_dir(), value.exists()
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"cannot use {str(value)!r}: {exc}") from None
-        if not exists:
-            raise ValueError(f"directory {str(value)!r} does not exist")
-        if not is_dir:
-            raise ValueError(f"{str(value)!r} is not a directory")
+        if not isinstance(info.data.get("worktree"), WorktreeSpec):
+            _must_be_dir(value)  # a worktree's is made with it, at the first session
         return value
 
     @field_validator("env", mode="before")
@@ -244,3 +278,14 @@ class Unit(StrictModel):
     def inject_path(self) -> Path:
         """The absolute path file-mode injection writes the bootstrap to."""
         return self.workdir / self.inject.path
+
+
+def _must_be_dir(value: Path) -> None:
+    try:
+        is_dir, exists = value.is_dir(), value.exists()
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot use {str(value)!r}: {exc}") from None
+    if not exists:
+        raise ValueError(f"directory {str(value)!r} does not exist")
+    if not is_dir:
+        raise ValueError(f"{str(value)!r} is not a directory")

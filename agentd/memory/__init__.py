@@ -4,9 +4,11 @@
   ``layouts/*.yaml`` with their init templates), the state dir read cheaply
   and bounded (``statedir``) and what git says of the workdir (``gitinfo``);
 - ``formats/``: the files the layouts keep, each read and written: Markdown
-  sections and list items (``markdown``), decision lines (``decisions``), the
-  task state (``taskstate``), snapshots, the completion mark (``complete``),
-  readonly files' hashes (``readonly``);
+  sections and list items (``markdown``), the items of a record in whatever
+  shape the agent wrote them (``items``, ``jsonitems``), the outline of a
+  must-keep file (``outline``: what to do now, growing lists), decision lines
+  (``decisions``), the task state (``taskstate``), snapshots, the completion
+  mark (``complete``), readonly files' hashes (``readonly``);
 - ``bootstrap/``: the renderer (``render``): each kind of layout file as
   budget parts (``kinds``, ``parts``), fitted to the budget (``fit``),
   control characters shown, never sent (``escapes``);

@@ -38,7 +38,8 @@ from agentd.memory.schema import Record, check_fields, field, from_mapping
 # How a file is rendered. `text`: as is (optionally only some sections, or its
 # last `tail` lines); `task-state`: a state.json as Markdown; `decision-log`:
 # six-field lines, newest last; `handoff`: only the `handoff` field of a
-# state.json; `entries`: a Markdown file of `## ` entries, the newest `tail`
+# state.json; `entries`: a Markdown file of entries (``## `` entries, list
+# items, any shape ``agentd.memory.formats.items`` reads), the newest `tail`
 # of them; `latest`: the newest file of a directory (by name).
 FileKind = Literal["text", "task-state", "decision-log", "handoff", "entries", "latest"]
 
@@ -47,9 +48,11 @@ FileKind = Literal["text", "task-state", "decision-log", "handoff", "entries", "
 # handoff), never cut while anything of lower priority is shown; `record`: an
 # append-only record (decisions, done items, gotchas), its newest `tail` items
 # guaranteed, then more of the newest as room allows; `free`: free text
-# (scratch, notes) that gets only what is left, its newest part first. Lists
-# of done items inside a must-keep file (a Markdown `- [x]` run, a state.json's
-# completed steps and key decisions) are records of their own.
+# (scratch, notes) that gets only what is left, its newest part first. The
+# growing lists inside a must-keep file (a `## DONE` or `## 进度` section, a
+# Markdown `- [x]` run, a state.json's completed steps and key decisions) are
+# records of their own, and its sections that say what to do now are cut last
+# (``agentd.memory.formats.outline``).
 Keep = Literal["must", "record", "free"]
 
 # How a verb writes its text into a target. JSON (`field`): `text` sets a

@@ -42,6 +42,8 @@ from agentd.supervisor.records.sessions import SessionRecords
 from agentd.supervisor.report import details_of, details_on_disk, status_of, status_on_disk
 from agentd.supervisor.service import Service
 from agentd.supervisor.unitrefs import Changes, InvalidUnit, UnknownUnit
+from agentd.supervisor.worktree import Git
+from agentd.supervisor.worktree import describe as describe_worktree
 from agentd.times import iso
 
 
@@ -210,6 +212,20 @@ class Supervisor:
 
     def precompact(self, name: str, session: int) -> bool:
         return self.get(name).precompact(session)
+
+    async def verify(self, name: str) -> dict[str, Any]:
+        """Run the unit's completion check now, by hand; its verdict (AgentdError when the
+        unit has none, or it is running)."""
+        verdict = await self.get(name).verify_now()
+        return verdict.as_json()
+
+    async def worktree(self, name: str) -> dict[str, Any]:
+        """The unit's git worktree (AgentdError when it has none)."""
+        service = self.get(name)
+        unit = service.definition
+        if unit.worktree is None:
+            raise AgentdError(f"{name} has no worktree: give it worktree: {{repo, branch}}")
+        return await describe_worktree(unit.worktree, Git(service.helpers))
 
     def restart(self, name: str, reason: str = "manual") -> None:
         self.get(name).restart(reason)

@@ -50,6 +50,7 @@ from agentd.memory.layout import resolve
 from agentd.memory.statedir import fingerprint
 from agentd.memory.verbs import handoffs
 from agentd.memory.verbs.init import init
+from agentd.reasons import VERIFY_FAILED
 from agentd.session.redact import Redactor
 from agentd.supervisor.offloop import off_loop
 from agentd.supervisor.policy import SessionEnd
@@ -110,6 +111,9 @@ class Briefing:
             readonly_hashes=dict(self.readonly_hashes),
             since_commit=self.head,
             unchanged_sessions=unchanged,
+            verify=unit.complete.command if unit.complete is not None else None,
+            # the session before this one claimed completion and its check refused it
+            refusal=ends[-1].refusal if ends and reason == str(VERIFY_FAILED) else None,
         )
 
     async def prepare(
@@ -175,6 +179,21 @@ class Briefing:
             )
         except TimeoutError:
             return None, None
+
+    async def clear_completion(self, unit: Unit) -> bool:
+        """Remove the state's completion mark (its check refused it); False when the
+        state dir did not answer in time or the mark could not be removed."""
+        try:
+            await off_loop(lambda: complete.clear(unit.state_dir), STATE_TIMEOUT)
+        except (TimeoutError, OSError) as exc:
+            self._emit(
+                ev.STATE_ERROR,
+                level="warning",
+                unit=unit.name,
+                error=f"the refused completion mark could not be removed: {exc or 'timeout'}",
+            )
+            return False
+        return True
 
     # -- on the state dir's thread ----------------------------------------------------
     def _prepare(self, unit: Unit, ctx: BootstrapContext, redactor: Redactor) -> Prepared:

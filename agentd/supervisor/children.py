@@ -3,7 +3,7 @@ command's, an adopted orphan's) and the loop's errors that no task awaited.
 
 As a child subreaper, agentd adopts the double-forked grandchildren of its
 sessions: it can find them, and must reap them (``Reaper``), but never a pid
-a session or a notify command still owns.
+a session, a notify command, a completion check or git still owns.
 """
 
 from __future__ import annotations
@@ -61,6 +61,8 @@ class Children:
         if self.notifier.owns(pid):
             return True
         for service in self._services():
+            if service.owns(pid):  # a completion check or git: it waits for its own
+                return True
             session = service.session
             if session is not None and session.pid == pid and not session.child.reaped:
                 return True

@@ -11,6 +11,8 @@ How an end is classified, first match wins:
 end                                         next        counts as failure
 =========================================  ==========  =================
 agentd stopped it (manual / sentinel stop)  stopped     no
+its completion failed the unit's check      start now   no (``attempts``
+                                                        refusals: failed)
 the state says the mission is complete      done        no
 sentinel ``pause``                          paused      no
 manual restart                              start now   no
@@ -25,7 +27,10 @@ anything else (other exit, signal, spawn)   backoff     yes
 
 A failure waits ``delay`` doubled for each failure in a row, capped at
 ``max_delay``; more than ``burst`` failures within ``window`` -> ``failed``;
-``on_failure: false`` -> ``failed`` at the first one. The brake on quick
+``on_failure: false`` -> ``failed`` at the first one. A refused completion
+(``complete.verify`` failed; ``Refusal``) hands over to a fresh session told
+why, reason ``verify-failed``: not a crash, but the ``complete.attempts``-th
+refusal ends the unit ``failed``. The brake on quick
 ends holds whatever ``min_uptime`` says (also 0): sessions that each end
 within ``QUICK_END`` of their start, ``QUICK_IN_A_ROW`` times in a row, are
 a loop (a sentinel that matches at once, an agent that exits 42 at once),
@@ -43,7 +48,8 @@ from typing import Literal
 
 from agentd.config.convert import signal_name
 from agentd.config.sections import Limits, RestartSpec
-from agentd.reasons import CONTEXT, IDLE, TIMEOUT, Outcome, Reason
+from agentd.memory.bootstrap.refusal import Refusal
+from agentd.reasons import CONTEXT, IDLE, TIMEOUT, VERIFY_FAILED, Outcome, Reason
 
 Next = Literal["start", "backoff", "done", "failed", "stopped", "paused", "stalled"]
 
@@ -72,10 +78,14 @@ class SessionEnd:
     pause_until: float | None = None
     spawn_error: str | None = None
     spawn_retry: bool = False  # the spawn error may go away by itself (out of processes)
+    spawn_reason: str = "spawn-error"  # or worktree-error: the worktree could not be made
     state_changed: bool = True
     # The summary of ``agentctl state complete`` when the state said the
     # mission was complete as the session ended: the unit is done, whatever the code.
     complete: str | None = None
+    # The completion it claimed (a success code, or the mark), refused by the unit's
+    # check (``complete.verify``): the next session is told why, or the unit fails.
+    refusal: Refusal | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.trigger, str):  # "sentinel:NAME", as tables and records write it
@@ -88,10 +98,12 @@ class SessionEnd:
     @property
     def reason(self) -> str:
         """The reason, as kept and shown: exit:N, signal:NAME, sentinel:NAME, ..."""
+        if self.refusal is not None:
+            return str(VERIFY_FAILED)
         if self.trigger:
             return str(self.trigger)
         if self.spawn_error is not None:
-            return "spawn-error"
+            return self.spawn_reason
         if self.exit_code is not None:
             return f"exit:{self.exit_code}"
         if self.signal is not None:
@@ -119,6 +131,8 @@ class RestartPolicy:
         """Does ``end`` count as a failure (``before``: the ends before it, oldest first)?"""
         if end.action in ("stop", "pause") or _is_manual(end.trigger) or end.complete is not None:
             return False
+        if end.refusal is not None:  # it claimed completion too early: attempts bound it
+            return False
         if end.trigger is None and end.exit_code in self.restart.success_codes:
             return False
         if self._is_handoff(end):
@@ -136,6 +150,8 @@ class RestartPolicy:
         outcome = _outcome(end)
         if end.action == "stop":
             return Decision("stopped", reason, outcome=Outcome.STOPPED)
+        if end.refusal is not None:
+            return self._refused(end, end.refusal)
         if end.complete is not None:
             return Decision(
                 "done", "complete", outcome=Outcome.DONE, detail=f"mission complete: {end.complete}"
@@ -158,13 +174,33 @@ class RestartPolicy:
             return Decision(
                 "stalled", reason, failure=failure, outcome=Outcome.STALLED, detail=stalled
             )
-        cap = self.restart.max_sessions
-        if cap and end.session >= cap:
-            detail = f"max_sessions reached ({cap})"
-            return Decision("failed", reason, failure=failure, outcome=outcome, detail=detail)
+        if capped := self._capped(end):
+            return Decision("failed", reason, failure=failure, outcome=outcome, detail=capped)
         if failure:
             return verdict
         return Decision("start", reason, outcome=outcome)
+
+    def _refused(self, end: SessionEnd, refusal: Refusal) -> Decision:
+        """A completion the check refused: a fresh session, until ``attempts`` refusals."""
+        said = f"the check `{refusal.command}` {refusal.said}"
+        if refusal.attempt >= refusal.attempts:
+            detail = (
+                f"the completion was refused {refusal.attempt} times "
+                f"(complete.attempts {refusal.attempts}); the last time {said}"
+            )
+            return Decision("failed", end.reason, outcome=Outcome.VERIFY_FAILED, detail=detail)
+        if capped := self._capped(end):
+            detail = f"{capped}; {said}"
+            return Decision("failed", end.reason, outcome=Outcome.VERIFY_FAILED, detail=detail)
+        detail = f"refusal {refusal.attempt} of {refusal.attempts}: {said}"
+        return Decision("start", end.reason, outcome=Outcome.VERIFY_FAILED, detail=detail)
+
+    def _capped(self, end: SessionEnd) -> str:
+        """Why no session may follow ``end`` (``max_sessions`` ran), or ""."""
+        cap = self.restart.max_sessions
+        if cap and end.session >= cap:
+            return f"max_sessions reached ({cap})"
+        return ""
 
     def _failure(
         self, end: SessionEnd, history: Sequence[SessionEnd], now: float, reason: str

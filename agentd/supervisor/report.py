@@ -44,6 +44,15 @@ def status_of(service: Service) -> dict[str, Any]:
     if service.conflict and service.state not in ACTIVE:  # waits for its state dir
         out["state"] = str(State.CONFLICT)
         out["detail"] = service.conflict
+    unit = service.unit
+    checks = service.checks
+    if unit.complete is not None or checks.last is not None:
+        out["verify"] = checks.last  # the last completion check: ok, said, at...
+    if checks.running is not None:
+        command, since = checks.running
+        out["verifying"] = {"command": command, "since": iso(since)}
+    if unit.worktree is not None:
+        out["worktree"] = {"path": str(unit.worktree.path), "branch": unit.worktree.branch}
     return out
 
 

@@ -3,10 +3,11 @@
 A ``Service`` turns a validated ``Unit`` into sessions, one after another::
 
     reclaim what a killed agentd left -> resume a pause it left, or
-    [ a daily budget spent? -> one session -> decide (``RestartPolicy``)
-      -> record the outcome ] -> wait (backoff, pause) or settle
+    [ a daily budget spent? -> one session -> the completion gate -> decide
+      (``RestartPolicy``) -> record the outcome ] -> wait (backoff, pause) or settle
 
-and one session is: render the bootstrap -> plan the injection -> spawn the
+and one session is: make its worktree (first use) -> render the bootstrap -> plan
+the injection -> spawn the
 ``Session`` -> wait for the leader's exit or a trigger (sentinel, timeout,
 idle, context, manual) -> end the whole tree -> a ``SessionEnd`` for the
 policy. Every state change goes through ``_set_state``, which checks
@@ -25,6 +26,10 @@ policy. Every state change goes through ``_set_state``, which checks
   person, autostart, or the end of a wait (``_after_wait``);
 - ``_session``: STARTING -> RUNNING once spawned, STARTING -> STOPPING when the
   spawn fails; ``_end_session``: RUNNING -> STOPPING while the tree is ended;
+- ``_gated``, while STOPPING: an end the policy would make DONE first runs the unit's
+  check (``complete.verify``, ``agentd.supervisor.verify``); a failed check refuses
+  the completion (its mark cleared), so the decision is STOPPING -> STARTING
+  (reason ``verify-failed``) or, the ``attempts``-th time, STOPPING -> FAILED;
 - ``_settle`` after the policy's decision: STOPPING -> BACKOFF, PAUSED, DONE,
   FAILED, STALLED or STOPPED; or STOPPING -> STARTING for the next session;
 - ``_budget_spent``: STARTING -> PAUSED until midnight; ``stop`` of a waiting
@@ -42,7 +47,8 @@ The record of the sessions (their number, the restarts, how the last one
 ended) is read back from the history, so it survives a daemon restart. The
 parts a service owns: its ``Definition``, its ``Briefing``, its locks
 (``records.reclaim``), its ``Lifecycle`` (enablement, the state a person or
-its end left it in, the restart count) and the watchers of its terminal. The
+its end left it in, the restart count), its completion ``Checks``
+(``agentd.supervisor.verify``) and the watchers of its terminal. The
 daemon and the CLIs use only the public methods, through
 ``agentd.supervisor.api``.
 """
@@ -59,22 +65,24 @@ from pathlib import Path
 from typing import Any
 
 from agentd import events as ev
+from agentd.config.complete import CompleteSpec
 from agentd.config.convert import signal_name
 from agentd.config.lint import STATE_IN_PS, state_in_argv
 from agentd.config.unit import Unit
-from agentd.errors import SpawnError
+from agentd.errors import AgentdError, SpawnError
 from agentd.events import EventLog
 from agentd.memory.bootstrap.render import Bootstrap, render
 from agentd.paths import Paths
 from agentd.process import cgroup as cgroups
 from agentd.process.tree import session_env_marker
-from agentd.reasons import INTERNAL_ERROR, MANUAL, Outcome, Reason
+from agentd.reasons import INTERNAL_ERROR, MANUAL, WORKTREE_ERROR, Outcome, Reason
 from agentd.session import inject
 from agentd.session.child import Child
 from agentd.session.redact import Redactor
 from agentd.session.screen import ScreenCapture, ScreenRing
 from agentd.session.session import Session
 from agentd.session.transcript import Transcript
+from agentd.supervisor import verify, worktree
 from agentd.supervisor.briefing import Briefing
 from agentd.supervisor.budget import Usage, any_set, next_midnight, reached, usage_today
 from agentd.supervisor.definition import Definition
@@ -218,6 +226,17 @@ class Service:
         # another unit holds its state dir: why, and the next try (``start``)
         self.conflict: str | None = None
         self._conflict_timer: asyncio.TimerHandle | None = None
+        # the completion gate and the worktree: their checks and git
+        self._helpers: set[int] = set()  # the pids of checks and git running now
+        self._refusals = 0  # completions refused since the unit was started
+        self.checks = verify.Checks(
+            emit=events.emit,
+            history=self._history,
+            records=self._records,
+            wall=wall,
+            owned=self._helpers,
+            changed=self._changed.set,
+        )
 
     # -- control ---------------------------------------------------------------------
     def start(self, reason: str = "start", *, resume_pause: bool = False) -> str | None:
@@ -252,6 +271,7 @@ class Service:
         self._restored = None
         self._stop_requested = False
         self._remember_stop = True
+        self._refusals = 0
         self._set_state(State.STARTING, reason)  # at once, so waiters see it is under way
         self._run_sessions(reason)
         return None
@@ -266,6 +286,7 @@ class Service:
         self._remember_stop = remember
         self._cancel_conflict()  # no longer waiting for its state dir
         self.conflict = None
+        self.checks.abort()  # a check under way is ended with its tree
         if self.state in (State.BACKOFF, State.PAUSED):
             self._cancel_wait()
             self._set_state(State.STOPPED, "manual")
@@ -341,6 +362,27 @@ class Service:
     def starts_with_daemon(self) -> bool:
         """Enabled, and not left stopped, done, failed or stalled (only a start leaves those)."""
         return self.enabled and self.lifecycle.value.state is None
+
+    def owns(self, pid: int) -> bool:
+        """Is ``pid`` a check or a git command of this unit, which it waits for itself?"""
+        return pid in self._helpers
+
+    @property
+    def helpers(self) -> set[int]:
+        """The pids of this unit's checks and git commands (for ``oneshot.run``'s ``owned``)."""
+        return self._helpers
+
+    async def verify_now(self) -> verify.Verdict:
+        """Run the unit's check now, by hand (``agentctl verify``); it changes no state.
+        AgentdError when the unit has none, or one is running."""
+        unit = self._definition.newest
+        if unit.complete is None:
+            raise AgentdError(
+                f"{unit.name} has no completion check: give it complete: {{verify: COMMAND}}"
+            )
+        if self.checks.busy:
+            raise AgentdError(f"{unit.name}: its check is running already; wait for it")
+        return await self._check(unit, unit.complete, self.session_no, manual=True)
 
     def claim(self) -> str | None:
         """Hold ``run/units/UNIT.lock`` while supervising this unit; why not, if another
@@ -460,7 +502,7 @@ class Service:
             while True:
                 if self._budget_spent(self._definition.newest):
                     return
-                end = await self._one_session(reason)
+                end = await self._gated(await self._one_session(reason))
                 decision = self._decide(end)
                 history.append(
                     {
@@ -526,6 +568,58 @@ class Service:
             decision = Decision("stopped", "manual", outcome=Outcome.STOPPED)
         return decision
 
+    # -- the completion gate ---------------------------------------------------------
+    async def _gated(self, end: SessionEnd) -> SessionEnd:
+        """``end``, or - when it would make the unit done and the unit has a check - the
+        same end with its completion refused (``SessionEnd.refusal``) if the check fails."""
+        unit = self._definition.unit  # the one the session used
+        gate = unit.complete
+        if gate is None or self._stop_requested:
+            return end
+        policy = RestartPolicy(unit.restart, unit.limits)
+        if policy.decide(end, self.ends, self._clock()).next != "done":
+            return end
+        verdict = await self._check(unit, gate, end.session, manual=False)
+        if verdict.ok or verdict.aborted:  # aborted: stopped meanwhile, ``_decide`` says so
+            return end
+        self._refusals += 1
+        await self.briefing.clear_completion(unit)
+        refused = verify.refusal(
+            verdict, session=end.session, attempt=self._refusals, attempts=gate.attempts
+        )
+        return dataclasses.replace(end, refusal=refused, complete=None)
+
+    async def _check(
+        self, unit: Unit, gate: CompleteSpec, session: int, *, manual: bool
+    ) -> verify.Verdict:
+        return await self.checks.run(
+            unit,
+            gate,
+            session=session,
+            manual=manual,
+            base_env=self._base_env,
+            redactor=self._definition.redactor,
+            transcript=self._definition.transcript,
+        )
+
+    async def _worktree(self, unit: Unit) -> None:
+        """Make the unit's worktree if it is not there yet; SpawnError (permanent,
+        reason ``worktree-error``) saying why it cannot be."""
+        assert unit.worktree is not None
+        try:
+            made = await worktree.ensure(unit.worktree, worktree.Git(self._helpers))
+        except worktree.WorktreeError as exc:
+            raise SpawnError(str(exc), permanent=True, reason=str(WORKTREE_ERROR)) from None
+        if made.created:
+            self._emit(
+                ev.UNIT_WORKTREE,
+                unit=unit.name,
+                path=str(made.path),
+                branch=made.branch,
+                base=made.base,
+                created=True,
+            )
+
     def _settle(self, decision: Decision) -> None:
         """Apply a decision that does not start a session at once."""
         reason, detail = decision.reason, decision.detail
@@ -549,6 +643,8 @@ class Service:
         started = self._clock()
         cgroup: Path | None = None
         try:
+            if unit.worktree is not None:  # its workdir and state dir are in it
+                await self._worktree(unit)
             prepared = await self.briefing.prepare(
                 unit, number, reason, ends, self._wall(), redactor
             )
@@ -604,6 +700,7 @@ class Service:
                 self._clock(),
                 spawn_error=str(exc),
                 spawn_retry=not exc.permanent,
+                spawn_reason=exc.reason,
                 state_changed=False,
             )
 
@@ -766,13 +863,13 @@ class Service:
             )
 
     def _spawn_failed(self, run: SessionRun, exc: SpawnError) -> None:
-        self._set_state(State.STOPPING, "spawn-error")
+        self._set_state(State.STOPPING, exc.reason)
         self._emit(
             ev.SESSION_EXIT,
             level="error",
             unit=run.unit.name,
             session=run.number,
-            reason="spawn-error",
+            reason=exc.reason,
             error=str(exc),
             duration_s=0.0,
         )
@@ -780,7 +877,7 @@ class Service:
             {
                 "kind": "end",
                 "session": run.number,
-                "reason": "spawn-error",
+                "reason": exc.reason,
                 "error": str(exc),
                 "at": iso(self._wall()),
             }

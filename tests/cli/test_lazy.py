@@ -157,6 +157,8 @@ def test_every_verb_is_listed_with_its_help_and_hook_stays_hidden() -> None:
         "state",
         "hooks",
         "hook",
+        "verify",
+        "worktree",
     }
     listing = CliRunner().invoke(main, ["--help"]).stdout.split("Commands:\n", 1)[1]
     shown = {line.split()[0]: line.split(None, 1)[1] for line in listing.splitlines()}

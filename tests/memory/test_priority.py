@@ -11,14 +11,14 @@ import pytest
 from click.testing import CliRunner
 
 from agentd.cli.agentctl.group import main
-from agentd.memory.bootstrap.parts import Part, record_items, with_done_runs
+from agentd.memory.bootstrap.parts import Part, must_parts, record_items
 from agentd.memory.bootstrap.render import BootstrapContext, render
 from agentd.memory.formats import complete
 from agentd.memory.layout import load_layout, preset_names, templates
 from agentd.memory.verbs import handoffs
 from agentd.memory.verbs.init import init
 from agentd.tokens import estimate_tokens
-from tests.memory.test_bootstrap import GOOD_LINE, NOW, boot, entry
+from tests.support import GOOD_LINE, NOW, boot, entry
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 from bench_memory_grow import Grower  # the memory benchmark's state grower
@@ -98,7 +98,7 @@ def test_done_runs_in_a_must_file_are_records() -> None:
         "### NEXT",
         "- [ ] n",
     ]
-    parts = with_done_runs(lines, "must", ".agent/T.md")
+    parts = must_parts(lines, "must", ".agent/T.md")
     assert [p.keep for p in parts] == ["must", "record", "must"]
     record = parts[1]
     assert record.items == [["- [x] d0"], ["- [x] d1"], ["- [x] d2", "  more about d2"]]

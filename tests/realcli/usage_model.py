@@ -292,5 +292,3 @@ class UsageGemini(_Reports, ServedModel):
     def __init__(self, log: Path, **config: Any) -> None:
         super().__init__(fg, {**_GEMINI_BASE, **config}, log, _Gemini, None)
         _reporting(self.server)
-
-

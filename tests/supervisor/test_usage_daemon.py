@@ -22,9 +22,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import fake, poll_for
-from tests.helpers import agentd, agentd_popen, events, records, write_unit
 from tests.realcli.usage_model import chosen, total
+from tests.support import agentd, agentd_popen, events, fake, poll_for, records, write_unit
 
 CAPTURES = Path(__file__).resolve().parent.parent / "fixtures" / "usage"
 TRANSCRIPT = CAPTURES / "claude-code-2.1.332-transcript.jsonl"
@@ -46,7 +45,8 @@ def _unit(home: Path, tmp_path: Path, write: str, *steps: str, **keys: Any) -> P
     workdir = tmp_path / "w"
     workdir.mkdir(exist_ok=True)
     where = _where(tmp_path, workdir)
-    script = f'T={shlex.quote(str(where))}; mkdir -p "$(dirname "$T")"; {write}; exec {shlex.join(fake(*steps))}'
+    make = f'T={shlex.quote(str(where))}; mkdir -p "$(dirname "$T")"'
+    script = f"{make}; {write}; exec {shlex.join(fake(*steps))}"
     unit: dict[str, Any] = {
         "command": ["sh", "-c", script],
         "workdir": str(workdir),

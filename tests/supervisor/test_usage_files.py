@@ -44,7 +44,7 @@ def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     def read() -> None:
         try:
             Follower(fifo, tmp_path, ClaudeTranscript()).read()
-        except BaseException as exc:  # noqa: BLE001 (what it raised is the point)
+        except BaseException as exc:
             done.append(exc)
 
     worker = threading.Thread(target=read, daemon=True)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from agentd.config.sections import Budget
 from agentd.config.usage import UsageSpec
 from agentd.supervisor.budget import Usage, reached, usage_today, with_session
 from agentd.supervisor.usage.formats import (
@@ -19,7 +20,6 @@ from agentd.supervisor.usage.formats import (
     GeminiChats,
 )
 from agentd.supervisor.usage.tally import Counts, Spent, estimate_record
-from agentd.config.sections import Budget
 from tests.realcli.usage_model import Reported, chosen, total
 
 CAPTURES = Path(__file__).resolve().parent.parent / "fixtures" / "usage"

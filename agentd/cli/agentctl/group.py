@@ -45,6 +45,8 @@ VERBS: Mapping[str, str] = {
     "install-service": "agentd.cli.agentctl.service:install_service",
     "hooks": "agentd.cli.agentctl.hooks:hooks_cmd",
     "hook": "agentd.cli.agentctl.hooks:hook",
+    "verify": "agentd.cli.agentctl.gate:verify",
+    "worktree": "agentd.cli.agentctl.gate:worktree",
 }
 
 

@@ -44,6 +44,8 @@ def status_rows(statuses: list[dict[str, Any]], now: float, painter: Painter | N
             last += f"; paused until {time.strftime('%H:%M', time.localtime(until))}"
         if s.get("detail") and s["state"] in ("failed", "stalled", "stopped", "conflict"):
             last = s["detail"] if last == "-" else f"{last}: {s['detail']}"
+        if s.get("verifying"):  # a completion is being checked
+            last += f"; {check_said(s, now)}"
         if s.get("invalid"):
             last = (
                 problem_line(s["invalid"])
@@ -70,6 +72,28 @@ def status_rows(statuses: list[dict[str, Any]], now: float, painter: Painter | N
         rows,
         lambda y, x, c: painter.bold(c) if y == 0 else painter.state(c, states[y]) if x == 1 else c,
     )
+
+
+def check_said(status: dict[str, Any], now: float, *, short: bool = False) -> str | None:
+    """A unit's completion check in a few words, from its status (``verify``,
+    ``verifying``); None when the unit has no check. ``short``: for a table cell."""
+    checking = status.get("verifying")
+    if checking:
+        since = parse_iso(checking.get("since"))
+        took = f" ({span(now - since)})" if since is not None and not short else ""
+        return "checking" + ("" if short else f" `{checking.get('command')}`") + took
+    if "verify" not in status:
+        return None
+    last = status["verify"]
+    if not last:
+        return "not run yet"
+    at = parse_iso(last.get("at"))
+    ago = f", {span(now - at)} ago" if at is not None else ""
+    if short:
+        return "passed" if last.get("ok") else f"failed ({last.get('said')})"
+    how = "passed" if last.get("ok") else f"failed: it {last.get('said')}"
+    by = " by hand" if last.get("manual") else f" after session {last.get('session')}"
+    return f"{how} (`{last.get('command')}`{by}, {last.get('duration_s')}s{ago})"
 
 
 def problem_line(problem: dict[str, Any]) -> str:
@@ -108,7 +132,8 @@ def history_rows(unit: str, sessions: list[dict[str, Any]], painter: Painter | N
                 str(s["session"]),
                 local(s.get("started_at")),
                 span(s.get("duration_s")) if s.get("duration_s") is not None else "-",
-                s.get("outcome") or ("-" if ended else "running"),
+                (s.get("outcome") or ("-" if ended else "running"))
+                + (" (checked)" if (s.get("verify") or {}).get("ok") else ""),  # its check passed
                 (s.get("reason") or "-") + (f": {s['error']}" if s.get("error") else ""),
                 tokens_cell(s.get("usage")),
                 cost_cell(s.get("usage")),
@@ -121,7 +146,9 @@ def history_rows(unit: str, sessions: list[dict[str, Any]], painter: Painter | N
         return table(rows)
     return table(
         rows,
-        lambda y, x, c: painter.bold(c) if y == 0 else painter.outcome(c) if x == 3 else c,
+        lambda y, x, c: (
+            painter.bold(c) if y == 0 else painter.outcome(c, c.split()[0]) if x == 3 else c
+        ),
     )
 
 
@@ -152,6 +179,8 @@ def details(d: dict[str, Any], now: float, painter: Painter) -> str:
     for key, label in (("workdir", "Workdir"), ("state_dir", "State dir")):
         if d.get(key):
             facts.append((label, str(d[key])))
+    if d.get("worktree"):
+        facts.append(("Worktree", f"{d['worktree']['path']} (branch {d['worktree']['branch']})"))
     if d.get("pid") is not None:
         n = int(d.get("processes") or 0)
         tree = f" ({n} process{'es' if n != 1 else ''} in its tree)" if n else ""
@@ -168,6 +197,9 @@ def details(d: dict[str, Any], now: float, painter: Painter) -> str:
     if d.get("usage") is not None:
         which = "Usage" if d.get("pid") is None else "Usage so far"
         facts.append((which, usage_line(d["usage"])))
+    check = check_said(d, now)
+    if check is not None:  # the completion check (complete.verify)
+        facts.append(("Check", check))
     if d.get("today") is not None:
         facts.append(("Today", _today(d["today"], d.get("budget") or {})))
     width = max(len(label) for label, _ in facts)

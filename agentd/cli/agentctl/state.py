@@ -195,13 +195,18 @@ def _session() -> int:
 @click.pass_context
 @_failures
 def check(ctx: click.Context) -> None:
-    """Validate the state files; exit 1 listing every problem with file and line."""
+    """Validate the state files; exit 1 listing every problem with file and line.
+
+    Warnings (where a record written by hand was read with a guess) and notes
+    are printed too, but do not fail it."""
     from agentd.memory.verbs import check as statecheck
 
     sd = _open(ctx)
-    problems, notes = statecheck.check(sd)
+    problems, notes, warnings = statecheck.check(sd)
     for note in notes:
         click.echo(f"note: {note}", err=True)
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
     for problem in problems:
         click.echo(str(problem))
     if problems:

@@ -1,13 +1,14 @@
 """``agentctl top``: a full-screen live view of every unit, on textual.
 
 One row per unit (of the daemon and of every ``agentd run``): state, pid,
-session, uptime, restarts, last reason, output rate, the tokens, cost and
-context fill of its session (the running one's so far, from its CLI's records;
-else the last one's) and the last line of its screen. The table is fetched
-again when an event comes on a socket's event stream (``events -f``, read by
-one thread per socket), not on a poll; only what changes without events (the
-output rates, the usage, the screen lines) is refreshed every ``ACTIVITY``
-seconds while a unit runs. Keys start, stop,
+session, uptime, restarts, last reason, its completion check (``checking``,
+``passed``, ``failed (...)``), output rate, the tokens, cost and context fill
+of its session (the running one's so far, from its CLI's records; else the
+last one's) and the last line of its screen. The table is fetched again when
+an event comes on a socket's event stream (``events -f``, read by one thread
+per socket), not on a poll; only what changes without events (the output
+rates, the usage, the screen lines) is refreshed every ``ACTIVITY`` seconds
+while a unit runs. Keys start, stop,
 restart and attach (agentctl attach, with the view suspended).
 """
 
@@ -27,6 +28,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Static
 
 from agentd.cli.agentctl.client import open_client, run_units
+from agentd.cli.agentctl.output import check_said
 from agentd.daemon.control.client import Client, RemoteError, Unreachable
 from agentd.paths import Paths
 from agentd.supervisor.usage.shown import context_cell, cost_cell, tokens_cell
@@ -41,6 +43,7 @@ COLUMNS = (
     "UPTIME",
     "RESTARTS",
     "LAST",
+    "CHECK",
     "OUT/s",
     "TOKENS",
     "COST",
@@ -143,6 +146,7 @@ class Top(App[None]):
             span(s.get("uptime_s")) if running else "-",
             str(s.get("restarts", 0)),
             s.get("last_reason") or "-",
+            check_said(s, time.time(), short=True) or "-",  # the completion check
             self._rate(s, now) if running else "-",
             tokens_cell(s.get("usage")),  # the running session's so far, else the last one's
             cost_cell(s.get("usage")),

@@ -5,7 +5,8 @@ For each file: what the loader refuses (every key at once), and what a
 session would meet (``agentd.config.lint``: the command not found, the
 bootstrap in ``ps``...). A missing workdir does not hide the rest: the file
 is read again past it (``probe``) and linted. Across the files (and the units
-dir beside them), units that share a state dir. Each problem once, with one
+dir beside them), units that share a state dir or a git worktree (they may
+share a repository, each on its own branch). Each problem once, with one
 severity, as the daemon says it (``agentd run``, ``agentd serve``).
 
 ``check_files`` gives the reports; ``said``/``as_json`` print them.
@@ -88,6 +89,7 @@ def check_files(
         except UnitError:
             continue  # its own check says why
     _shared_state_dirs(units, beside)
+    _shared_worktrees(units, beside)
     return reports
 
 
@@ -152,6 +154,36 @@ def _shared_state_dirs(
                     f"{real} is also the state dir of {names}: two units that share one "
                     "overwrite each other's memory, so only one of them runs at a time (the "
                     "other shows `conflict` and waits); give each its own state.dir",
+                )
+            )
+
+
+def _shared_worktrees(
+    units: dict[str, tuple[tuple[Unit, Lines], Report]], beside: dict[str, Unit]
+) -> None:
+    """An error on each checked unit whose git worktree another unit has too."""
+    by_tree: dict[str, list[tuple[Unit, Report | None]]] = {}
+    for (checked, _), its in units.values():
+        if checked.worktree is not None:
+            real = os.path.realpath(checked.worktree.path)
+            by_tree.setdefault(real, []).append((checked, its))
+    for other in beside.values():
+        if other.worktree is not None:
+            by_tree.setdefault(os.path.realpath(other.worktree.path), []).append((other, None))
+    for real, sharing in by_tree.items():
+        for unit, report in sharing:
+            if report is None or len(sharing) < 2:
+                continue
+            lines = next(lines for (u, lines), r in units.values() if r is report)
+            names = ", ".join(f"{u.name} ({u.source})" for u, _ in sharing if u.name != unit.name)
+            report.problems.append(
+                Problem(
+                    "error",
+                    line_of(("worktree", "branch"), lines),
+                    "worktree.branch",
+                    f"{real} is also the worktree of {names}: units may share a repository, "
+                    "not a worktree (only one of them runs at a time; the other shows "
+                    "`conflict` and waits); give each its own branch",
                 )
             )
 

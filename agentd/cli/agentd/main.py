@@ -131,10 +131,13 @@ def check(paths: Paths, files: tuple[Path, ...], as_json: bool, color: str) -> N
     """Validate unit FILEs and DIRs of them (default: the units dir); exit 1 on errors.
 
     Every problem of each file, not just the first: what the daemon refuses
-    (with file:line: key), and what a session would meet: a command that is
-    not found or not executable (an error, also behind a missing workdir), a
-    bootstrap on the command line that `ps` shows or that may outgrow the
-    argument limit (warnings), two units that share a state dir (an error).
+    (with file:line: key), and what a session would meet: a command (or a
+    completion check) that is not found or not executable (an error, also
+    behind a missing workdir), a worktree repository that is not one (an
+    error), a bootstrap on the command line that `ps` shows or that may
+    outgrow the argument limit (warnings), two units that share a state dir
+    or a worktree (an error; units may share a repository, each in its own
+    worktree).
     Each file that loads is said ok with its effective command, quoted as a
     shell would. --json: [{file, unit, ok, command, problems: [{level, line,
     key, message}]}].

@@ -242,6 +242,19 @@ async def unit(ctx: Context, args: UnitArgs) -> dict[str, Any]:
         }
 
 
+@command("verify")
+async def verify(ctx: Context, args: UnitArgs) -> dict[str, Any]:
+    """Run the unit's completion check now (``complete.verify``), by hand; what it said.
+    It changes no state; the reply comes when the check has ended (its timeout bounds it)."""
+    return await ctx.sup.verify(args.unit)
+
+
+@command("worktree")
+async def worktree(ctx: Context, args: UnitArgs) -> dict[str, Any]:
+    """The unit's git worktree: path, branch, base, how far ahead of the base."""
+    return await ctx.sup.worktree(args.unit)
+
+
 # -- helpers -----------------------------------------------------------------------------
 def recent_events(sup: Supervisor, args: EventsArgs) -> list[dict[str, Any]]:
     """The last ``args.lines`` events of the event log (of one unit, if named); a unit

@@ -74,6 +74,11 @@ resize     {unit, cols, rows}                                   {unit, cols, row
 precompact {unit, session}                                      {ending: bool}: the CLI's
                                                                  PreCompact hook; true when
                                                                  that session is being ended
+verify     {unit}                                               {ok, command, exit_code,
+                                                                 said, duration_s, output,
+                                                                 ...} once the check ended
+worktree   {unit}                                               {path, repo, branch, base,
+                                                                 ahead, behind, exists}
 =========  ===================================================  ==========================
 
 ``status`` objects: unit, state, pid (null), session, uptime_s, output_bytes

@@ -100,6 +100,8 @@ COMMANDS: dict[str, type[Args]] = {
     "resize": ResizeArgs,
     "describe": DescribeArgs,
     "unit": UnitArgs,
+    "verify": UnitArgs,
+    "worktree": UnitArgs,
 }
 
 

@@ -45,6 +45,7 @@ COLOURS = {
     "crashed": "#d64545",
     "stalled": "#8b1e3f",
     "stopped": "#5b6775",
+    "verify-failed": "#c0573e",  # it claimed completion; its check refused it
     "unknown": "#c0c4ca",
 }
 WIDTH, LEFT, RIGHT = 1000.0, 10.0, 10.0

@@ -34,7 +34,28 @@ def summary(
         "since_text": f"{clock(since)} ({span(now - since)} ago)" if since else "-",
         "budget": budget_used(usage, budget, estimated=estimated),
         "spent": usage_line(status["usage"]) if status.get("usage") else None,
+        "check": check(status, now),  # None: the unit has no completion check
     }
+
+
+def check(status: dict[str, Any], now: float) -> str | None:
+    """The unit's completion check in words: running, passed or failed, and when;
+    None when the unit has none."""
+    running = status.get("verifying")
+    if running:
+        since = parse_iso(running.get("since"))
+        took = f" ({span(now - since)})" if since is not None else ""
+        return f"checking `{running.get('command')}`{took}"
+    if "verify" not in status:
+        return None
+    last = status["verify"]
+    if not last:
+        return "not run yet"
+    at = parse_iso(last.get("at"))
+    ago = f", {span(now - at)} ago" if at is not None else ""
+    how = "passed" if last.get("ok") else f"failed: it {last.get('said')}"
+    by = " by hand" if last.get("manual") else f" after session {last.get('session')}"
+    return f"{how} (`{last.get('command')}`{by}, {last.get('duration_s')}s{ago})"
 
 
 def budget_used(usage: Usage, budget: Budget, *, estimated: bool = False) -> str:

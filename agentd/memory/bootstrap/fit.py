@@ -7,7 +7,9 @@ layout's order; the budget is spent by priority:
 1. **must**: every must-keep part, whole. If they alone exceed the budget they
    share it evenly - a long file is cut before a short one loses a line
    (water-filling) - each cut one is marked, and nothing of lower priority is
-   shown (``Fitted.must_over`` says by how much, for a warning).
+   shown (``Fitted.must_over`` says by how much, for a warning). Inside a
+   file, the parts that say what to do now (``Part.now``: current task, next
+   step, blockers, handoff) get its share first, the rest what is left.
 2. **record**: the newest ``least`` items of every record, then more of the
    newest, one item per record in turn while they fit. A record shows an
    unbroken run of its newest items, with a caption counting the rest.
@@ -274,7 +276,8 @@ def _spread(plan: Plan, shares: list[Share], keep: Keep) -> float:
             continue
         plan.pay(i, frame)
         left = allowance - frame
-        for s in group:
+        # what to do now first, then the rest in file order (it is rendered in file order)
+        for s in sorted(group, key=lambda s: not s.part.now):
             cost = s.part.whole_cost()
             if cost <= left:
                 s.count = len(s.part.lines)

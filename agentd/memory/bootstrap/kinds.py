@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 from agentd import fileio
 from agentd.memory import statedir
 from agentd.memory.bootstrap.escapes import escape_lines
-from agentd.memory.bootstrap.parts import Block, Part, list_part, record_items, with_done_runs
-from agentd.memory.formats import markdown, taskstate
+from agentd.memory.bootstrap.parts import Block, Part, list_part, must_parts, record_part
+from agentd.memory.formats import items, jsonitems, markdown, outline, taskstate
 from agentd.memory.formats.decisions import DECISION_FORM, bad_lines
 from agentd.memory.layout import Keep, LayoutFile, templates
 from agentd.memory.schema import replace
@@ -36,7 +36,9 @@ if TYPE_CHECKING:
     from agentd.memory.bootstrap.render import BootstrapContext
 
 DEFAULT_LOG_TAIL = 10
+MIN_READ = 64 << 10  # a record reads at least this much
 DEFAULT_ENTRIES = 10
+BAD_LINES_NAMED = 5  # a warning names this many malformed log lines, then counts the rest
 MAX_SECTION_BYTES = 4 << 20
 COUNT_LINES_LIMIT = 4 << 20  # true line numbers only while counting them is cheap
 
@@ -53,7 +55,7 @@ def shown(workdir: Path, path: Path) -> str:
 def read_bytes(ctx: BootstrapContext) -> int:
     """What is read of a record or free text file: more than the budget can
     show (4 bytes a token, 4 times over), at least 64 KiB, at most 4 MiB."""
-    return min(max(64 << 10, ctx.budget_tokens * 16), MAX_SECTION_BYTES)
+    return min(max(MIN_READ, ctx.budget_tokens * 16), MAX_SECTION_BYTES)
 
 
 def empty_optional(entry: LayoutFile, block: Block) -> Block | None:
@@ -81,30 +83,57 @@ def note(block: Block, entry: LayoutFile, text: str) -> Block:
 def entries(
     ctx: BootstrapContext, entry: LayoutFile, path: Path, block: Block, warnings: list[str]
 ) -> Block | None:
-    """A Markdown file of ``## `` entries, newest last: a record of them."""
-    text, truncated = statedir.read_head(path, MAX_SECTION_BYTES)
-    lines = markdown.without_comments(text.splitlines())
-    preamble, entries = markdown.split_entries(lines)
-    if not entries:
-        body = markdown.strip_blank(markdown.nest(preamble, block.title))
-        if not markdown.has_content(body):
-            return None if entry.optional else note(block, entry, "_(no entries yet)_")
-        # only the file's preamble so far: text, behind the records of other files
-        block.parts = [Part("free" if entry.priority == "record" else entry.priority, lines=body)]
-        return block
-    items = [[*markdown.strip_blank(markdown.nest(e, "")), ""] for e in entries]
-    items[-1] = items[-1][:-1]
-    block.parts = [
-        list_part(
-            entry.priority,
-            items,
-            entry.tail or DEFAULT_ENTRIES,
-            what="entries",
-            path=block.shown,
-            unread=None if truncated else 0,
+    """A Markdown file of entries, newest last: a record of them, in any shape
+    ``agentd.memory.formats.items`` reads (``## `` entries, list items, ...)."""
+    made = _markdown(ctx, entry, path, block, warnings, record=True, what="entries")
+    if made is not None and not made.parts:
+        return None if entry.optional else note(block, entry, "_(no entries yet)_")
+    return made
+
+
+def _json_record(text: str, block: Block) -> tuple[list[str], str] | None:
+    """The items of a JSON record file (an array, or a JSON Lines file), as text."""
+    found = jsonitems.json_record(text)
+    if found is None:
+        return None
+    values, where = found
+    texts, bad = jsonitems.json_items(values)
+    if bad:
+        block.notes.append(
+            f"guessed: {len(bad)} item(s) of {where} hold no text field: shown as JSON"
         )
-    ]
-    return block
+    return texts, where
+
+
+def _newest_at_top(text: str) -> bool:
+    """Does the end of a record file read as a list written newest first?"""
+    lines = lines_of(text)
+    firsts = [ln for ln in lines if items.bullet(ln) or markdown.HEADING.match(ln)]
+    return items.newest_first(firsts or lines)
+
+
+def lines_of(text: str) -> list[str]:
+    """``text``'s lines, as any editor writes them (CRLF, a byte-order mark)."""
+    return text.lstrip("\ufeff").splitlines()
+
+
+def _note_guesses(
+    block: Block, lines: list[str], sections: Sequence[str], first: int, record: bool
+) -> None:
+    """The reader's guesses over ``lines`` (the file's, from line ``first``; 0:
+    not known), or over its ``sections``, in the account: a note, never a
+    warning of the bootstrap."""
+    found: list[items.Guess] = []
+    if sections:
+        for span in outline.find_all(lines, sections):
+            if span is not None:
+                at = first + span[0] if first else 0
+                found += outline.guesses(lines[span[0] : span[1]], at, record=record)
+    else:
+        found = outline.guesses(lines, first, record=record)
+    for guess in found:
+        where = f"{block.shown}:{guess.line}" if guess.line else block.shown
+        block.notes.append(f"guessed ({where}): {guess.message}")
 
 
 def decision_log(
@@ -116,24 +145,23 @@ def decision_log(
     with statedir.open_regular(path) as f:
         lines, start = fileio.tail_window(f, least, more)
     before = statedir.count_lines_before(path, start, COUNT_LINES_LIMIT)
-    bad = [
-        str(before + i + 1) if before is not None else str(len(lines) - i) for i in bad_lines(lines)
-    ]
-    if bad:
-        where = ("lines " if len(bad) > 1 else "line ") + ", ".join(bad)
-        where += "" if before is not None else " (counted from the end)"
-        warnings.append(
-            f"{block.shown}: {where} {'are' if len(bad) > 1 else 'is'} not in the six-field form "
-            f"`{DECISION_FORM}`"
-        )
-    items = [[line] for line in lines if line.strip()]
-    if not items:
+    unread: int | None = None if before is None else before
+    newest_at_top = items.newest_first(lines)
+    if newest_at_top:  # written newest first (by hand): the news is at its head
+        head, truncated = statedir.read_head(path, max(more, MIN_READ))
+        lines = lines_of(head)[:-1] if truncated else lines_of(head)
+        before, unread = 0, None if truncated else 0
+        block.notes.append(f"guessed ({block.shown}): {items.NEWEST_FIRST}")
+    _warn_bad_lines(block, lines, before, warnings)
+    logged = _log_items(lines)
+    if newest_at_top:
+        logged.reverse()
+    if not logged:
         return None if entry.optional else note(block, entry, "_(no decisions yet)_")
-    unread = None if before is None else before
     block.parts = [
         list_part(
             entry.priority,
-            items,
+            logged,
             least,
             what="decisions",
             path=block.shown,
@@ -142,6 +170,40 @@ def decision_log(
         )
     ]
     return block
+
+
+def _warn_bad_lines(
+    block: Block, lines: list[str], before: int | None, warnings: list[str]
+) -> None:
+    """A warning naming the first of ``lines`` (the file's, after ``before``
+    lines; None: not known, counted from the end) not in the six-field form."""
+    bad = [
+        str(before + i + 1) if before is not None else str(len(lines) - i) for i in bad_lines(lines)
+    ]
+    if not bad:
+        return
+    named = bad[:BAD_LINES_NAMED]
+    where = ("lines " if len(bad) > 1 else "line ") + ", ".join(named)
+    if len(bad) > len(named):
+        where += f" and {len(bad) - len(named)} more (`agentctl state check` lists them)"
+    where += "" if before is not None else " (counted from the end)"
+    warnings.append(
+        f"{block.shown}: {where} {'are' if len(bad) > 1 else 'is'} not in the six-field form "
+        f"`{DECISION_FORM}`"
+    )
+
+
+def _log_items(lines: list[str]) -> list[list[str]]:
+    """A log's items: one a line, an indented line continuing the one above."""
+    out: list[list[str]] = []
+    for line in lines:
+        if not line.strip():
+            continue
+        if out and line[0] in " \t":
+            out[-1].append(line)
+        else:
+            out.append([line])
+    return out
 
 
 def task_state(
@@ -259,21 +321,55 @@ def _text(
         body = markdown.nest(markdown.without_comments(lines), block.title)
         block.parts = [Part(keep, lines=body, keep_end=True)]
         return empty_optional(entry, block)
-    if entry.sections or keep == "must":  # all of it: the budget, not a read cap, cuts facts
+    made = _markdown(ctx, entry, path, block, warnings, record=keep == "record", what="items")
+    return made if made is None else empty_optional(entry, made)
+
+
+def _markdown(
+    ctx: BootstrapContext,
+    entry: LayoutFile,
+    path: Path,
+    block: Block,
+    warnings: list[str],
+    *,
+    record: bool,
+    what: str,
+) -> Block | None:
+    """A Markdown file (or its ``sections``) as parts: a record of its items
+    (``record``; a JSON array too), free text, or must-keep text with its
+    growing lists as records (``must_parts``). Where reading it had to guess,
+    the account says so with the file line."""
+    keep = entry.priority
+    whole = entry.sections or (keep == "must" and not record)
+    if whole:  # all of it: the budget, not a read cap, cuts facts
         text, truncated = statedir.read_head(path, MAX_SECTION_BYTES)
     else:  # records and free text: their newest part is the end
         text, truncated = statedir.read_end(path, read_bytes(ctx))
-    lines = text.splitlines()
-    if truncated and keep == "must":
+    if truncated and not whole and _newest_at_top(text):  # by hand, newest first: its head
+        text, truncated = statedir.read_head(path, read_bytes(ctx))
+        text = text.rsplit("\n", 1)[0] if truncated else text
+    if truncated and whole:
         block.complete = False  # the marker goes after what was read
     elif truncated:
         block.lead += [f"_(the end of a long file: read {block.shown} for the rest)_", ""]
         block.notes.append("only the end of the file was read (it is long)")
+    if record and not entry.sections and (found := _json_record(text, block)) is not None:
+        texts, where = found
+        block.notes.append(f"read as {len(texts)} items of {where}")
+        listed = [[f"- {t}"] for t in texts]
+        least = entry.tail or DEFAULT_ENTRIES
+        block.parts = (
+            [list_part(keep, listed, least, what=what, path=block.shown)] if listed else []
+        )
+        return block
+    lines = lines_of(text)
+    if keep != "free" or record:
+        _note_guesses(block, lines, entry.sections, 1 if whole or not truncated else 0, record)
     if len(entry.sections) == 1:
-        found = markdown.section_body(lines, [entry.sections[0]])
-        if found is None:
+        found_body = outline.section_body(lines, entry.sections[0])
+        if found_body is None:
             return _no_section(block, entry, entry.sections[0], warnings)
-        lines = found
+        lines = found_body
     elif entry.sections:
         lines = _sections(lines, entry.sections, block.shown, warnings)
     lines, examples = _without_examples(ctx, entry, markdown.without_comments(lines))
@@ -292,22 +388,24 @@ def _text(
             f"_({count} of the template, never edited, left out: examples are not rules)_",
             "",
         ]
-    if keep == "record":
+    if record:
+        reading = items.read(body, 0)
+        if not reading.items:
+            block.parts = []
+            return block
+        if reading.shape not in ("paragraphs", "lines"):  # those are guesses, noted already
+            count = f"{len(reading.items)}{'+' if truncated else ''}"
+            block.notes.append(f"read as {count} {reading.what}")
+        least = entry.tail or DEFAULT_ENTRIES
+        unread = None if truncated else 0
         block.parts = [
-            list_part(
-                "record",
-                record_items(body),
-                entry.tail or DEFAULT_ENTRIES,
-                what="items",
-                path=block.shown,
-                unread=None if truncated else 0,
-            )
+            record_part(keep, reading, least, what=what, path=block.shown, unread=unread)
         ]
     elif keep == "free":
         block.parts = [Part("free", lines=body, keep_end=True)]
     else:
-        block.parts = with_done_runs(body, keep, block.shown)
-    return empty_optional(entry, block)
+        block.parts = must_parts(body, keep, block.shown)
+    return block
 
 
 def _no_section(block: Block, entry: LayoutFile, name: str, warnings: list[str]) -> Block:
@@ -319,12 +417,12 @@ def _sections(lines: list[str], names: Sequence[str], shown: str, warnings: list
     """The sections ``names`` of a Markdown file, in that order, each under
     ``### NAME``; a missing one is warned about, an empty one left out later."""
     out: list[str] = []
-    for name in names:
-        body = markdown.section_body(lines, [name])
+    for name, body in zip(names, outline.bodies(lines, names), strict=True):
         if body is None:
             warnings.append(f"{shown} has no `## {name}` section")
             body = [f"_(no `## {name}` section)_"]
-        out += [f"### {name}", "", *markdown.strip_blank(body), ""]
+        # its own headings below its name's: a `### 12. ...` entry stays inside it
+        out += [f"### {name}", "", *markdown.nest(markdown.strip_blank(body), "", top=4), ""]
     return out
 
 

@@ -3,10 +3,13 @@ records, free text - and what each line costs.
 
 The file kinds (``agentd.memory.bootstrap.kinds``) render a file to Markdown lines;
 this module says which of those lines are what for the budget
-(``agentd.memory.bootstrap.fit``): a must-keep file's runs of done items (``- [x]``) are
-records of their own, a record file's lines group into items (a list item with
-its continuation lines, a heading travels with the item below it), and each
-record gets a caption that counts what is not shown. No I/O.
+(``agentd.memory.bootstrap.fit``): in a must-keep file, the sections that say
+what to do now are cut last, and its growing lists (``## DONE``, ``## 进度``)
+and runs of done items (``- [x]``) are records of their own
+(``agentd.memory.formats.outline``); a record file's lines group into items
+(``agentd.memory.formats.items``: a list item with its continuation lines, a
+heading entry, a table row; a heading travels with the item below it), and
+each record gets a caption that counts what is not shown. No I/O.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from agentd.memory.formats.markdown import HEADING, ITEM
+from agentd.memory.formats import items, outline
 from agentd.memory.layout import Keep
 from agentd.tokens import count_cjk, estimate_tokens
 
@@ -39,6 +42,7 @@ class Part:
     fence: str | None = None  # wrap in a ``` fence (raw JSON, log lines)
     keep_end: bool = False  # must / free: a cut keeps the end (the newest part)
     gap: bool = False  # a blank line before it
+    now: bool = False  # must: says what to do now (current task, next, blockers): cut last
 
     @property
     def total(self) -> int:
@@ -132,96 +136,143 @@ def list_part(
     return Part(keep, lines=lines, fence=fence, keep_end=True)
 
 
-def with_done_runs(lines: Sequence[str], keep: Keep, path: str) -> list[Part]:
-    """``lines`` as ``keep`` parts, except each run of done items (``- [x]``),
-    which is a record; the heading right above a run is its caption."""
-    parts: list[Part] = []
-    plain: list[str] = []
-    runs = _done_runs(lines)
-    pos = 0
-    for start, end in runs:
-        plain += lines[pos:start]
-        head = _trailing_heading(plain)
-        if head:
-            del plain[len(plain) - len(head) :]
-        if plain:
-            parts.append(Part(keep, lines=plain))
-        plain = []
-        items = _items(lines[start:end])
-        parts.append(
-            Part(
-                "record",
-                items=items,
-                least=DONE_LEAST,
-                what="done items",
-                caption=_done_caption(head, path),
-            )
-        )
-        pos = end
-    plain += lines[pos:]
-    if plain:
-        parts.append(Part(keep, lines=plain))
-    return parts
+def record_part(
+    keep: Keep,
+    reading: items.Reading,
+    least: int,
+    *,
+    what: str,
+    path: str,
+    fence: str | None = None,
+    unread: int | None = 0,
+) -> Part:
+    """The items of ``reading`` as a record (``list_part``); a table's header
+    is shown above whatever rows are."""
+    counted = newest_caption(what, path, counted=unread is not None)
+    head = reading.head
+
+    def caption(shown: int, total: int) -> list[str]:
+        return [*counted(shown, total), *head]
+
+    return list_part(
+        keep,
+        [item.lines for item in reading.items],
+        least,
+        what=what,
+        path=path,
+        fence=fence,
+        caption=caption if head else None,
+        unread=unread,
+    )
 
 
 def record_items(lines: Sequence[str]) -> list[list[str]]:
-    """The items of a record file, oldest first: each top-level list item with
-    its continuation lines, each other line alone; headings and blank lines
-    go with the item after them."""
-    items: list[list[str]] = []
-    pending: list[str] = []
-    for line in lines:
-        m = ITEM.match(line)
-        continuation = items and not pending and line.startswith((" ", "\t")) and line.strip()
-        if continuation and not (m and not m["indent"]):
-            items[-1].append(line)
-        elif not line.strip() or HEADING.match(line):
-            pending.append(line)
+    """The items of a record file, oldest first, each with its lines
+    (``agentd.memory.formats.items.read``)."""
+    return [item.lines for item in items.read(lines, 0).items]
+
+
+def must_parts(lines: Sequence[str], keep: Keep, path: str) -> list[Part]:
+    """A must-keep file's ``lines`` as parts (``agentd.memory.formats.outline``):
+    the sections that say what to do now are ``now`` parts (cut last); a
+    growing list (``## DONE``, ``## 进度``: any items not marked open) and any
+    run of items marked done (``- [x]``, ``✅``) are records, newest first,
+    the heading above them their caption; the rest is ``keep`` text."""
+    parts: list[Part] = []
+    for span in outline.outline(lines):
+        body = list(lines[span.start : span.end])
+        head: list[str] = []
+        if span.heading:
+            head, body = _heading_lines(body)
+        now = span.role == "now"
+        if span.role == "list":
+            reading = items.read(body, 0)
+            parts += _runs(reading, head, keep, path, now, f"`{span.name}` items", open_only=True)
+        elif any(items.mark_of(ln) == "x" for ln in body if items.bullet(ln)):
+            parts += _runs(
+                items.read(body, 0), head, keep, path, now, "done items", open_only=False
+            )
         else:
-            items.append([*pending, line])
-            pending = []
-    return items
+            parts.append(Part(keep, lines=[*head, *body], now=now))
+    return _merged(parts)
 
 
-def _done_runs(lines: Sequence[str]) -> list[tuple[int, int]]:
-    """(start, end) of each run of top-level done items and their continuation lines."""
-    runs: list[tuple[int, int]] = []
-    start = None
-    end = 0
-    for i, line in enumerate(lines):
-        m = ITEM.match(line)
-        if m and not m["indent"] and (m["mark"] or "").lower() == "x":
-            start = i if start is None else start
-            end = i + 1
-        elif start is not None and m is None and line.startswith((" ", "\t")) and line.strip():
-            end = i + 1  # an item's continuation line stays with it
-        elif start is not None:
-            runs.append((start, end))
-            start = None
-    if start is not None:
-        runs.append((start, end))
-    return runs
+def _heading_lines(lines: list[str]) -> tuple[list[str], list[str]]:
+    """(the heading line and the blank lines after it, the rest)."""
+    i = 1
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    return lines[:i], lines[i:]
 
 
-def _items(lines: Sequence[str]) -> list[list[str]]:
-    items: list[list[str]] = []
-    for line in lines:
-        m = ITEM.match(line)
-        if (m and not m["indent"]) or not items:
-            items.append([line])
+def _runs(
+    reading: items.Reading,
+    head: list[str],
+    keep: Keep,
+    path: str,
+    now: bool,
+    what: str,
+    *,
+    open_only: bool,
+) -> list[Part]:
+    """``reading``'s items as parts: each run of items that are done (any not
+    marked open, when ``open_only``; else those marked done) a record, the
+    others ``keep`` text; ``head`` goes with the first part."""
+    parts: list[Part] = []
+    run: list[items.Item] = []
+    plain: list[str] = []
+
+    def flush_run() -> None:
+        nonlocal head
+        if run:
+            caption = _done_caption(head, path)
+            lines = [i.lines for i in run]
+            parts.append(Part("record", items=lines, least=DONE_LEAST, what=what, caption=caption))
+            run.clear()
+            head = []
+
+    def flush_plain() -> None:
+        nonlocal head
+        if plain:
+            parts.append(Part(keep, lines=[*head, *plain], now=now))
+            plain.clear()
+            head = []
+
+    for item in reading.items:
+        done = item.mark != " " if open_only else item.mark == "x"
+        if done:
+            flush_plain()
+            run.append(item)
         else:
-            items[-1].append(line)
-    return items
+            flush_run()
+            plain.extend(item.lines)
+    flush_run()
+    plain.extend(reading.tail)
+    if head and not plain and not parts:
+        plain.extend(head)
+        head = []
+    flush_plain()
+    return parts
 
 
-def _trailing_heading(lines: Sequence[str]) -> list[str]:
-    """The heading (and the blank lines after it) that ``lines`` end with, if any."""
-    i = len(lines)
-    while i > 0 and not lines[i - 1].strip():
-        i -= 1
-    if i > 0 and HEADING.match(lines[i - 1]):
-        return list(lines[i - 1 :])
-    return []
+def _merged(parts: list[Part]) -> list[Part]:
+    """Neighbouring text parts of the same kind as one; blank lines between
+    parts go with the text after them (dropped before a record)."""
+    out: list[Part] = []
+    blank: list[str] = []
+    for p in parts:
+        if p.keep != "record" and not any(ln.strip() for ln in p.lines):
+            blank += p.lines
+            continue
+        last = out[-1] if out else None
+        if p.keep != "record":
+            p.lines = [*blank, *p.lines]
+        blank = []
+        if last and last.keep == p.keep != "record" and last.now == p.now:
+            last.lines += p.lines
+        else:
+            out.append(p)
+    return out
 
 
 def _done_caption(head: list[str], path: str) -> Caption:

@@ -9,6 +9,7 @@ The text, in this order::
 
     # agentd bootstrap: UNIT, session N      header: why the last session ended,
                                              the state files win over memory
+    ## The claimed completion failed ...     only after a refused completion: first
     ## <title of each layout file>           in layout order, within the budget
     ## Warnings                              only when there are any
     ## Changes since the last session        only in a git repo, when HEAD moved
@@ -39,6 +40,7 @@ from agentd.memory.bootstrap.escapes import escape_controls, escape_lines
 from agentd.memory.bootstrap.fit import FileAccount, Fitted, fit, must_cost
 from agentd.memory.bootstrap.kinds import file_block, shown
 from agentd.memory.bootstrap.parts import Block
+from agentd.memory.bootstrap.refusal import Refusal, refusal_block
 from agentd.memory.formats import complete, readonly
 from agentd.memory.layout import LayoutFile
 from agentd.reasons import Reason
@@ -58,6 +60,8 @@ class BootstrapContext:
     readonly_hashes: Mapping[str, str] = field(default_factory=dict)  # layout path -> sha256
     since_commit: str | None = None  # git HEAD at the previous session's start
     unchanged_sessions: int = 0  # sessions in a row that left the state dir unchanged
+    verify: str | None = None  # the unit's completion check (``complete.verify``), shown
+    refusal: Refusal | None = None  # the previous session's completion, refused by it
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,8 @@ def render(ctx: BootstrapContext) -> Bootstrap:
     """The bootstrap for the session ``ctx`` describes (see the module docstring)."""
     warnings: list[str] = []
     blocks = [b for entry in ctx.layout if (b := file_block(ctx, entry, warnings)) is not None]
+    if ctx.refusal is not None:  # the first must-keep section
+        blocks.insert(0, refusal_block(ctx.refusal))
     recorded = readonly.effective(ctx.state_dir, ctx.readonly_hashes)
     show = partial(shown, ctx.workdir)
     hashes, changed = readonly.check(ctx.state_dir, ctx.layout, recorded, show)
@@ -125,7 +131,8 @@ def unavailable(ctx: BootstrapContext, why: str) -> Bootstrap:
     warnings = [f"{why}: read the state files in {_dir_shown(ctx)} yourself before anything else"]
     escape_lines(warnings)
     fixed = _Fixed(escape_controls(_header(ctx, None))[0], warnings, "", _rules(ctx))
-    text, parts, _ = _within_budget([], fixed, ctx.budget_tokens)
+    blocks = [refusal_block(ctx.refusal)] if ctx.refusal is not None else []
+    text, parts, _ = _within_budget(blocks, fixed, ctx.budget_tokens)
     return Bootstrap(
         text, estimate_tokens(text), warnings, [], {}, None, _counted(parts), ctx.budget_tokens
     )
@@ -237,6 +244,7 @@ def _explain(reason: str) -> str:
         "manual": "it was restarted by hand",
         "sentinel:compaction": "its context was being compacted",
         "complete": "the mission was marked complete",
+        "verify-failed": "its claimed completion failed verification",
     }
     if reason in fixed:
         return fixed[reason]
@@ -259,7 +267,13 @@ def _rules(ctx: BootstrapContext) -> str:
         '3. To hand over to a fresh session: `agentctl state handoff "TEXT"`, then exit '
         'with code 42 (or run `agentctl restart "$AGENTD_UNIT"`).\n'
         '4. When the whole mission is done and verified: `agentctl state complete "RESULT"`, '
-        "then exit: agentd ends the unit `done`, whatever your exit code."
+        "then exit: agentd ends the unit `done`, whatever your exit code"
+        + (
+            f" - once its check `{ctx.verify}` passes; if it fails, the next session is "
+            "told why. Run it yourself before you claim completion."
+            if ctx.verify
+            else "."
+        )
     )
 
 

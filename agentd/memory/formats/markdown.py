@@ -3,21 +3,31 @@
 The layouts keep state in Markdown with fixed headings (``## CURRENT``,
 ``## NEXT``, ``# 下一步``), checklists (``- [x] done``, ``- [ ] to do``) and
 numbered entries (``## 5. 依赖注入方案``). This module finds and edits those
-parts on lists of lines; it does no I/O. The list items inside a section
-(checklists, ``- key: value`` lines) are ``agentd.memory.formats.markdown``'s.
+parts on lists of lines, as the ``agentctl state`` verbs write them; it does
+no I/O. Reading a record in whatever shape the agent wrote it is
+``agentd.memory.formats.items``'; a must-keep file's sections by what they
+say, ``agentd.memory.formats.outline``'s.
 
 A *section* is a heading of any level and the lines after it up to the next
-heading of the same or a higher level. Headings match case-insensitively,
-ignoring a trailing ``#`` run, and never inside a fenced code block.
+heading of the same or a higher level. Headings match as people write them
+(``heading_key``): in any case, with or without a trailing colon, a leading
+number or emoji, emphasis or a trailing ``#`` run (``## 🎯 Next step:``
+finds ``Next step``), a CJK name also without the space after the hashes
+(``##下一步``) - and never inside a fenced code block.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-HEADING = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<name>.*?)\s*#*\s*$")
+# `##下一步` too: Chinese text often has no space after the hashes (`#hashtag` stays text).
+# The name keeps a closing `#` run (``headings`` drops it): `(?:.*\S)?`, not `.*?\s*#*`,
+# is linear (the lazy form retries the end at every character: slow on a long file).
+HEADING = re.compile(r"^(?P<hashes>#{1,6})(?:\s+|(?=[^\x00-\x7f]))(?P<name>(?:.*\S)?)\s*$")
+_CLOSING = re.compile(r"(?:^|\s+)#+$")
 # `(?:.*\S)?\s*$`, not `.*?\s*$`: the same text without trailing blanks, but
 # linear (the lazy form retries the end at every character: 10x slower on the
 # long DONE lists a long run leaves).
@@ -51,7 +61,8 @@ def headings(lines: Sequence[str]) -> list[tuple[int, int, str]]:
     for i, (line, fenced) in enumerate(zip(lines, _fences(lines), strict=True)):
         m = HEADING.match(line) if not fenced and line.startswith("#") else None
         if m:
-            found.append((i, len(m["hashes"]), m["name"]))
+            name = m["name"]
+            found.append((i, len(m["hashes"]), _CLOSING.sub("", name) if "#" in name else name))
     return found
 
 
@@ -85,15 +96,46 @@ def normalized(name: str) -> str:
     return " ".join(name.split()).casefold()
 
 
+# What a heading's name may carry around its words: emphasis, a number, an emoji.
+_HEADING_NUMBER = re.compile(r"^(?:\(?(?:\d+(?:\.\d+)*|[一二三四五六七八九十]+)(?:[.)、:]\s*|\s+))")
+_EDGE = re.compile(r"^[\W_]+|[\W_]+$")
+
+
+def heading_key(name: str) -> str:
+    """``name`` as headings compare (``find_section``): casefolded, full-width
+    forms made narrow, without emphasis, a leading number (``1.``, ``（一）``,
+    ``一、``), emoji and punctuation at either end (``🎯 Next step:`` ->
+    ``next step``); a name of only such characters stays as it is."""
+    text = unicodedata.normalize("NFKC", name).replace("*", "").replace("`", "")
+    text = " ".join(text.split())
+    key = _EDGE.sub("", _HEADING_NUMBER.sub("", text.lstrip("#*_ ")))
+    return (key or text).casefold()
+
+
 def find_section(lines: Sequence[str], names: Iterable[str]) -> Section | None:
-    """The first section whose heading is one of ``names``."""
-    wanted = {normalized(n) for n in names}
+    """The first section whose heading is one of ``names`` (``heading_key``)."""
+    wanted = [list(names)]
+    return find_sections(lines, wanted)[0]
+
+
+def find_sections(lines: Sequence[str], wanted: Sequence[Sequence[str]]) -> list[Section | None]:
+    """For each list of names in ``wanted``, the first section whose heading is
+    one of them: the headings found and compared once, whatever the count."""
+    keys = [{heading_key(n) for n in names} for names in wanted]
+    longest = max((len(n) for names in wanted for n in names), default=0) + 16
+    found: list[Section | None] = [None] * len(wanted)
     heads = headings(lines)
     for k, (i, level, name) in enumerate(heads):
-        if normalized(name) in wanted:
-            end = next((j for j, lv, _ in heads[k + 1 :] if lv <= level), len(lines))
-            return Section(i, i + 1, end, level)
-    return None
+        if len(name) > longest:  # emoji, numbers and colons add a few characters, not more
+            continue
+        key = heading_key(name)
+        for w, want in enumerate(keys):
+            if found[w] is None and key in want:
+                end = next((j for j, lv, _ in heads[k + 1 :] if lv <= level), len(lines))
+                found[w] = Section(i, i + 1, end, level)
+        if all(f is not None for f in found):
+            break
+    return found
 
 
 def strip_blank(lines: Sequence[str]) -> list[str]:
@@ -129,12 +171,15 @@ def single_blank(lines: Sequence[str]) -> list[str]:
 
 def drop_empty_sections(lines: Sequence[str]) -> list[str]:
     """``lines`` without the sections that hold nothing (``has_content``): their
-    heading goes, with the blank lines and placeholders under it."""
+    heading goes, with the blank lines and placeholders under it. A numbered
+    heading (``### 3. Never push to main``) is an entry, not an empty section."""
     heads = headings(lines)
     starts = [i for i, _, _ in heads]
     rows = set(starts)
     drop: set[int] = set()
-    for k, (i, level, _) in enumerate(heads):
+    for k, (i, level, name) in enumerate(heads):
+        if ENTRY_NUMBER.match(name):
+            continue
         end = next((j for j, lv, _ in heads[k + 1 :] if lv <= level), len(lines))
         own_end = starts[k + 1] if k + 1 < len(starts) else len(lines)
         body = [ln for j, ln in enumerate(lines[i + 1 : end], start=i + 1) if j not in rows]

@@ -24,11 +24,15 @@ from pathlib import Path
 from typing import TypeAlias
 
 from agentd.memory import statedir
+from agentd.memory.formats.jsonitems import json_items, json_text
 from agentd.memory.formats.markdown import NONE_MARKERS, strip_blank
+from agentd.memory.formats.outline import role
 
 MAX_JSON_BYTES = 4 << 20  # a state.json bigger than this is not read whole
+BAD_NAMED = 5  # a warning names this many malformed list items, then counts the rest
 SHOWN_ITEMS = 10  # completed steps and key decisions: the newest ten are guaranteed
 GROWING = ("completed_steps", "key_decisions")  # lists that are records (``ListPart``)
+# (and the agent's own lists that are not about what to do now: ``_own_lists``)
 ALIASES: dict[str, tuple[str, ...]] = {
     "next_action": ("next_action", "next"),
     "completed_steps": ("completed_steps", "completed"),
@@ -137,6 +141,7 @@ def to_parts(data: dict[str, object], warn: Warn, unset: Warn | None = None) -> 
     parts.append(_list_part(data, "blockers", "Blockers", _plain_item, warn))
     parts.append(_list_part(data, "constraints", "Constraints", _plain_item, warn))
     parts.append(_list_part(data, "key_decisions", "Key decisions", _decision_item, warn))
+    parts += _own_lists(data)
     tail: list[str] = []
     if updated := _scalar(data, "updated_at", warn):
         tail += [f"_Updated: {updated}_", ""]
@@ -189,13 +194,17 @@ def _list_part(
     if not isinstance(value, list):
         warn(f"field `{key}` should be a list, not {_type(value)}", key)
         return [f"**{label}:** {_preview(value, 200)}", ""]
-    lines = []
+    lines, bad = [], []
     for i, entry in enumerate(value):
         text = item(entry)
         if text is None:
-            warn(f"`{key}[{i}]` is not in the expected form", key)
+            bad.append(f"`{key}[{i}]`")
             text = _preview(entry, 200)
         lines.append(f"- {text}")
+    if bad:  # one warning, however many: a long list must not fill the bootstrap with them
+        more = f" and {len(bad) - BAD_NAMED} more" if len(bad) > BAD_NAMED else ""
+        named = ", ".join(bad[:BAD_NAMED]) + more
+        warn(f"{named} {'is' if len(bad) == 1 else 'are'} not in the expected form", key)
     if canon in GROWING:
         return ListPart(label, lines)
     return [f"**{label}:**", *lines, ""]
@@ -208,8 +217,16 @@ def _is_none(text: str) -> bool:
 def _step(entry: object) -> str | None:
     if isinstance(entry, str):
         return f"{entry} (pending verification)"
-    if not isinstance(entry, dict) or not isinstance(entry.get("text"), str):
+    if not isinstance(entry, dict):
         return None
+    if not isinstance(entry.get("text"), str):  # the agent's own keys: `step`, `title`...
+        text = json_text(entry)
+        verified = entry.get("verified")
+        if text is None:
+            return None
+        if not verified:
+            return f"{text} (pending verification)"
+        return f"{text} - verified" + ("" if verified is True else f": {_preview(verified, 120)}")
     at = f" ({entry['at']})" if entry.get("at") else ""
     verified = entry.get("verified")
     if not verified:
@@ -219,16 +236,16 @@ def _step(entry: object) -> str | None:
 
 
 def _plain_item(entry: object) -> str | None:
-    if isinstance(entry, str | int | float) and not isinstance(entry, bool):
-        return str(entry)
-    return None
+    return json_text(entry)
 
 
 def _decision_item(entry: object) -> str | None:
     if isinstance(entry, str):
         return entry
-    if not isinstance(entry, dict) or not isinstance(entry.get("decision"), str):
+    if not isinstance(entry, dict):
         return None
+    if not isinstance(entry.get("decision"), str):  # `title`, `text`, `choice`...
+        return json_text(entry)
     reason = entry.get("reason")
     decision: str = entry["decision"]
     if not reason:
@@ -237,8 +254,37 @@ def _decision_item(entry: object) -> str | None:
     return f"{decision} - {because}{reason}"
 
 
+def _own_lists(data: dict[str, object]) -> Parts:
+    """The agent's own lists (not the schema's): what says what to do now
+    (``next_steps``, ``todo``) as facts, the others (``done``, ``history``,
+    ``decisions``) as records, newest last."""
+    parts: Parts = []
+    for key, value in data.items():
+        if key in KNOWN_KEYS or not _own(key, value):
+            continue
+        label = key.replace("_", " ").capitalize()
+        if isinstance(value, str):  # `current_step`, `下一步`: whole, not a preview
+            parts.append([f"**{label}:** {value.strip()}", ""])
+            continue
+        assert isinstance(value, list)
+        texts, _ = json_items(value)
+        lines = [f"- {t}" for t in texts]
+        if role(key.replace("_", " ")) == "now":
+            parts.append([f"**{label}:**", *lines, ""])
+        else:
+            parts.append(ListPart(label, lines))
+    return parts
+
+
+def _own(key: str, value: object) -> bool:
+    """Is ``value`` one of the agent's own fields shown whole (``_own_lists``)?"""
+    if isinstance(value, list):
+        return bool(value)
+    return isinstance(value, str) and bool(value.strip()) and role(key.replace("_", " ")) == "now"
+
+
 def _other_fields(data: dict[str, object]) -> list[str]:
-    extra = [k for k in data if k not in KNOWN_KEYS]
+    extra = [k for k in data if k not in KNOWN_KEYS and not _own(k, data[k])]
     if not extra:
         return []
     # Briefly: the agent wrote them for a reason, but they are not the schema.

@@ -20,7 +20,7 @@ import re
 import time
 
 from agentd import fileio
-from agentd.memory.formats import markdown, snapshots
+from agentd.memory.formats import items, markdown, outline, snapshots
 from agentd.memory.layout import ArchiveRule
 from agentd.memory.verbs.ops import Docs, StateDir
 from agentd.memory.verbs.record import LOG
@@ -93,21 +93,31 @@ def _apply_rule(docs: Docs, rule: ArchiveRule, now: float) -> list[str]:
 
 
 def _take_old(lines: list[str], rule: ArchiveRule) -> tuple[list[str], list[str]]:
-    """``lines`` without the oldest done items (or dated lines) beyond ``keep``."""
+    """``lines`` without the oldest done items (or dated lines) beyond ``keep``.
+    A section's items are read as the bootstrap reads them
+    (``agentd.memory.formats.items``): any list style, an item with its
+    continuation lines; in a growing list (``## DONE``, ``## 进度``) every item
+    not marked open is done, elsewhere those marked ``[x]``."""
     if rule.form == "line":
         idx = [i for i, ln in enumerate(lines) if ln.startswith("- [")]
-    else:
-        sec = markdown.find_section(lines, rule.names)
-        if sec is None:
-            return lines, []
-        idx = [
-            i
-            for i in range(sec.start, sec.end)
-            if (m := markdown.ITEM.match(lines[i]))
-            and not m["indent"]
-            and (rule.form != "step" or (m["mark"] or "").lower() == "x")
+        dated = set(idx[: max(len(idx) - rule.keep, 0)])
+        return [ln for i, ln in enumerate(lines) if i not in dated], [
+            lines[i] for i in sorted(dated)
         ]
-    old = set(idx[: max(len(idx) - rule.keep, 0)])
+    sec = markdown.find_section(lines, rule.names)
+    if sec is None:
+        return lines, []
+    growing = outline.role(markdown.headings(lines[sec.heading : sec.start])[0][2]) == "list"
+    found = items.read(lines[sec.start : sec.end], 1).items
+    done = [
+        item
+        for item in found
+        if rule.form != "step" or item.mark == "x" or (growing and item.mark is None)
+    ]
+    old: set[int] = set()
+    for item in done[: max(len(done) - rule.keep, 0)]:
+        start = sec.start + item.line - 1
+        old.update(range(start, start + len(item.own)))
     return [ln for i, ln in enumerate(lines) if i not in old], [lines[i] for i in sorted(old)]
 
 

@@ -3,7 +3,10 @@
 Unlike the bootstrap, which reads only the tail of decisions.log, ``check``
 reads every file whole (streaming): it is the place to find the one mangled
 line among 300,000. Problems make ``check`` exit 1; notes (a template not
-filled in yet, a layout not recorded) are printed but do not fail it.
+filled in yet, a layout not recorded) and warnings (where reading a record the
+agent wrote in its own words had to guess: no list items, text between them,
+newest first - ``agentd.memory.formats.outline.guesses``) are printed but do
+not fail it.
 """
 
 from __future__ import annotations
@@ -11,7 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentd.memory.formats import decisions, markdown, readonly, snapshots, taskstate
+from agentd.memory.formats import (
+    decisions,
+    jsonitems,
+    outline,
+    readonly,
+    snapshots,
+    taskstate,
+)
 from agentd.memory.layout import LayoutFile
 from agentd.memory.verbs.init import template_text
 from agentd.memory.verbs.ops import LAYOUT_RECORD, StateDir
@@ -31,10 +41,11 @@ class Problem:
         return f"{where}: {self.message}"
 
 
-def check(sd: StateDir) -> tuple[list[Problem], list[str]]:
-    """(problems, notes) of the state dir ``sd``."""
+def check(sd: StateDir) -> tuple[list[Problem], list[str], list[Problem]]:
+    """(problems, notes, warnings) of the state dir ``sd``."""
     problems: list[Problem] = []
     notes: list[str] = []
+    warnings: list[Problem] = []
     if not sd.recorded:
         notes.append(
             f"{sd.path / LAYOUT_RECORD} is missing: using layout {sd.layout.name!r} "
@@ -58,6 +69,7 @@ def check(sd: StateDir) -> tuple[list[Problem], list[str]]:
                 )
             continue
         problems += _check_file(sd, entry, path, notes)
+        warnings += _guesses(entry, path)
     if LOG not in seen and (sd.path / LOG).is_file():
         problems += _check_log(sd.path / LOG)
     if "snapshots" not in seen:
@@ -65,7 +77,36 @@ def check(sd: StateDir) -> tuple[list[Problem], list[str]]:
     recorded = {k: v for k, v in readonly.load_record(sd.path).items() if v}
     _, changed = readonly.check(sd.path, sd.layout.files, recorded, str)
     problems += [Problem(sd.path / readonly.RECORD, msg) for msg in changed]
-    return problems, notes
+    return problems, notes, warnings
+
+
+def _guesses(entry: LayoutFile, path: Path) -> list[Problem]:
+    """Where the bootstrap's reader guesses in a Markdown or JSON record file,
+    or in the growing lists of a must-keep one (free text is read as it is)."""
+    record = entry.kind == "entries" or entry.priority == "record"
+    if entry.kind not in ("text", "entries") or not path.is_file():
+        return []
+    if entry.priority == "free" and not record:
+        return []
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    if record and (found := jsonitems.json_record(text)) is not None:
+        values, where = found
+        _, bad = jsonitems.json_items(values)
+        return [
+            Problem(path, f"item {i} of {where} holds no text field: shown as JSON") for i in bad
+        ]
+    lines = text.lstrip("\ufeff").splitlines()
+    spans: list[tuple[int, int]] = [(0, len(lines))]
+    if entry.sections:
+        spans = [s for s in outline.find_all(lines, entry.sections) if s is not None]
+    return [
+        Problem(path, f"read with a guess: {g.message}", g.line or None)
+        for a, b in spans
+        for g in outline.guesses(lines[a:b], a + 1, record=record)
+    ]
 
 
 def _check_file(sd: StateDir, entry: LayoutFile, path: Path, notes: list[str]) -> list[Problem]:
@@ -86,8 +127,8 @@ def _check_file(sd: StateDir, entry: LayoutFile, path: Path, notes: list[str]) -
     lines = text.splitlines()
     return [
         Problem(path, f"has no `## {name}` section (the layout shows it)")
-        for name in entry.sections
-        if markdown.find_section(lines, [name]) is None
+        for name, found in zip(entry.sections, outline.find_all(lines, entry.sections), strict=True)
+        if found is None
     ]
 
 

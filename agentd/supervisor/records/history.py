@@ -142,6 +142,10 @@ def sessions(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     row["error"] = rec["error"]
                 if isinstance(rec.get("usage"), dict):  # what it spent (agentd.supervisor.usage)
                     row["usage"] = rec["usage"]
+            elif kind == "verify" and not rec.get("manual"):  # the check of its completion
+                row["verify"] = {
+                    k: rec.get(k) for k in ("ok", "command", "exit_code", "said", "duration_s")
+                }
             elif kind == "outcome":
                 row.update(outcome=rec.get("outcome"), detail=rec.get("detail"))
                 if rec.get("reset_at"):  # usage-limited / budget: when it may go on
@@ -165,6 +169,15 @@ def last_usage(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     end = next((r for r in reversed(records) if r.get("kind") == "end"), None)
     usage = end.get("usage") if end is not None else None
     return usage if isinstance(usage, dict) else None
+
+
+def last_verify(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The last completion check the history holds (``kind: verify``), as status shows it."""
+    found = next((r for r in reversed(records) if r.get("kind") == "verify"), None)
+    if found is None:
+        return None
+    keys = ("ok", "command", "exit_code", "said", "duration_s", "session", "manual", "at")
+    return {key: found.get(key) for key in keys} | {"manual": bool(found.get("manual"))}
 
 
 def restored_pause(records: list[dict[str, Any]]) -> float | None:

@@ -6,7 +6,8 @@ supervises the unit: two supervisors of one unit would share session
 numbers, bootstraps and the state dir. A unit holds
 ``run/statedirs/HASH.lock`` (of its state dir's real path) while it runs or
 waits to run again: two units that share a state dir would overwrite each
-other's memory, so the second one refuses to start.
+other's memory, so the second one refuses to start; so does a unit whose git
+worktree another unit holds (``worktree-HASH.lock``).
 
 An agentd that died hard (``kill -9``) leaves a record of each session it
 ran in ``run/sessions`` (``agentd.supervisor.records.sessions``; from before
@@ -91,19 +92,35 @@ class UnitLock(_Lock):
 
 
 class StateDirLock(_Lock):
-    """``run/statedirs/HASH.lock``: held by the one unit that may use a state dir now."""
+    """``run/statedirs/HASH.lock``: held by the one unit that may use a state dir now;
+    for a unit with a ``worktree``, also ``run/statedirs/worktree-HASH.lock`` of it."""
 
     def __init__(self, directory: Path) -> None:
         super().__init__()
         self.directory = directory
+        self._worktree = _Lock()
 
     def claim(self, unit: Unit) -> str | None:
-        """Hold the lock of ``unit``'s state dir (if not yet); why not, if another unit does."""
+        """Hold the lock of ``unit``'s state dir (and worktree) if not yet; why not, if
+        another unit does."""
+        if unit.worktree is not None:
+            tree = os.path.realpath(unit.worktree.path)
+            refused = self._worktree._claim(
+                unit.name,
+                self._path("worktree-", tree),
+                f"{unit.name} {tree}",
+                lambda held: (
+                    f"{unit.name}: its worktree {tree} is in use by unit "
+                    f"{held.note.split(' ', 1)[0] or 'another unit'} (pid {held.pid}); two "
+                    "units may share a repository, not a worktree: give each its own branch"
+                ),
+            )
+            if refused:
+                return refused
         real = os.path.realpath(unit.state_dir)
-        path = self.directory / f"{hashlib.sha256(real.encode()).hexdigest()[:32]}.lock"
-        return self._claim(
+        refused = self._claim(
             unit.name,
-            path,
+            self._path("", real),
             f"{unit.name} {real}",
             lambda held: (
                 f"{unit.name}: its state dir {real} is in use by unit "
@@ -111,6 +128,16 @@ class StateDirLock(_Lock):
                 "must not share one: give each its own state.dir"
             ),
         )
+        if refused:
+            self._worktree.release()
+        return refused
+
+    def release(self) -> None:
+        super().release()
+        self._worktree.release()
+
+    def _path(self, kind: str, real: str) -> Path:
+        return self.directory / f"{kind}{hashlib.sha256(real.encode()).hexdigest()[:32]}.lock"
 
 
 async def reclaim_if_owner(
