@@ -18,6 +18,7 @@ includes the reasoning tokens, Gemini's ``candidatesTokenCount`` does not
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import threading
@@ -204,17 +205,24 @@ class _Reporting(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._report: Reported | None = None
         self._said = False
+        size = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(size) if size else b""
+        try:
+            self._body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            self._body = None
+        self.rfile = io.BytesIO(raw)  # hand the body on to the fake, unread
         if self.model_paths.search(self.path.split("?")[0]):
             server = self.server
             with server.report_lock:  # type: ignore[attr-defined]
                 server.requests_seen += 1  # type: ignore[attr-defined]
                 self._report = chosen(server.requests_seen)  # type: ignore[attr-defined]
-        raw = self.wfile
-        self.wfile = _Rewriting(raw, self)  # type: ignore[assignment]
+        out = self.wfile
+        self.wfile = _Rewriting(out, self)  # type: ignore[assignment]
         try:
             super().do_POST()  # type: ignore[misc]
         finally:
-            self.wfile = raw
+            self.wfile = out
 
     def _send_json(self, code: int, obj: Any) -> None:  # Anthropic's and OpenAI's fakes
         if isinstance(obj, dict):
@@ -234,6 +242,7 @@ class _Reporting(BaseHTTPRequestHandler):
             self._said = True
             with self.server.report_lock:  # type: ignore[attr-defined]
                 self.server.reported.append(report)  # type: ignore[attr-defined]
+                self.server.asked.append((self.path, self._body))  # type: ignore[attr-defined]
         return True
 
 
@@ -257,6 +266,7 @@ def _reporting(server: Any) -> None:
     server.report_lock = threading.Lock()
     server.requests_seen = 0
     server.reported = []
+    server.asked = []  # (path, body) of each request in ``reported``, in the same order
 
 
 class _Reports:
@@ -267,6 +277,12 @@ class _Reports:
         """The usage each response really carried, in the order they were sent."""
         with self.server.report_lock:
             return list(self.server.reported)
+
+    def reported_for(self, which: Callable[[str, Any], bool]) -> list[Reported]:
+        """What the responses to the requests ``which(path, body)`` picks carried."""
+        with self.server.report_lock:
+            pairs = list(zip(self.server.reported, self.server.asked, strict=True))
+        return [r for r, (path, body) in pairs if which(path, body)]
 
 
 class UsageAnthropic(_Reports, FakeModel):
