@@ -30,6 +30,7 @@ class Usage:
     tokens: int = 0  # output tokens: as recorded, else estimated from the screen
     all_tokens: int = 0  # every token sent and received (an estimate: its output)
     cost_usd: float = 0.0  # what the CLI reported or the prices give (0 when neither)
+    estimated: int = 0  # sessions counted from the screen estimate (no usage records)
 
     def used(self, name: str) -> float:
         """The figure budget ``name`` is compared with."""
@@ -67,6 +68,7 @@ def with_session(day: Usage, end: Mapping[str, Any]) -> Usage:
             estimated = usage.get("output_tokens")
         output = every = _count(estimated)
         cost = 0.0
+        day = replace(day, estimated=day.estimated + 1)
     return replace(
         day,
         runtime_s=day.runtime_s + _seconds(end.get("duration_s")),

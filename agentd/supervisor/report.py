@@ -99,6 +99,7 @@ def details_of(service: Service, now: float) -> dict[str, Any]:
             "output_tokens": today.tokens,
             "tokens": today.all_tokens,
             "cost_usd": today.cost_usd,
+            "estimated_sessions": today.estimated,  # counted from the screen estimate
         },
         "budget": unit.budget.model_dump(mode="json"),
     }

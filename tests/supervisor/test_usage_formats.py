@@ -221,7 +221,9 @@ def test_day_sums_real_usage_and_estimates() -> None:
         },
     ]
     day = usage_today(records, now)
-    assert day == Usage(sessions=2, runtime_s=4, tokens=20 + 7, all_tokens=150 + 7, cost_usd=0.25)
+    assert day == Usage(
+        sessions=2, runtime_s=4, tokens=20 + 7, all_tokens=150 + 7, cost_usd=0.25, estimated=1
+    )
     assert reached(Budget(max_tokens_per_day=157), day) == "max_tokens_per_day"
     assert reached(Budget(max_tokens_per_day=158), day) is None
     assert reached(Budget(max_cost_per_day=0.25), day) == "max_cost_per_day"

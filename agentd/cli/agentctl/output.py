@@ -232,6 +232,7 @@ def _today(today: dict[str, Any], budget: dict[str, Any]) -> str:
         return f"{used} of {limit} {what}" if limit else f"{used} {what}"
 
     runtime = budget.get("max_runtime_per_day")
+    guessed = int(today.get("estimated_sessions") or 0)  # no usage records: the estimate
     return ", ".join(
         [
             part(
@@ -246,11 +247,13 @@ def _today(today: dict[str, Any], budget: dict[str, Any]) -> str:
                 "output tokens",
             ),
             part(
-                tokens_text(float(today.get("tokens") or 0)),
+                ("~" if guessed else "") + tokens_text(float(today.get("tokens") or 0)),
                 tokens_text(budget["max_tokens_per_day"])
                 if budget.get("max_tokens_per_day")
                 else None,
-                "tokens",
+                f"tokens ({guessed} of the sessions estimated from the screen)"
+                if guessed
+                else "tokens",
             ),
             part(
                 cost_text(float(today.get("cost_usd") or 0)),

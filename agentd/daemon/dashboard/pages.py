@@ -217,9 +217,7 @@ class Pages:
     def _summary(self, status: dict[str, Any], now: float) -> dict[str, Any]:
         name = status["unit"]
         usage = usage_today(self.ctx.sup.history(name), now)
-        unit = self.ctx.sup.definition(name)
-        estimated = unit.usage.source == "estimate"
-        return summary(status, usage, unit.budget, now, estimated=estimated)
+        return summary(status, usage, self.ctx.sup.definition(name).budget, now)
 
     def _timeline(
         self, status: dict[str, Any], rows: list[dict[str, Any]], now: float, span_name: str

@@ -12,12 +12,9 @@ from agentd.supervisor.usage.shown import cost_text, usage_line
 from agentd.times import parse_iso, span
 
 
-def summary(
-    status: dict[str, Any], usage: Usage, budget: Budget, now: float, *, estimated: bool = False
-) -> dict[str, Any]:
+def summary(status: dict[str, Any], usage: Usage, budget: Budget, now: float) -> dict[str, Any]:
     """``status`` with what a person reads: uptime, the last reason and when, the
-    pause, today's budget use (``estimated``: the unit has no usage records, its
-    tokens are the screen estimate), what the running or last session spent."""
+    pause, today's budget use, what the running or last session spent."""
     running = status.get("pid") is not None
     last = status.get("last_reason") or "-"
     at = parse_iso(status.get("last_at"))
@@ -32,7 +29,7 @@ def summary(
         "last": last,
         "paused": clock(until) if until is not None else None,
         "since_text": f"{clock(since)} ({span(now - since)} ago)" if since else "-",
-        "budget": budget_used(usage, budget, estimated=estimated),
+        "budget": budget_used(usage, budget),
         "spent": usage_line(status["usage"]) if status.get("usage") else None,
         "check": check(status, now),  # None: the unit has no completion check
     }
@@ -58,9 +55,10 @@ def check(status: dict[str, Any], now: float) -> str | None:
     return f"{how} (`{last.get('command')}`{by}, {last.get('duration_s')}s{ago})"
 
 
-def budget_used(usage: Usage, budget: Budget, *, estimated: bool = False) -> str:
+def budget_used(usage: Usage, budget: Budget) -> str:
     """Today's sessions, runtime, tokens and cost, each of its daily limit when set
-    (output tokens only when they have a limit of their own)."""
+    (output tokens only when they have a limit of their own; ``~`` and a note when
+    some sessions had no usage records, only the screen estimate)."""
 
     def part(used: str, limit: str | None, what: str) -> str:
         return f"{used}/{limit} {what}" if limit else f"{used} {what}"
@@ -91,9 +89,11 @@ def budget_used(usage: Usage, budget: Budget, *, estimated: bool = False) -> str
                 else []
             ),
             part(
-                ("~" if estimated else "") + f"{usage.all_tokens:,}",
+                ("~" if usage.estimated else "") + f"{usage.all_tokens:,}",
                 f"{budget.max_tokens_per_day:,}" if budget.max_tokens_per_day else None,
-                "tokens (estimated from the screen)" if estimated else "tokens",
+                f"tokens ({usage.estimated} of the sessions estimated from the screen)"
+                if usage.estimated
+                else "tokens",
             ),
             *(
                 [
