@@ -293,6 +293,8 @@ def test_max_tokens_per_day_pauses_claude_code_when_its_real_count_crosses_it(
             )
     (budget,) = events(home, "unit.budget")
     assert budget["budget"] == "max_tokens_per_day", budget
+    asked = events(home, "session.handoff")[0]  # handed over, not killed mid-step
+    assert (asked["phase"], asked["why"]) == ("asked", "budget:max_tokens_per_day"), asked
     assert budget["used"] >= 1000, budget
     (end,) = _ends(home, "cb")
     assert end["reason"] == "budget:max_tokens_per_day", end
