@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from agentd.config.sections import Budget
-from agentd.supervisor.usage.tally import cost_of, is_real, output_of, tokens_of
+from agentd.spent import cost_of, is_real, output_of, tokens_of
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentd.cli.colour import Painter
-from agentd.supervisor.usage.shown import cost_cell, cost_text, tokens_cell, tokens_text, usage_line
+from agentd.spent import cost_cell, cost_text, tokens_cell, tokens_text, usage_line
 from agentd.times import local, parse_iso, span
 
 Paint = Callable[[int, int, str], str]  # (row, column, padded text) -> text; row 0: the head

@@ -31,7 +31,7 @@ from agentd.cli.agentctl.client import open_client, run_units
 from agentd.cli.agentctl.output import check_said
 from agentd.daemon.control.client import Client, RemoteError, Unreachable
 from agentd.paths import Paths
-from agentd.supervisor.usage.shown import context_cell, cost_cell, tokens_cell
+from agentd.spent import context_cell, cost_cell, tokens_cell
 from agentd.times import span
 
 ACTIVITY = 2.0  # seconds between refreshes of output rates and screen lines

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentd.reasons import Reason
-from agentd.supervisor.usage.shown import cost_cell, tokens_cell, usage_line
+from agentd.spent import cost_cell, tokens_cell, usage_line
 from agentd.times import parse_iso, span
 
 SPANS: dict[str, float | None] = {

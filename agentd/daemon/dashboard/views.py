@@ -7,8 +7,8 @@ import time
 from typing import Any
 
 from agentd.config.sections import Budget
+from agentd.spent import cost_text, usage_line
 from agentd.supervisor.budget import Usage
-from agentd.supervisor.usage.shown import cost_text, usage_line
 from agentd.times import parse_iso, span
 
 

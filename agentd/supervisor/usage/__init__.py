@@ -1,6 +1,6 @@
 """What each session really spent, from the agent CLI's own records.
 
-The CLIs keep exact usage on disk (docs/usage.md): Claude Code its session
+The CLIs keep exact usage on disk (README: What each session spent): Claude Code its session
 transcript, Codex its rollout, Gemini CLI its chat record, aider the analytics
 log agentd has it write. Per session agentd finds that file (``sources``),
 follows it as the CLI appends to it, bounded and refusing what is no regular

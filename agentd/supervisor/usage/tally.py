@@ -22,14 +22,12 @@ truth (and why). Without records: ``source: estimate``, only
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentd.config.usage import UsageSpec
-
-ESTIMATE = "estimate"
+from agentd.spent import ESTIMATE
 
 
 @dataclass
@@ -190,31 +188,3 @@ def estimate_record(tokens: int, note: str | None = None) -> dict[str, Any]:
     if note:
         out["note"] = note
     return out
-
-
-# -- reading records back (budgets, status, history) ------------------------------------
-def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0.0
-    return float(value) if math.isfinite(value) and value > 0 else 0.0
-
-
-def is_real(usage: Any) -> bool:
-    """A usage record read from the CLI's records (not the screen estimate)."""
-    return isinstance(usage, Mapping) and usage.get("source") not in (None, ESTIMATE)
-
-
-def tokens_of(usage: Any) -> int:
-    """Every token a usage record counts (only the estimated output for an estimate)."""
-    if not isinstance(usage, Mapping):
-        return 0
-    keys = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-    return int(sum(_number(usage.get(key)) for key in keys))
-
-
-def output_of(usage: Any) -> int:
-    return int(_number(usage.get("output_tokens"))) if isinstance(usage, Mapping) else 0
-
-
-def cost_of(usage: Any) -> float:
-    return _number(usage.get("cost_usd")) if isinstance(usage, Mapping) else 0.0

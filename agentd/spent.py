@@ -1,14 +1,46 @@
-"""How a session's usage record reads to people (``agentctl history``, ``status``,
-``top``, the dashboard). Pure."""
+"""A session's usage record (the ``usage`` of its ``end`` record in the history,
+``agentd.supervisor.usage`` writes them) read back and put in words: what the
+budgets sum, and what ``agentctl status``/``history``/``top`` and the dashboard
+show. A shared leaf (the command line reads records without the supervisor).
+Pure: records that are not what they should be count as nothing."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
-from agentd.supervisor.usage.tally import ESTIMATE, is_real, tokens_of
+ESTIMATE = "estimate"  # ``source`` of a record estimated from the screen (output only)
 
 
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    return float(value) if math.isfinite(value) and value > 0 else 0.0
+
+
+def is_real(usage: Any) -> bool:
+    """A usage record read from the CLI's records (not the screen estimate)."""
+    return isinstance(usage, Mapping) and usage.get("source") not in (None, ESTIMATE)
+
+
+def tokens_of(usage: Any) -> int:
+    """Every token a usage record counts (only the estimated output for an estimate)."""
+    if not isinstance(usage, Mapping):
+        return 0
+    keys = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    return int(sum(_number(usage.get(key)) for key in keys))
+
+
+def output_of(usage: Any) -> int:
+    return int(_number(usage.get("output_tokens"))) if isinstance(usage, Mapping) else 0
+
+
+def cost_of(usage: Any) -> float:
+    return _number(usage.get("cost_usd")) if isinstance(usage, Mapping) else 0.0
+
+
+# -- in words ---------------------------------------------------------------------------
 def tokens_text(n: float) -> str:
     """``916``, ``4,282``, ``12.3k``, ``1.25M``."""
     if n < 10_000:
