@@ -38,7 +38,8 @@ class HandoffSpec(StrictModel):
     """
     below: Annotated[int, Field(ge=0, le=100)] | None = None  # percent left (`left`|`used` group)
     """With a group in `when` named `left` (the percent of context left) or `used` (the percent
-    used): hand over only when at most this percent is left.
+    used): hand over only when at most this percent is left (a `left` group holding words, as
+    Claude Code's `auto-compact next`, counts as 0).
     """
     message: Annotated[str, Field(min_length=1)] = HANDOFF_MESSAGE
     """What is typed into the session to ask the agent to record its state and hand over."""
@@ -75,8 +76,12 @@ class HandoffSpec(StrictModel):
         return self._pattern
 
     def percent_left(self, groups: dict[str, str]) -> int | None:
-        """The percent of context left a hit's groups hold (or 100 minus the percent used)."""
+        """The percent of context left a hit's groups hold (or 100 minus the percent used).
+        A ``left`` group that holds words, not a number, means none is left (Claude Code
+        2.1.332 writes 0% as `auto-compact next`)."""
         for name, value in groups.items():
+            if value and not value.isdigit() and name.startswith(LEFT_GROUP):
+                return 0
             if not (value and value.isdigit()):
                 continue
             if name.startswith(LEFT_GROUP):

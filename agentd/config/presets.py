@@ -51,7 +51,22 @@ def load_cli_preset(name: str) -> dict[str, Any]:
 
 def cli_preset_examples(name: str) -> dict[str, list[str]]:
     """Real output lines each sentinel of preset ``name`` must match (for tests)."""
-    return dict(_preset_file(name).get("examples", {}))
+    return {
+        rule: [record["line"] for record in records]
+        for rule, records in cli_preset_example_records(name).items()
+    }
+
+
+def cli_preset_example_records(name: str) -> dict[str, list[dict[str, str]]]:
+    """Each rule's real lines with the CLI version and where each was seen
+    (``line``, ``version``, ``source``; a bare line has neither)."""
+    out: dict[str, list[dict[str, str]]] = {}
+    for rule, items in (_preset_file(name).get("examples") or {}).items():
+        out[rule] = [
+            {k: str(v) for k, v in item.items()} if isinstance(item, dict) else {"line": str(item)}
+            for item in items or []
+        ]
+    return out
 
 
 def apply_preset(data: Any) -> Any:

@@ -57,11 +57,12 @@ class Sentinel(StrictModel):
     """
     match: Regex
     """A regular expression (Python `re.search`) matched against each line of output."""
-    action: Literal["restart", "stop", "pause", "notify", "ignore"] = "restart"
+    action: Literal["restart", "stop", "fail", "pause", "notify", "ignore"] = "restart"
     """`restart`: end the session and start a fresh one at once; `stop`: end it, the unit stays
-    `stopped`; `pause`: end it and wait until the time in the pattern's `until` group (an epoch,
-    `HH:MM`, `3pm`, with an optional `(Area/City)` zone) or `pause_for`; `notify`: run
-    `notify.command`; `ignore`: only log it.
+    `stopped`; `fail`: end it, the unit is `failed` with the line as the reason's detail (a
+    setup error that no restart fixes); `pause`: end it and wait until the time in the pattern's
+    `until` group (an epoch, `HH:MM`, `3pm`, with an optional `(Area/City)` zone) or
+    `pause_for`; `notify`: run `notify.command`; `ignore`: only log it.
     """
     pause_for: Duration = 3600
     """How long `pause` waits when the line gives no time."""
@@ -94,6 +95,11 @@ class Inject(StrictModel):
     """
     submit: str = "\r"
     """stdin mode: what is sent after the text (Enter)."""
+    paste: bool = True
+    """Hand text over (the bootstrap in stdin mode, the handoff request) as one bracketed paste
+    when the program turned bracketed paste on; `false`: type it as keys (Gemini CLI 0.61
+    takes an Enter that follows a paste too soon for a newline, so the text is never sent).
+    """
     path: Annotated[str, Field(min_length=1)] = ".agent/BOOTSTRAP.md"
     """file mode: where the bootstrap is written, relative to the workdir."""
 

@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from agentd.config.clihooks import CliHooks
 from agentd.config.complete import CompleteSpec
 from agentd.config.fields import (
     StrictModel,
@@ -68,6 +69,12 @@ class Unit(StrictModel):
     """An agent CLI whose defaults to start from: `claude-code`, `codex`, `gemini` or `aider`
     (command, injection, stop signal, exit codes, sentinels). The unit's own keys win; lists
     replace the preset's.
+    """
+    hooks: CliHooks = "none"
+    """Give the agent CLI agentd's PreCompact and SessionStart hooks for each session, on its
+    command line: `claude-code` (`--settings`), `codex` (`-c hooks...` with
+    `--dangerously-bypass-hook-trust`), or `none`. The claude-code and codex presets set it; the
+    project's settings are not touched. Only when the command's program is that CLI.
     """
     command: Annotated[list[str], BeforeValidator(command_argv)]
     """The agent's command line: a list, or a string split like a shell's. `~` and `$VARS` are

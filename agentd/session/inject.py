@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentd import events as ev
+from agentd.config.clihooks import with_hooks
 from agentd.config.placeholders import fill_placeholders
 from agentd.config.unit import Unit
 from agentd.process.tree import MARKER_VAR
@@ -37,6 +38,7 @@ class InjectPlan:
     text: str | None = None
     after: re.Pattern[str] | None = None
     submit: str = "\r"
+    paste: bool = True  # as a bracketed paste, where the program takes one
     # file mode: where the bootstrap is written for the agent to read
     file: Path | None = None
 
@@ -54,12 +56,20 @@ def placeholder_values(unit: Unit, session: int, text: str, bootstrap_file: Path
 
 def plan(unit: Unit, session: int, text: str, bootstrap_file: Path) -> InjectPlan:
     values = placeholder_values(unit, session, text, bootstrap_file)
-    argv = [fill_placeholders(arg, values) for arg in unit.command]
+    argv = with_hooks(unit.hooks, [fill_placeholders(arg, values) for arg in unit.command])
     env = {k: fill_placeholders(v, values) for k, v in unit.env.items()}
     mode = unit.inject.mode or "stdin"
     if mode == "stdin":
         after = re.compile(unit.inject.after) if unit.inject.after else None
-        return InjectPlan(mode, argv, env, text=text, after=after, submit=unit.inject.submit)
+        return InjectPlan(
+            mode,
+            argv,
+            env,
+            text=text,
+            after=after,
+            submit=unit.inject.submit,
+            paste=unit.inject.paste,
+        )
     if mode == "file":
         return InjectPlan(mode, argv, env, file=unit.inject_path)
     return InjectPlan(mode, argv, env)
@@ -112,9 +122,10 @@ def typed_bytes(text: str, *, bracketed: bool) -> bytes:
     return body
 
 
-def hand_over(session: Session, text: str, submit: str) -> int:
-    """Type ``text`` into the session and submit it; the bytes written."""
-    data = typed_bytes(text, bracketed=session.bracketed_paste)
+def hand_over(session: Session, text: str, submit: str, *, paste: bool = True) -> int:
+    """Type ``text`` into the session and submit it (as a paste if ``paste`` and the
+    program turned bracketed paste on); the bytes written."""
+    data = typed_bytes(text, bracketed=paste and session.bracketed_paste)
     key = submit.encode("utf-8")
     session.submit(data, key)
     return len(data) + len(key)
@@ -159,11 +170,11 @@ class Injector:
         if session is None:
             return
         session.matcher.remove_rule(PROMPT_RULE)
-        written = hand_over(session, self.text, self.plan.submit)
+        written = hand_over(session, self.text, self.plan.submit, paste=self.plan.paste)
         self._emit(
             ev.SESSION_INJECT,
             mode="stdin",
             bytes=written,
             tokens=self.tokens,
-            bracketed_paste=session.bracketed_paste,
+            bracketed_paste=self.plan.paste and session.bracketed_paste,
         )

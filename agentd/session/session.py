@@ -40,6 +40,10 @@ EOF_WAIT = 2.0
 # Between typed text and its submit key: TUIs take keys that arrive with a
 # paste, or in one fast burst, as part of it (an Enter sent at once is lost).
 SUBMIT_PAUSE = 0.3
+# A synchronized update (a frame) the program opened and did not end within this
+# long is shown anyway, as terminals do (their timeouts are 0.15-1 s): a stuck
+# frame must not hide a sentinel.
+FRAME_TIMEOUT = 1.0
 BRACKETED_ON = b"\x1b[?2004h"
 BRACKETED_OFF = b"\x1b[?2004l"
 
@@ -81,6 +85,7 @@ class Session:
         self._writing = False
         self._after_write: list[tuple[float, bytes]] = []  # keys to type once it is written
         self._timers: list[asyncio.TimerHandle] = []
+        self._frame_timer: asyncio.TimerHandle | None = None
         self._reading = False
         self._pidfd: int | None = None
         self._loop = asyncio.get_running_loop()
@@ -165,6 +170,9 @@ class Session:
         for timer in self._timers:
             timer.cancel()
         self._timers.clear()
+        if self._frame_timer is not None:
+            self._frame_timer.cancel()
+            self._frame_timer = None
         self._after_write.clear()
         if self.child.reaped:
             self.child.close()
@@ -186,6 +194,24 @@ class Session:
                 break
         self._match(batch)
         hits = self.matcher.check_partial()
+        if hits:
+            self._on_output(hits)
+        if self.matcher.in_frame and self._frame_timer is None:
+            self._frame_timer = self._loop.call_later(
+                FRAME_TIMEOUT, self._frame_timeout, self.matcher.frames
+            )
+
+    def _frame_timeout(self, frame: int) -> None:
+        """Frame number ``frame`` may still be open: if so, show it (end it)."""
+        self._frame_timer = None
+        if not self.matcher.in_frame:
+            return
+        if self.matcher.frames != frame:  # another one: give it its own time
+            self._frame_timer = self._loop.call_later(
+                FRAME_TIMEOUT, self._frame_timeout, self.matcher.frames
+            )
+            return
+        hits = self.matcher.end_frame()
         if hits:
             self._on_output(hits)
 

@@ -42,6 +42,7 @@ class Handoff:
         *,
         state_dir: Path,
         submit: str,
+        paste: bool = True,
         emit: Callable[..., None],
         fire: Callable[[Trigger], None],
         clock: Callable[[], float],
@@ -49,6 +50,7 @@ class Handoff:
         self.spec = spec
         self._state_dir = state_dir
         self._submit = submit
+        self._paste = paste
         self._emit = emit
         self._fire = fire
         self._clock = clock
@@ -81,7 +83,7 @@ class Handoff:
         self._before = fingerprint(self._state_dir)
         self._asked_at = self._clock()
         session.matcher.expect_echo(message)  # its echo is no sentinel
-        hand_over(session, message, self._submit)
+        hand_over(session, message, self._submit, paste=self._paste)
         self._emit(ev.SESSION_HANDOFF, phase="asked", why=why, line=line[:200], left=left)
         self._task = asyncio.get_running_loop().create_task(self._wait())
         return True

@@ -11,6 +11,7 @@ How an end is classified, first match wins:
 end                                         next        counts as failure
 =========================================  ==========  =================
 agentd stopped it (manual / sentinel stop)  stopped     no
+sentinel ``fail`` (a setup error)           failed      yes
 its completion failed the unit's check      start now   no (``attempts``
                                                         refusals: failed)
 the state says the mission is complete      done        no
@@ -73,9 +74,10 @@ class SessionEnd:
     # Why agentd ended it, if it did: sentinel:NAME, timeout, idle, context,
     # manual...; None when the agent ended by itself. Given as text, it is parsed.
     trigger: Reason | None = None
-    # What the trigger asked for: "restart", "stop" or "pause".
+    # What the trigger asked for: "restart", "stop", "fail" or "pause".
     action: str = "restart"
     pause_until: float | None = None
+    detail: str = ""  # what a `fail` sentinel saw
     spawn_error: str | None = None
     spawn_retry: bool = False  # the spawn error may go away by itself (out of processes)
     spawn_reason: str = "spawn-error"  # or worktree-error: the worktree could not be made
@@ -150,6 +152,8 @@ class RestartPolicy:
         outcome = _outcome(end)
         if end.action == "stop":
             return Decision("stopped", reason, outcome=Outcome.STOPPED)
+        if end.action == "fail":  # restarting cannot help: someone must fix the setup
+            return Decision("failed", reason, failure=True, detail=end.detail)
         if end.refusal is not None:
             return self._refused(end, end.refusal)
         if end.complete is not None:

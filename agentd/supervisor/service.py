@@ -717,6 +717,7 @@ class Service:
             unit.handoff,
             state_dir=unit.state_dir,
             submit=unit.inject.submit,
+            paste=unit.inject.paste,
             emit=emit,
             fire=run.fire,
             clock=self._clock,
@@ -779,6 +780,7 @@ class Service:
             trigger=trigger.reason if trigger else None,
             action=trigger.action if trigger else "restart",
             pause_until=trigger.pause_until if trigger else None,
+            detail=trigger.detail if trigger else "",
             state_changed=state_after != state_before or state_after is None,
             complete=done.summary if done is not None else None,
         )

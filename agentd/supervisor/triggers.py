@@ -36,8 +36,9 @@ class Trigger:
     """Why agentd ends a running session, and what it wants next."""
 
     reason: Reason  # sentinel:NAME, timeout, idle, context, manual[:TEXT], budget:NAME
-    action: str = "restart"  # restart | stop | pause
+    action: str = "restart"  # restart | stop | fail | pause
     pause_until: float | None = None  # wall-clock epoch
+    detail: str = ""  # what a `fail` sentinel saw: the unit's failure says it
 
 
 class Triggers:
@@ -77,6 +78,13 @@ class Triggers:
 
     # -- output ----------------------------------------------------------------------
     def on_hits(self, hits: list[Hit]) -> None:
+        if len(hits) > 1:
+            # A limit whose reset time comes in the same output as a limit without
+            # one (Codex wraps `...try again at 3:45 PM.` onto a row of its own) is
+            # the one to go by: the first sentinel ends the session.
+            hits = sorted(
+                hits, key=lambda h: not (h.rule.action == "pause" and "until" in h.groups)
+            )
         for hit in hits:
             if hit.rule.name == PROMPT_RULE:
                 self._on_prompt()
@@ -146,12 +154,18 @@ class Triggers:
         fields: dict[str, Any] = {"name": rule.name, "action": rule.action, "line": hit.line[:500]}
         if self._session is not None:  # how far into the session's output it was seen
             fields["at_byte"] = self._session.bytes_out
+        until = None
+        if rule.action == "pause" and not self.fired.done():
+            until = self._pause_until(rule.name, hit.groups)
+            fields["until"] = iso(until)  # when the unit will start again
         self._emit(ev.SESSION_SENTINEL, **fields)
         reason = Reason.sentinel(rule.name)
         if rule.action in ("restart", "stop"):
             self.fire(Trigger(reason, rule.action))
-        elif rule.action == "pause":
-            self.fire(Trigger(reason, "pause", self._pause_until(rule.name, hit.groups)))
+        elif rule.action == "fail":
+            self.fire(Trigger(reason, "fail", detail=hit.line.strip()[:500]))
+        elif until is not None:
+            self.fire(Trigger(reason, "pause", until))
         elif rule.action == "notify" and self._notify is not None:
             self._notify(str(reason))
 

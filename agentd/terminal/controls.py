@@ -5,8 +5,10 @@ of it rather than a loop over characters:
 
 1. ``clean`` (on the raw bytes): sequences and controls that change no cell
    and no cursor position go (colours and other SGR, modes other than the
-   alternate screen, OSC/DCS/APC strings such as window titles, NUL, BEL, C1
-   controls), and line ends are made one character each.
+   alternate screen and synchronized updates, ``ESC[?2026h``/``l``, which
+   make a frame: see ``agentd.terminal.screen``; OSC/DCS/APC strings such as
+   window titles, NUL, BEL, C1 controls), and line ends are made one
+   character each.
 2. ``split``: the text falls into *plain* pieces (characters, CR, LF, TAB and
    line erases ``ESC[K``/``ESC[0K``/``ESC[1K``/``ESC[2K``: what plain output is
    made of) and the other controls between them.
@@ -32,7 +34,8 @@ from agentd.terminal.screen import Screen
 _NOOPS = re.compile(
     rb"\x1b(?:[\]PX^_][^\x07\x18\x1a\x1b]*+\x07?"  # OSC, DCS, SOS, PM, APC strings
     rb"|\[[0-9;:]{0,64}+m"  # SGR: colours and styles
-    rb"|\[\?(?!(?:1049|1047|47)[hl])[0-9;]{0,64}+[hl]"  # modes, but the alternate screen
+    # modes, but the alternate screen and synchronized updates (frames)
+    rb"|\[\?(?!(?:1049|1047|47|2026)[hl])[0-9;]{0,64}+[hl]"
     # a sequence cut short by a control or another ESC: gone before what
     # follows it is removed, so the two never join into another sequence
     rb"|(?:\[[0-?]{0,64}+[ -/]{0,16}+|[ -/]{0,8}+)(?=[\x00-\x1f\x7f]))"
@@ -136,9 +139,19 @@ def _parse(control: str) -> tuple[_Action, list[int]] | None:
         if final in "hl" and params[0] in (1049, 1047, 47):
             on, cursor = final == "h", params[0] == 1049
             return (lambda s, p: alternate_screen(s, on, cursor=cursor)), params
+        if final in "hl" and params[0] == 2026:  # synchronized update: a frame
+            return (_begin_frame if final == "h" else _end_frame), params
         # selective erase: no protected cells here, so an erase
         return (_CSI[final], params) if final in "JK" else None
     return (_CSI[final], params) if final in _CSI else None
+
+
+def _begin_frame(screen: Screen, params: list[int]) -> None:
+    screen.begin_frame()
+
+
+def _end_frame(screen: Screen, params: list[int]) -> None:
+    screen.end_frame()
 
 
 def _backspace(screen: Screen, params: list[int]) -> None:

@@ -22,7 +22,12 @@ Sentinels fire on the first draw. A logical line is matched
   on a spinner row that is redrawn in place, cell by cell, and never ended.
   Rules with named groups wait for the line to be final: a half-drawn
   ``reset at 3`` must not be read as the time of ``reset at 3pm``;
-* by ``check_partial``: prompt rules (``Rule.partial``), named groups or not.
+* by ``check_partial``: prompt rules (``Rule.partial``), named groups or not;
+* inside a synchronized update (``ESC[?2026h`` ... ``ESC[?2026l``, a frame):
+  none of the above; a line the frame changed is matched as final when it
+  ends, as the terminal then shows it, so a row redrawn in parts is never
+  read half-drawn (``agentd.terminal.screen``, Frames). A frame left open is
+  ended by ``end_frame`` (the session calls it after a timeout).
 
 Per line and rule a hit is an edge: the rule fires when it matches and did
 not match the line's text before (a rule with named groups: or matched it with
@@ -40,12 +45,12 @@ on the old screen fired does not fire again as a TUI draws them again
 
 How the stream is cut into chunks changes no hit of a rule with named groups
 (what is final is a point of the stream), and no rule without them fires in
-a later chunk than the one that draws its match (it may fire earlier, on the
-line drawn so far): a sequence or a UTF-8 character cut at a chunk end is
-carried over (a few bytes), an OSC or DCS string is skipped by a flag rather
-than buffered, characters written one after the other are one stroke
-wherever the cut falls, and a logical line keeps its newest
-``max_line_chars`` characters.
+a later chunk than the one that draws its match, or inside a frame the one
+that ends it (it may fire earlier, on the line drawn so far): a sequence or
+a UTF-8 character cut at a chunk end is carried over (a few bytes), an OSC
+or DCS string is skipped by a flag rather than buffered, characters written
+one after the other are one stroke wherever the cut falls, and a logical
+line keeps its newest ``max_line_chars`` characters.
 
 Speed: C does the work (passes over whole chunks, slices of rows, runs of
 plain lines matched as one block: ``agentd.terminal.bulk``); Python code runs
@@ -136,12 +141,31 @@ class LineMatcher:
     def feed(self, data: bytes) -> list[Hit]:
         self.bytes_in += len(data)
         self._ingest(data, final=False)
+        if not self._screen.frame:  # inside a frame nothing is shown yet
+            self._screen.settle(Settle.DRAW)
+        return self._take()
+
+    @property
+    def in_frame(self) -> bool:
+        """Inside a synchronized update (``ESC[?2026h``) that has not ended yet."""
+        return self._screen.frame
+
+    @property
+    def frames(self) -> int:
+        """How many synchronized updates began on this screen."""
+        return self._screen.frames
+
+    def end_frame(self) -> list[Hit]:
+        """End a synchronized update the program left open (a terminal shows it
+        after a timeout, and so does the session): its lines are final."""
+        self._screen.end_frame()
         self._screen.settle(Settle.DRAW)
         return self._take()
 
     def flush(self) -> list[Hit]:
         """End of stream: the line under the cursor is final; then start afresh."""
         self._ingest(b"", final=True)
+        self._screen.end_frame()
         self._screen.settle(Settle.FINAL)
         self._resize_redraw = None
         self._new_screen(self._screen.cols, self._screen.rows)
@@ -154,6 +178,7 @@ class LineMatcher:
         where the hits of the lines on the old one do not fire again as a TUI
         draws them again (``agentd.terminal.redraw``). Returns the hits of the
         line under the cursor; a stream cut mid-sequence goes on as it was."""
+        self._screen.end_frame()
         self._screen.settle(Settle.FINAL)
         self._resize_redraw = Redraw.of(self._screen, self._resize_redraw, cols=cols, rows=rows)
         self._new_screen(cols, rows)
@@ -172,7 +197,7 @@ class LineMatcher:
         call after every feed: it only looks again when the line or the rules
         changed, and a line longer than ``PARTIAL_MAX`` characters is no prompt.
         """
-        if not self._rules.any_partial:
+        if not self._rules.any_partial or self._screen.frame:
             return []
         self._screen.settle(Settle.PARTIAL, force=self._rules_new)
         self._rules_new = False
@@ -213,7 +238,7 @@ class LineMatcher:
             return
         pos, size = 0, len(text)
         while pos < size:
-            if not self._echo.active and can_scroll(screen):
+            if not (self._echo.active or screen.frame) and can_scroll(screen):
                 # A window that doubles while the lines are plain, so that
                 # lines the bulk cannot do are never scanned over and over.
                 stop = min(size, pos + self._window)

@@ -43,14 +43,45 @@ def required_literals(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     one = _longest_run(items)
     if one is not None:
         return (one,)
-    while len(items) == 1 and items[0][0] is _SUBPATTERN and not any(items[0][1][1:3]):
-        items = list(items[0][1][3])  # (?:A|B) or (A|B) whole
-    if len(items) != 1 or items[0][0] is not _BRANCH:
+    split = _alternation(items)
+    if split is None:
         return None
-    found = [_longest_run(list(branch)) for branch in items[0][1][1]]
+    before, branches, after = split
+    found = [_longest_run(before + list(branch) + after) for branch in branches]
     if any(literal is None for literal in found):
         return None
     return tuple(dict.fromkeys(literal for literal in found if literal is not None))
+
+
+def _alternation(
+    items: list[tuple[Any, Any]],
+) -> tuple[list[tuple[Any, Any]], list[Any], list[tuple[Any, Any]]] | None:
+    """``items`` as what comes before one alternation at their top level (``A|B``, or
+    a group that is one: ``(?:A|B)``, ``(?P<n>A|B)``), its branches, and what comes
+    after: every match is one branch with the parts around it (``Co(?:ntext
+    compacted|mpact task completed)`` as the parser writes ``Context compacted|Compact
+    task completed``). None when there is no such alternation, or more than one."""
+    at = [
+        i
+        for i, (op, av) in enumerate(items)
+        if op is _BRANCH
+        or (op is _SUBPATTERN and not any(av[1:3]) and _one_branch(list(av[3])) is not None)
+    ]
+    if len(at) != 1:
+        return None
+    i = at[0]
+    op, av = items[i]
+    branches = av[1] if op is _BRANCH else _one_branch(list(av[3]))
+    return items[:i], list(branches or []), items[i + 1 :]
+
+
+def _one_branch(items: list[tuple[Any, Any]]) -> list[Any] | None:
+    """The branches of ``items`` if they are one alternation, maybe in plain groups."""
+    while len(items) == 1 and items[0][0] is _SUBPATTERN and not any(items[0][1][1:3]):
+        items = list(items[0][1][3])
+    if len(items) == 1 and items[0][0] is _BRANCH:
+        return list(items[0][1][1])
+    return None
 
 
 def _parsed(pattern: re.Pattern[str]) -> list[tuple[Any, Any]] | None:

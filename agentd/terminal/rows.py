@@ -23,6 +23,9 @@ class Mark(NamedTuple):
     fired: frozenset[str] = frozenset()  # the rules its text matched last (Hit.fired_as)
     echo_at: int | None = None  # where its text was found in the injected text
     echo: str = ""  # its text when it was echo last: what is left of that is echo too
+    # Changed inside a synchronized update and not matched since: matched as final
+    # when the update ends (``agentd.terminal.screen``, frames).
+    dirty: bool = False
 
 
 NO_MARK = Mark()

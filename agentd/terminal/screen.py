@@ -16,6 +16,19 @@ for ``Settle.PARTIAL`` in check_partial. Characters written one after the
 other are one stroke, matched before its first overwrite only: a run the
 stream cut in two is matched as the whole run. Where these points fall
 depends on the stream, never on how it was cut into chunks.
+
+Frames. Inside a synchronized update (``ESC[?2026h`` ... ``ESC[?2026l``, as
+Codex and other ratatui or crossterm TUIs send every redraw) the terminal
+shows nothing until the update ends: a row drawn in parts, with cursor jumps
+between them, is never seen half-drawn. So inside one a line changed in the
+update is not matched when it is overwritten or left: it is marked
+(``Mark.dirty``) and matched as final when the update ends, with the text the
+terminal then shows (Codex redraws a shifted footer as ``10`` at column 75,
+then ``% context left`` at 78: judged between the two, the row reads
+``1000% context left``). A line that changed before the update began is
+matched as before, on its first change inside it (that text was shown), and
+a marked line that scrolls off is matched as it goes. No end of feed matches
+a line inside an update (``Settle.DRAW``, ``Settle.PARTIAL``): its end does.
 """
 
 from __future__ import annotations
@@ -59,6 +72,10 @@ class Screen(Rows):
         # is cut. It is matched before it first changes a cell, not again.
         self._stroke: tuple[int, int] | None = None  # where the last one ended
         self._stroke_settled = False
+        self.frame = False  # inside a synchronized update (see Frames above)
+        self.frames = 0  # how many began
+        self._frame_touched = False  # the cursor's line changed in it since the cursor came
+        self._frame_dirty = False  # some line is marked dirty
         self.reset()
 
     def reset(self) -> None:
@@ -77,10 +94,55 @@ class Screen(Rows):
         if not (force or self._changed & how):
             return
         self._changed &= ~_ALL if how is Settle.FINAL else ~how
-        head = self.head(self.y)
+        self._settle_at(self.head(self.y), how)
+
+    def _settle_at(self, head: int, how: Settle) -> None:
+        """Offer the logical line starting in row ``head``; a final offer ends its
+        wait for the end of a frame (``Mark.dirty``)."""
+        mark = self.marks[head]
         text = self.line_text(head)
         if text:  # an empty line matches nothing and keeps its mark
-            self.marks[head] = self._settler.line(text, self.marks[head], how)
+            new = self._settler.line(text, mark, how)
+            self.marks[head] = (
+                new._replace(dirty=True) if mark.dirty and how is not Settle.FINAL else new
+            )
+        elif mark.dirty and how is Settle.FINAL:
+            self.marks[head] = mark._replace(dirty=False)
+
+    # -- frames (synchronized updates) -----------------------------------------------------
+    def begin_frame(self) -> None:
+        """``ESC[?2026h``: the terminal shows nothing until ``end_frame``."""
+        if not self.frame:
+            # What the cursor's line shows now was on screen: the rules that need
+            # no final line see it before the frame changes it.
+            self.settle(Settle.DRAW)
+            self.frame = True
+            self.frames += 1
+            self._frame_touched = False
+
+    def end_frame(self) -> None:
+        """``ESC[?2026l``: every line marked in the frame is final now, as shown."""
+        if not self.frame:
+            return
+        self.frame = self._frame_touched = False
+        if not self._frame_dirty:
+            return
+        self._frame_dirty = False
+        self.fill_rows()
+        cursor = self.head(self.y)
+        for y in range(self.rows):
+            if self.marks[y].dirty and not (y and self.wrap[y - 1]):
+                if y == cursor:
+                    self._changed = 0  # matched now, as every kind
+                self._settle_at(y, Settle.FINAL)
+
+    def _defer(self) -> None:
+        """The cursor's line, changed in this frame, is about to change again or
+        be left: match it when the frame ends."""
+        head = self.head(self.y)
+        if not self.marks[head].dirty:
+            self.marks[head] = self.marks[head]._replace(dirty=True)
+        self._frame_dirty = True
 
     def bulk_drawn(self, *, unfinished: bool) -> None:
         """Lines were drawn and matched in bulk (``agentd.terminal.bulk``): the
@@ -91,10 +153,21 @@ class Screen(Rows):
     def destroy(self) -> None:
         """The cursor's line is about to change other than by appending."""
         if self._changed & Settle.FINAL:
-            self.settle(Settle.FINAL)
+            if self._frame_touched:  # changed in this frame: judged at its end
+                self._defer()
+            else:
+                self.settle(Settle.FINAL)
+
+    def _leave(self) -> None:
+        """The cursor's line stops being the cursor's (the cursor left, or the
+        line moved away from under it)."""
+        self.destroy()
+        self._changed = 0
+        self._frame_touched = False
 
     def _touch(self) -> None:
         self._changed = _ALL
+        self._frame_touched = self.frame
 
     # -- text ------------------------------------------------------------------------------
     def write(self, text: str) -> None:
@@ -172,8 +245,8 @@ class Screen(Rows):
         y = min(max(y, 0), self.rows - 1)
         if y != self.y:
             self.fill_rows()
-            if self._changed & Settle.FINAL and self.head(y) != self.head(self.y):
-                self.settle(Settle.FINAL)
+            if self.head(y) != self.head(self.y):
+                self._leave()
             self.y = y
         if x is not None:
             self.x = min(max(x, 0), self.cols - 1)
@@ -244,8 +317,12 @@ class Screen(Rows):
         self.fill_rows()
         top, n = self.top, min(n, self.bottom - self.top + 1)
         if leave and top <= self.y <= self.bottom:
-            self.destroy()
+            self._leave()
             self._stroke = None  # other cells under the cursor now
+        if self._frame_dirty:  # lines of this frame scrolling off: final as they go
+            for y in range(top, top + n):
+                if self.marks[y].dirty and not (y and self.wrap[y - 1]):
+                    self._settle_at(y, Settle.FINAL)
         self.scroll_out(top, self.bottom, n)
 
     def scroll_down(self, n: int) -> None:
@@ -276,5 +353,5 @@ class Screen(Rows):
         self.fill_rows()
         self._stroke = None
         if first <= self.y <= last or (first > 0 and self.head(first - 1) == self.head(self.y)):
-            self.destroy()
+            self._leave()
         self.cut_lines(first, last)

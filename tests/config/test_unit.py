@@ -280,8 +280,8 @@ ERRORS = [
     ),
     (
         "command: x\nworkdir: /\nsentinels: [{name: a, match: x, action: explode}]\n",
-        "units/a.yaml:3: sentinels[0].action: should be 'restart', 'stop', 'pause', 'notify' or"
-        " 'ignore' (got 'explode')",
+        "units/a.yaml:3: sentinels[0].action: should be 'restart', 'stop', 'fail', 'pause',"
+        " 'notify' or 'ignore' (got 'explode')",
     ),
     (
         "command: x\nworkdir: /nonexistent/dir\n",
@@ -723,15 +723,22 @@ def test_preset_exit_codes_follow_the_cli_sources(
     assert got == kind, f"{name} exit {code} ({meaning})"
 
 
-def test_gemini_handoff_reads_the_context_column_not_the_quota() -> None:
+def test_gemini_handoff_reads_the_first_figure_the_context_column() -> None:
+    """0.61's footer: `N% used` under `context` (API key: the only figure), then
+    the quota's under `quota` (a Google login): the first figure is the context's."""
     handoff = parse("preset: gemini\nworkdir: /\n").handoff
     assert handoff.pattern is not None
-    # The default footer (context column hidden) with Google-login quota: no handoff.
-    assert not handoff.pattern.search("~/work/shop   main   no sandbox   gemini-2.5-pro   80% used")
-    both = handoff.pattern.search("~/w   main   gemini-2.5-pro   45% used   12% used")
-    assert both is not None
-    groups = {k: v for k, v in both.groupdict().items() if v is not None}
-    assert handoff.percent_left(groups) == 55 and handoff.wanted(groups)
+    for line, left in [
+        (
+            " /tmp/p                        no sandbox                        Auto      57% used",
+            43,
+        ),
+        ("~/w   main   gemini-2.5-pro   45% used   12% used", 55),
+    ]:
+        found = handoff.pattern.search(line)
+        assert found is not None, line
+        groups = {k: v for k, v in found.groupdict().items() if v is not None}
+        assert handoff.percent_left(groups) == left and handoff.wanted(groups), line
 
 
 def test_gemini_reset_time_keeps_the_zone_offset() -> None:

@@ -1,92 +1,34 @@
-"""The real agent CLIs the tests drive: each installed from npm once per machine
-into a cache dir (``$AGENTD_TEST_CACHE``, default ``~/.cache/agentd-tests``),
-pinned to the version these tests were written against, and the project dirs
-and homes seeded so that each starts straight into its prompt. The fixtures
-that hand them to tests are in ``conftest.py``.
+"""The real agent CLIs the tests drive, and the project dirs and homes seeded so
+that each starts straight into its prompt. Their versions are pinned in
+``pins.py`` (an environment variable can replace them); ``install.py`` installs
+each once per machine into a cache dir (``$AGENTD_TEST_CACHE``, default
+``~/.cache/agentd-tests``). The fixtures that hand them to tests are in
+``conftest.py``.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import psutil
-import pytest
-from filelock import FileLock, Timeout
 
 from agentd.config.presets import load_cli_preset
 from tests.realcli import seed_cli_homes
+from tests.realcli.install import CACHE, npm_cli
+from tests.realcli.pins import CLAUDE_CODE, CODEX
 
-CLAUDE_CODE = "2.1.197"
-CODEX = "0.171.0"
-CACHE = Path(os.environ.get("AGENTD_TEST_CACHE") or Path.home() / ".cache" / "agentd-tests")
-INSTALL_TIMEOUT = 240  # s: one npm install
-
-
-def _install(package: str, version: str, prefix: Path, exe: Path) -> Path:
-    """Install ``package@version`` into ``prefix`` unless ``exe`` is there: once per
-    machine, however many test processes (xdist's workers, two runs) ask at once."""
-    if exe.exists():
-        return exe
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(prefix.parent / f"{prefix.name}.lock"))
-    try:
-        with lock.acquire(timeout=INSTALL_TIMEOUT + 60):  # the holder's install has its own
-            if exe.exists():  # another process installed it while we waited
-                return exe
-            return _npm_install(package, version, prefix, exe)
-    except Timeout:
-        pytest.skip(f"REAL CLI TESTS SKIPPED: another install of {package} holds {lock.lock_file}")
+__all__ = ["CACHE", "CLAUDE_CODE", "CODEX", "ClaudeProject", "CodexProject", "claude_exe"]
 
 
-def _npm_install(package: str, version: str, prefix: Path, exe: Path) -> Path:
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.skip(f"REAL CLI TESTS SKIPPED: npm is not on PATH, cannot install {package}")
-    try:
-        done = subprocess.run(
-            [
-                npm,
-                "install",
-                "--prefix",
-                str(prefix),
-                "--no-audit",
-                "--no-fund",
-                f"{package}@{version}",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_TIMEOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.skip(
-            f"REAL CLI TESTS SKIPPED: npm install {package}@{version} took over {INSTALL_TIMEOUT} s"
-        )
-    if done.returncode != 0 or not exe.exists():
-        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        pytest.skip(
-            f"REAL CLI TESTS SKIPPED: npm install {package}@{version} failed: " + " | ".join(tail)
-        )
-    return exe
+def claude_exe(version: str) -> Path:
+    """The real Claude Code at ``version`` (installed into the cache on first use)."""
+    return npm_cli("@anthropic-ai/claude-code", version, "claude-code", "claude")
 
 
-def pinned(package: str, version: str, prefix: Path, exe: Path) -> Path:
-    """``exe`` of ``package@version``, installed on first use, checked by its --version."""
-    _install(package, version, prefix, exe)
-    said = subprocess.run(
-        [str(exe), "--version"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
-    if version not in said.stdout:
-        pytest.skip(f"REAL CLI TESTS SKIPPED: {exe} says {said.stdout.strip()!r}, not {version}")
-    return exe
+def codex_exe(version: str) -> Path:
+    """The real Codex CLI at ``version`` (installed into the cache on first use)."""
+    return npm_cli("@openai/codex", version, "codex", "codex")
 
 
 class ClaudeProject:
@@ -135,8 +77,13 @@ class CodexProject:
 
     def __init__(self, root: Path, codex: Path) -> None:
         self.home = root / "codexhome"
+        # HOME too: Codex runs its commands in a login shell, which would read the
+        # machine's ~/.bashrc (pyenv's init there waits up to 60 s on a rehash lock
+        # that a shell killed with its session leaves behind)
+        self.user_home = root / "home"
         self.project = root / "p"
         self.project.mkdir(parents=True)
+        self.user_home.mkdir()
         self.codex = codex
 
     def seed(self, port: int, compact_limit: int | None = None, **config: int | str) -> None:
@@ -159,7 +106,11 @@ class CodexProject:
                 bootstrap,
             ],
             "workdir": str(self.project),
-            "env": {"CODEX_HOME": str(self.home), "FAKE_API_KEY": "x"},
+            "env": {
+                "CODEX_HOME": str(self.home),
+                "HOME": str(self.user_home),
+                "FAKE_API_KEY": "x",
+            },
             "restart": {"min_uptime": 0, "delay": "100ms"},
             "stop": {"signal": "TERM", "grace": "5s"},
         }

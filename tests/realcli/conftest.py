@@ -1,7 +1,10 @@
-"""Fixtures for tests that drive the real Claude Code and Codex CLI against a fake model.
+"""Fixtures for tests that drive the real agent CLIs against a fake model.
 
-Each CLI is installed from npm once per machine (``clis.py``); if npm is
-missing or the install fails, every test here is skipped, and the reason says so loudly.
+Each CLI is installed once per machine into a cache dir (``install.py``), at the
+versions ``pins.py`` names (an environment variable can replace them); the
+project dirs and homes are in ``clis.py``. If the registry or the tool is
+missing or the install fails, the tests that need it are skipped, and the
+reason says so loudly.
 """
 
 from __future__ import annotations
@@ -15,26 +18,37 @@ from pathlib import Path
 
 import pytest
 
-from tests.realcli.clis import CACHE, CLAUDE_CODE, CODEX, ClaudeProject, CodexProject, pinned
+from tests.realcli.clis import (
+    CACHE,
+    CLAUDE_CODE,
+    CODEX,
+    ClaudeProject,
+    CodexProject,
+    claude_exe,
+    codex_exe,
+)
+from tests.realcli.pins import versions
+
+__all__ = ["CACHE", "CLAUDE_CODE", "CODEX", "ClaudeProject", "CodexProject", "claude_exe"]
 
 
 @pytest.fixture(scope="session")
 def claude_bin() -> Path:
-    """The real Claude Code, pinned (installed into the cache on first use)."""
-    prefix = CACHE / f"claude-code-{CLAUDE_CODE}"
-    return pinned(
-        "@anthropic-ai/claude-code",
-        CLAUDE_CODE,
-        prefix,
-        prefix / "node_modules" / ".bin" / "claude",
-    )
+    """The real Claude Code, the first pinned version (installed into the cache on first use)."""
+    return claude_exe(CLAUDE_CODE)
+
+
+@pytest.fixture(scope="session", params=versions("claude-code"))
+def claude_any(request: pytest.FixtureRequest) -> tuple[str, Path]:
+    """Each pinned Claude Code, as (version, program): a test using it runs once per version."""
+    version: str = request.param
+    return version, claude_exe(version)
 
 
 @pytest.fixture(scope="session")
 def codex_bin() -> Path:
     """The real Codex CLI, pinned (installed into the cache on first use)."""
-    prefix = CACHE / f"codex-{CODEX}"
-    return pinned("@openai/codex", CODEX, prefix, prefix / "node_modules" / ".bin" / "codex")
+    return codex_exe(CODEX)
 
 
 @pytest.fixture

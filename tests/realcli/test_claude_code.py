@@ -39,10 +39,10 @@ def test_screen_sentinel_restarts_with_a_bootstrap_that_says_why(
     tmp_path: Path,
     claude_project: ClaudeProject,
 ) -> None:
-    """No hooks: Claude Code draws `Compacting conversation`, the preset's sentinel
+    """No hooks (`hooks: none`): Claude Code draws `Compacting conversation`, the preset's sentinel
     ends the session, and session 2 is started with a fresh bootstrap naming why."""
     with FakeModel(tmp_path / "requests.jsonl", brain=compacting_brain) as model:
-        write_unit(home, "cc", claude_project.unit(model.url))
+        write_unit(home, "cc", claude_project.unit(model.url, hooks="none"))  # the screen only
         with running(home, "cc", timeout=90):
             poll_for(
                 lambda: any(
@@ -69,7 +69,7 @@ def test_precompact_hook_ends_the_session_before_any_summary_request(
     for its hook, so the summary request never reaches the model."""
     agentctl("hooks", "claude-code", "--dir", str(claude_project.project), cwd=tmp_path)
     with FakeModel(tmp_path / "requests.jsonl", brain=compacting_brain) as model:
-        write_unit(home, "hk", claude_project.unit(model.url))
+        write_unit(home, "hk", claude_project.unit(model.url, hooks="none"))  # the project's only
         with running(home, "hk", timeout=90):
             poll_for(
                 lambda: any(

@@ -24,7 +24,7 @@ import pytest
 
 from tests.realcli import fake_anthropic as fa
 from tests.realcli.agentd_run import agentctl, running, session_starts
-from tests.realcli.conftest import ClaudeProject
+from tests.realcli.clis import ClaudeProject
 from tests.realcli.model import BIG, FakeModel, bash, given, read_bootstrap, tool, tool_results
 from tests.support import poll_for, write_unit
 

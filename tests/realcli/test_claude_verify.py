@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.realcli.agentd_run import with_agentctl_on_path
-from tests.realcli.conftest import ClaudeProject
+from tests.realcli.clis import ClaudeProject
 from tests.realcli.model import FakeModel, bash, given, read_bootstrap, tool_results
 from tests.support import agentd_popen, events, records, write_unit
 

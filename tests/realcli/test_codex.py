@@ -63,7 +63,7 @@ def test_auto_compaction_restarts_with_a_bootstrap_that_says_why(
     a fresh bootstrap naming why."""
     with FakeOpenAI(tmp_path / "requests.jsonl", brain=_compacting_brain) as model:
         codex_project.seed(model.port, LIMIT)
-        write_unit(home, "cx", codex_project.unit())
+        write_unit(home, "cx", codex_project.unit(hooks="none"))  # the screen only
         with running(home, "cx", timeout=60):
             poll_for(
                 lambda: any(

@@ -14,17 +14,14 @@ names it and checks that it is the only difference.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agentd.config.presets import load_cli_preset
 from tests.realcli.agentd_run import running
-from tests.realcli.clis import CACHE, CLAUDE_CODE, ClaudeProject, CodexProject, pinned
+from tests.realcli.clis import ClaudeProject, CodexProject
+from tests.realcli.gemini_aider import AiderProject, GeminiProject, aider_exe, gemini_exe
 from tests.realcli.model import bash
 from tests.realcli.usage_model import (
     Reported,
@@ -37,9 +34,6 @@ from tests.support import agentd, events, poll_for, records, said, write_unit
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
-HERE = Path(__file__).resolve().parent
-GEMINI = "0.61.0"
-AIDER = "0.86.2"
 DONE = "USAGE_REPLY_DONE"  # the model's last reply; on the screen once the turn is over
 
 
@@ -76,18 +70,14 @@ def _one_session(home: Path, unit: str, on_screen: str) -> dict[str, Any]:
 
 
 # -- Claude Code ------------------------------------------------------------------------
-@pytest.mark.parametrize("version", sorted({CLAUDE_CODE, "2.1.332"}))
 def test_claude_code_session_usage_equals_what_the_model_reported(
-    home: Path, tmp_path: Path, version: str
+    home: Path, tmp_path: Path, claude_any: tuple[str, Path]
 ) -> None:
     """One Bash call, then a reply; stopped by agentd. 2.1.197 sends a title request
     first (not in the transcript, but in the totals it keeps in ~/.claude.json on
     exit); 2.1.332 writes a cost-state record with every request on exit. Either
     way every request the model answered is counted once."""
-    prefix = CACHE / f"claude-code-{version}"
-    exe = pinned(
-        "@anthropic-ai/claude-code", version, prefix, prefix / "node_modules" / ".bin" / "claude"
-    )
+    _version, exe = claude_any
     project = ClaudeProject(tmp_path, exe)
     with UsageAnthropic(tmp_path / "requests.jsonl") as model:
         model.control(script=[bash("echo one"), {"reply": DONE}])
@@ -145,28 +135,10 @@ def test_gemini_session_usage_equals_what_the_model_reported(home: Path, tmp_pat
     """One shell call, then a reply. Gemini CLI's chat record (found by the
     --session-id agentd gave it) holds the tokens of each conversation response;
     its routing request is in no record it keeps."""
-    prefix = CACHE / f"gemini-cli-{GEMINI}"
-    exe = pinned("@google/gemini-cli", GEMINI, prefix, prefix / "node_modules" / ".bin" / "gemini")
-    gemhome, project = tmp_path / "gemhome", tmp_path / "p"
-    project.mkdir()
-    seed = [sys.executable, str(HERE / "seed_gemini.py"), str(gemhome), str(project)]
-    subprocess.run(seed, check=True, capture_output=True, timeout=60)
+    project = GeminiProject(tmp_path, gemini_exe())
     script = [{"tool": {"name": "run_shell_command", "args": {"command": "echo one"}}}]
     with UsageGemini(tmp_path / "requests.jsonl", script=[*script, {"reply": DONE}]) as model:
-        _program, *args = load_cli_preset("gemini")["command"]
-        unit = {
-            "preset": "gemini",
-            "command": [str(exe), "--yolo", *args],
-            "workdir": str(project),
-            "env": {
-                "HOME": str(gemhome),
-                "GOOGLE_GEMINI_BASE_URL": model.url,
-                "GEMINI_API_KEY": "fake",
-                "GEMINI_CLI_NO_RELAUNCH": "true",
-            },
-            "restart": {"min_uptime": 0, "delay": "100ms"},
-            "stop": {"signal": "TERM", "grace": "3s"},
-        }
+        unit = project.unit(model.url)
         write_unit(home, "gm", unit)
         usage = _one_session(home, "gm", DONE)
         main = model.reported_for(lambda path, body: not _gemini_routing(path, body))
@@ -179,40 +151,11 @@ def test_gemini_session_usage_equals_what_the_model_reported(home: Path, tmp_pat
 
 
 # -- aider ------------------------------------------------------------------------------
-def _aider() -> Path:
-    """aider, pinned, in a venv of its own in the cache (installed on first use)."""
-    prefix = CACHE / f"aider-{AIDER}"
-    exe = prefix / "bin" / "aider"
-    if not exe.exists():
-        steps = [
-            [sys.executable, "-m", "venv", str(prefix)],
-            [str(prefix / "bin" / "pip"), "install", "-q", f"aider-chat=={AIDER}"],
-        ]
-        for argv in steps:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
-            if done.returncode != 0 or (argv is steps[-1] and not exe.exists()):
-                tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
-                pytest.skip(f"REAL CLI TESTS SKIPPED: {' '.join(argv[:3])} failed: {tail}")
-    return exe
-
-
 def test_aider_session_usage_equals_what_the_model_reported(home: Path, tmp_path: Path) -> None:
     """aider answers its bootstrap (--message-file) and exits. agentd had it write its
     analytics log; with --no-stream its counts are the provider's. aider keeps the
     prompt whole (the cached part inside it) and says nothing of cache writes."""
-    exe = _aider()
-    aiderhome, project = tmp_path / "aiderhome", tmp_path / "p"
-    project.mkdir()
-    caches = aiderhome / ".aider" / "caches"
-    caches.mkdir(parents=True)
-    prices = list(
-        exe.parent.parent.glob(
-            "lib/python*/site-packages/litellm/model_prices_and_context_window_backup.json"
-        )
-    )
-    if not prices:
-        pytest.skip(f"REAL CLI TESTS SKIPPED: no litellm price map beside {exe}")
-    shutil.copy(prices[0], caches / "model_prices_and_context_window.json")
+    project = AiderProject(tmp_path, aider_exe())
     meta = tmp_path / "meta.json"  # its prices, as a user would give them: aider's cost
     meta.write_text(
         json.dumps(
@@ -228,29 +171,13 @@ def test_aider_session_usage_equals_what_the_model_reported(home: Path, tmp_path
         ),
         encoding="utf-8",
     )
-    _program, *args = load_cli_preset("aider")["command"]
     with UsageOpenAI(tmp_path / "requests.jsonl") as model:
         model.control(reply=DONE)
-        unit = {
-            "preset": "aider",
-            "command": [str(exe), "--no-stream", "--model-metadata-file", str(meta), *args],
-            "workdir": str(project),
-            "env": {
-                "HOME": str(aiderhome),
-                "OPENAI_API_BASE": f"{model.url}/v1",
-                "OPENAI_API_KEY": "sk-fake",
-                "AIDER_MODEL": "openai/fake",
-                "AIDER_GIT": "false",
-                "AIDER_CHECK_UPDATE": "false",
-                "AIDER_ANALYTICS_DISABLE": "true",
-                "AIDER_SHOW_RELEASE_NOTES": "false",
-                "AIDER_SHOW_MODEL_WARNINGS": "false",
-                "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-                "BROWSER": "true",
-            },
-            "restart": {"min_uptime": 0, "delay": "100ms", "max_sessions": 1},
-            "stop": {"signal": "INT", "grace": "5s"},
-        }
+        unit = project.unit(model.url)
+        program, *args = unit["command"]
+        unit["command"] = [program, "--no-stream", "--model-metadata-file", str(meta), *args]
+        unit["env"]["BROWSER"] = "true"
+        unit["restart"] = {**unit["restart"], "max_sessions": 1}
         write_unit(home, "ai", unit)
         done = agentd(home, "run", "ai", timeout=240)
         reported = model.reported

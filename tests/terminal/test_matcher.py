@@ -473,7 +473,12 @@ def test_required_literal(pattern: str, literal: str | None) -> None:
         (r"abc|x", None),  # a branch without a literal: no pre-filter
         (r"ab|cd", None),
         (r"(?i:abc|def)", None),
-        (r"(?:abc|def)x", None),  # an alternation inside: not (yet) taken apart
+        (r"(?:abc|def)x", ("abcx", "defx")),  # one alternation inside: each branch in place
+        (
+            r"Context compacted|Compact task completed",
+            ("Context compacted", "Compact task completed"),
+        ),
+        (r"(?:ab|cd)x(?:ef|gh)", None),  # two alternations: not taken apart
     ],
 )
 def test_required_literals(pattern: str, literals: tuple[str, ...] | None) -> None:

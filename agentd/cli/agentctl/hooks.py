@@ -1,8 +1,11 @@
 """Hook settings for agent CLIs that announce compaction.
 
-Screen text is a guess; a hook is the CLI saying so. ``agentctl hooks
-claude-code|codex`` merges two hooks into the project's settings
-(``.claude/settings.json`` / ``.codex/hooks.json``):
+Screen text is a guess; a hook is the CLI saying so. A unit on the
+claude-code or codex preset gets two hooks for each session on the command
+line (``agentd.config.clihooks``, unit key ``hooks``); ``agentctl hooks
+claude-code|codex`` merges the same two into the project's settings
+(``.claude/settings.json`` / ``.codex/hooks.json``) instead, for units that
+turn that off or run the CLI behind a wrapper:
 
 - ``PreCompact`` runs ``agentctl hook pre-compact``: before an automatic
   compaction it tells agentd, through the session's ``AGENTD_SOCKET`` (the
@@ -38,7 +41,6 @@ import json
 import os
 import re
 import select
-import shlex
 import signal
 import sys
 import time
@@ -47,51 +49,18 @@ from typing import Any
 
 import click
 
+from agentd.config.clihooks import agentd_hooks
+
 SETTINGS = {
     "claude-code": Path(".claude") / "settings.json",
     "codex": Path(".codex") / "hooks.json",
 }
-# The CLI waits for the hook up to its timeout; agentd ends the session (hook
-# included) well within it. Should agentd not, the hook gives up first and the
-# CLI compacts after all: lossy, but the agent goes on.
-PRECOMPACT_TIMEOUT = 120
 PRECOMPACT_WAIT = 100.0
 # What agentd may end a session with (the unit's stop.signal): the hook that was
 # told "ending" must not die of it before the CLI has exited.
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
 PARENT_POLL = 0.01  # s between looks at getppid() where there is no pidfd
 _OURS = re.compile(r"-m agentd(\.cli\.agentctl|\.ctl) hook |agentctl hook ")
-
-
-def hook_command(verb: str) -> str:
-    """The command a CLI runs for a hook: this Python, so PATH does not matter,
-    ``exec``'d by the CLI's shell, so the hook is the CLI's own child."""
-    return f"exec {shlex.quote(sys.executable)} -m agentd.cli.agentctl hook {verb}"
-
-
-def agentd_hooks() -> dict[str, list[dict[str, Any]]]:
-    return {
-        "PreCompact": [
-            {
-                "matcher": "manual|auto",
-                "hooks": [
-                    {
-                        "type": "command",
-                        "command": hook_command("pre-compact"),
-                        "timeout": PRECOMPACT_TIMEOUT,
-                    }
-                ],
-            }
-        ],
-        "SessionStart": [
-            {
-                "matcher": "compact|clear|resume",
-                "hooks": [
-                    {"type": "command", "command": hook_command("session-start"), "timeout": 10}
-                ],
-            }
-        ],
-    }
 
 
 def merged(settings: dict[str, Any]) -> dict[str, Any]:
@@ -185,10 +154,11 @@ def wait_for_exit_of_parent(parent: int, timeout: float) -> bool:
     return True
 
 
-def session_start() -> str:
-    """The bootstrap to add to a new or compacted context ('' outside agentd)."""
+def session_start(event: dict[str, Any] | None = None) -> str:
+    """The bootstrap to add to a compacted, cleared or resumed context ('' outside
+    agentd, and at a session's start: the session's prompt names it already)."""
     path = os.environ.get("AGENTD_BOOTSTRAP_FILE")
-    if not path:
+    if not path or (event or {}).get("source") == "startup":
         return ""
     try:
         return Path(path).read_text(encoding="utf-8")
@@ -214,7 +184,9 @@ def session_start() -> str:
 def hooks_cmd(cli: str, project: Path, to_stdout: bool) -> None:
     """Write CLI's hook settings: PreCompact restarts the session with fresh state,
     SessionStart re-injects the bootstrap (merged into .claude/settings.json or
-    .codex/hooks.json; other settings are kept)."""
+    .codex/hooks.json; other settings are kept). Units on the claude-code and codex
+    presets get these hooks per session without it (unit key hooks); this is for a
+    unit with `hooks: none` or a wrapper in front of the CLI."""
     if to_stdout:
         click.echo(json.dumps(merged({}), indent=2))
         return
@@ -236,5 +208,5 @@ def hook(event: str) -> None:
             data = parsed if isinstance(parsed, dict) else {}
     if event == "pre-compact":
         pre_compact(data)
-    elif reply := session_start():
+    elif reply := session_start(data):
         click.echo(reply)
