@@ -54,7 +54,7 @@ def _unit(home: Path, tmp: Path, name: str, copy: bool) -> None:
     write_unit(home, name, unit)
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(240)
 @pytest.mark.slow
 def test_status_history_dashboard_and_top_show_each_sessions_usage(
     dhome: Path, serve: list[Served], tmp_path: Path
@@ -114,7 +114,7 @@ def test_status_history_dashboard_and_top_show_each_sessions_usage(
             at = head.index("TOKENS")
             return row[at : at + 3] == [f"{EVERY:,}", COST, percent]
 
-        poll_for(shown, timeout=30, what="top's TOKENS, COST, CTX columns")
+        poll_for(shown, timeout=90, what="top's TOKENS, COST, CTX columns")
         tmux("send-keys", "q")
         poll_for(lambda: tmux("list-sessions") == "", what="top to quit")
 
