@@ -68,6 +68,7 @@ SESSION_SENTINEL_OFF = "session.sentinel_off"  # a rule ran over its time budget
 SESSION_HANDOFF = "session.handoff"
 SESSION_KILL = "session.kill"
 SESSION_EXIT = "session.exit"
+SESSION_USAGE = "session.usage"  # what the session spent, as its CLI recorded it
 SESSION_ORPHAN_KILLED = "session.orphan_killed"
 STATE_INIT = "state.init"  # a unit's missing state dir, created and initialised
 STATE_ERROR = "state.error"  # agentd could not do its part in the state dir

@@ -106,7 +106,9 @@ def units_md() -> str:
         title = "Top-level keys" if not head else f"`{head}`"
         out.append(f"## {title}\n")
         if head:
-            parent = next(k for k in keys if k.path == head.removesuffix("[]"))
+            parent = next(
+                k for k in keys if k.path == head.removesuffix("[]").removesuffix(".NAME")
+            )
             out.append(f"{parent.doc}\n")
         out.append("| key | value | default | meaning |")
         out.append("|---|---|---|---|")

@@ -18,6 +18,12 @@ HANDOFF_MESSAGE = (
     "`agentctl state done` / `agentctl state next` for steps), then exit with code 42 or run "
     '`agentctl restart "$AGENTD_UNIT"`. A fresh session continues from the state files.'
 )
+BUDGET_MESSAGE = (
+    "agentd: today's budget ({budget}) is used up and this session will end soon. Record your "
+    'state now: `agentctl state handoff "what you were doing and what comes next"` (and '
+    "`agentctl state done` / `agentctl state next` for steps), then exit with code 42. The "
+    "next session continues from the state files when the budget allows."
+)
 LEFT_GROUP = "left"  # the handoff pattern's group(s) holding the percent of context left
 USED_GROUP = "used"  # ... or the percent used (Gemini CLI shows `N% used`): left = 100 - used
 
@@ -37,6 +43,10 @@ class HandoffSpec(StrictModel):
     """
     message: Annotated[str, Field(min_length=1)] = HANDOFF_MESSAGE
     """What is typed into the session to ask the agent to record its state and hand over."""
+    context_percent: Annotated[int, Field(ge=1, le=100)] | None = None
+    """Hand over when the last model request filled this percent of the context window, as the
+    CLI's own usage records say (`usage.source`, `usage.context_window`): no screen text needed.
+    """
     wait: Duration = 120
     """How long to wait for the state dir to change or the session to exit before restarting it
     (reason `context`).

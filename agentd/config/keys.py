@@ -148,16 +148,19 @@ def keys_at(path: tuple[str | int, ...]) -> list[str] | None:
     from agentd.config.unit import Unit
 
     schema: Any = Unit
+    named = False  # the part is a name a mapping of names gives (`usage.prices.MODEL`)
     for part in path:
-        if isinstance(part, int):
-            continue  # a list's item has its list's schema
+        if isinstance(part, int) or named:
+            named = False
+            continue  # a list's item has its list's schema; so has a named entry
         fields = _fields(schema)
         if part not in fields:
             return None
         schema = _schema_of(fields[part][0])
+        named = _is_dict(fields[part][0])
         if schema is None:
             return None
-    return list(_fields(schema))
+    return None if named else list(_fields(schema))
 
 
 def did_you_mean(path: tuple[str | int, ...], key: str) -> str | None:
@@ -181,6 +184,7 @@ def _walk(schema: Any, prefix: str) -> Iterator[Key]:
         path = f"{prefix}{name}"
         inner = _schema_of(annotation)
         listed = inner is not None and _is_list(annotation)
+        named = inner is not None and _is_dict(annotation)  # usage.prices.NAME.input
         yield Key(
             path=path,
             kind=_kind(annotation, metadata),
@@ -191,7 +195,9 @@ def _walk(schema: Any, prefix: str) -> Iterator[Key]:
             section=inner is not None,
         )
         if inner is not None:
-            yield from _walk(inner, f"{path}[]." if listed else f"{path}.")
+            yield from _walk(
+                inner, f"{path}[]." if listed else f"{path}.NAME." if named else f"{path}."
+            )
 
 
 def _is_list(annotation: Any) -> bool:
@@ -199,6 +205,12 @@ def _is_list(annotation: Any) -> bool:
     if origin in (list, tuple):
         return True
     return any(_is_list(a) for a in get_args(annotation) if get_origin(a) is not None)
+
+
+def _is_dict(annotation: Any) -> bool:
+    if get_origin(annotation) is dict:
+        return True
+    return any(_is_dict(a) for a in get_args(annotation) if get_origin(a) is not None)
 
 
 def _optional(annotation: Any) -> bool:
@@ -235,7 +247,8 @@ def _kind(annotation: Any, metadata: Any) -> str:
             return "list of: " + inner.removeprefix("one of: ")
         return f"list of {_plural(inner)}" if args else "list"
     if origin is dict:
-        return "mapping of text to text"
+        inner = _schema_of(annotation)
+        return "mapping of names to mappings" if inner is not None else "mapping of text to text"
     if isinstance(annotation, type):
         if issubclass(annotation, BaseModel) or is_record(annotation):
             return "mapping"

@@ -217,7 +217,19 @@ class Budget(StrictModel):
     max_runtime_per_day: Duration = 0
     """Session run time per local day."""
     max_output_tokens_per_day: NonNegative = 0
-    """Estimated tokens of agent output per local day."""
+    """Tokens of agent output per local day: as the CLI recorded them (`usage.source`), else
+    estimated from the screen.
+    """
+    max_tokens_per_day: NonNegative = 0
+    """Tokens per local day, as the CLI recorded them (`usage.source`): input, output and cache
+    reads and writes, everything the model was sent and sent back (a session with only an
+    estimate counts its estimated output). A running session that reaches it is asked to hand
+    over (as for `handoff`) before the unit is paused.
+    """
+    max_cost_per_day: Annotated[float, Field(ge=0)] = 0
+    """US dollars per local day: the cost the CLI reports (Claude Code, aider) or the one
+    `usage.prices` gives. A running session that reaches it is asked to hand over first.
+    """
 
 
 class LogSpec(StrictModel):

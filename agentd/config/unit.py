@@ -50,6 +50,7 @@ from agentd.config.sections import (
     StateSpec,
     StopSpec,
 )
+from agentd.config.usage import UsageSpec
 from agentd.config.worktree import WorktreeSpec
 from agentd.errors import KeyProblem
 
@@ -120,6 +121,8 @@ class Unit(StrictModel):
     """Graceful handoff: on the CLI's context-pressure line, ask the agent to record its state,
     wait, then restart it with fresh state.
     """
+    usage: UsageSpec = Field(default_factory=UsageSpec)
+    """Where each session's token usage is read (the presets set it), and what tokens cost."""
     budget: Budget = Field(default_factory=Budget)
     """Daily budgets across sessions; when one is used up the unit is paused until local midnight
     (event `unit.budget`). 0 means none.

@@ -66,21 +66,30 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-def open_regular(path: Path) -> BinaryIO:
+def open_regular(path: Path, *, follow: bool = True) -> BinaryIO:
     """``path`` opened for reading, if it is a regular file (NotReadable if not).
 
     Looked at before it is opened, so a device is never opened (opening some
     has effects) and a FIFO never blocks; opened non-blocking all the same
     and looked at again, so a file swapped in between is refused too. Under a
     ``confined`` state dir it is opened beneath it, following no link out.
+    ``follow=False``: a symbolic link is refused too, not followed.
     """
     root = _CONFINED.get()
     if root is not None and path.parts[: len(root.parts)] == root.parts:
         return os.fdopen(_open_beneath(root, path.parts[len(root.parts) :], path), "rb")
-    before = os.stat(path)
+    before = os.stat(path) if follow else os.lstat(path)
+    if stat.S_ISLNK(before.st_mode):
+        raise NotReadable(f"{path} is a symbolic link; not followed")
     if not stat.S_ISREG(before.st_mode):
         raise NotReadable(f"{path} is {_kind(before.st_mode)}, not a regular file")
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # made a symbolic link since it was looked at
+            raise NotReadable(f"{path} is a symbolic link; not followed") from None
+        raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):

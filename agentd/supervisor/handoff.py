@@ -1,12 +1,16 @@
 """Graceful handoff: before the CLI hits its context wall, ask the agent to save.
 
 When the CLI shows context pressure (the unit's ``handoff.when``, which the
-presets set to the CLI's own line), agentd types ``handoff.message`` into the
-session, then waits up to ``handoff.wait`` for the state dir to change or the
-session to exit. Once the state changed it lets the agent finish writing (a
-quiet spell of ``QUIET`` seconds), then restarts the session (reason
-``context``): the state is freshest exactly when the next session needs it.
-One handoff per session; event ``session.handoff`` says how it went.
+presets set to the CLI's own line, or ``handoff.context_percent`` of the
+window filled, as the CLI's usage records say), agentd types
+``handoff.message`` into the session, then waits up to ``handoff.wait`` for
+the state dir to change or the session to exit. Once the state changed it lets
+the agent finish writing (a quiet spell of ``QUIET`` seconds), then restarts
+the session (reason ``context``): the state is freshest exactly when the next
+session needs it. A daily budget that runs out during a session is handed over
+the same way (``ask``), and the session then ends paused until midnight
+(reason ``budget:NAME``) rather than killed mid-step. One handoff per
+session; event ``session.handoff`` says how it went (``why``).
 
 The state dir is looked at every ``POLL`` seconds during a handoff only, so a
 session that is not handing off costs nothing.
@@ -54,26 +58,35 @@ class Handoff:
         self._task: asyncio.Task[None] | None = None
         self._before: str | None = None
         self._asked_at = 0.0
+        self._then = Trigger(CONTEXT)  # what ends the session once it handed over
 
     def arm(self, session: Session) -> None:
         self._session = session
 
     def on_hit(self, hit: Hit) -> None:
         """The CLI showed context pressure: ask once (at or below ``below``)."""
-        session = self._session
-        if session is None or self._task is not None or not self.spec.wanted(hit.groups):
+        if not self.spec.wanted(hit.groups):
             return
+        left = self.spec.percent_left(hit.groups)
+        self.ask("context", hit.line, self.spec.message, Trigger(CONTEXT), left=left)
+
+    def ask(
+        self, why: str, line: str, message: str, then: Trigger, *, left: int | None = None
+    ) -> bool:
+        """Ask the agent (``message``) to record its state, then end the session for
+        ``then`` (``why``: ``context``, ``budget:NAME``); False if it cannot be asked now
+        (not running, or asked already: that handoff ends the session)."""
+        session = self._session
+        if session is None or self._task is not None:
+            return False
+        self._then = then
         self._before = fingerprint(self._state_dir)
         self._asked_at = self._clock()
-        session.matcher.expect_echo(self.spec.message)  # its echo is no sentinel
-        hand_over(session, self.spec.message, self._submit, paste=self._paste)
-        self._emit(
-            ev.SESSION_HANDOFF,
-            phase="asked",
-            line=hit.line[:200],
-            left=self.spec.percent_left(hit.groups),
-        )
+        session.matcher.expect_echo(message)  # its echo is no sentinel
+        hand_over(session, message, self._submit, paste=self._paste)
+        self._emit(ev.SESSION_HANDOFF, phase="asked", why=why, line=line[:200], left=left)
         self._task = asyncio.get_running_loop().create_task(self._wait())
+        return True
 
     async def _wait(self) -> None:
         deadline = self._asked_at + self.spec.wait
@@ -87,7 +100,7 @@ class Handoff:
             if current != last:
                 last, changed_at = current, self._clock()
         self._done(changed=changed_at is not None)
-        self._fire(Trigger(CONTEXT))
+        self._fire(self._then)
 
     def _done(self, *, changed: bool, exited: bool = False) -> None:
         self._emit(

@@ -32,6 +32,9 @@ def status_of(service: Service) -> dict[str, Any]:
         "since": iso(service.since),
         "enabled": service.enabled,
     }
+    usage = service.session_usage()
+    if usage is not None:  # the running session's so far, else the last one's
+        out["usage"] = usage
     if service.state == State.PAUSED and service.paused_until is not None:
         out["paused_until"] = iso(service.paused_until)
     if session is not None and service.state == State.RUNNING and session.stopped_by_signal:
@@ -94,6 +97,9 @@ def details_of(service: Service, now: float) -> dict[str, Any]:
             "sessions": today.sessions,
             "runtime_s": round(today.runtime_s, 1),
             "output_tokens": today.tokens,
+            "tokens": today.all_tokens,
+            "cost_usd": today.cost_usd,
+            "estimated_sessions": today.estimated,  # counted from the screen estimate
         },
         "budget": unit.budget.model_dump(mode="json"),
     }

@@ -94,13 +94,16 @@ from agentd.supervisor.definition import Definition
 from agentd.supervisor.handoff import Handoff
 from agentd.supervisor.policy import Decision, RestartPolicy, SessionEnd
 from agentd.supervisor.records import screens
-from agentd.supervisor.records.history import History, last_end, restored_pause
+from agentd.supervisor.records.history import History, last_end, last_usage, restored_pause
 from agentd.supervisor.records.lifecycle import REMEMBERED, Lifecycle
 from agentd.supervisor.records.locks import StateDirLock, UnitLock
 from agentd.supervisor.records.reclaim import LOST, reclaim_if_owner
 from agentd.supervisor.records.sessions import Recorded, SessionRecords
 from agentd.supervisor.states import ACTIVE, TERMINAL, TRANSITIONS, State, TransitionError
 from agentd.supervisor.triggers import Trigger, Triggers, rules
+from agentd.supervisor.usage import sources as usage_sources
+from agentd.supervisor.usage.tally import Spent, estimate_record
+from agentd.supervisor.usage.watch import UsageWatch
 from agentd.terminal.matcher import LineMatcher
 from agentd.terminal.rules import Hit
 from agentd.times import iso
@@ -130,6 +133,8 @@ class SessionRun:
         self.screen = ScreenRing(*self.size, number)  # kept after the end
         self.triggers: Triggers | None = None
         self.handoff: Handoff | None = None
+        self.usage: UsageWatch | None = None  # its CLI's usage records, read as it goes
+        self.spent: dict[str, Any] | None = None  # its usage record, once it ended
 
     def fire(self, trigger: Trigger) -> None:
         """End the session for ``trigger`` (stop, restart); nothing if it is not armed."""
@@ -146,6 +151,19 @@ class SessionRun:
     def on_output(self, hits: list[Hit]) -> None:
         if self.triggers is not None:
             self.triggers.on_hits(hits)
+        if self.usage is not None:
+            self.usage.poke()  # new output: maybe new usage in the CLI's records
+
+    def on_usage(self, spent: Spent) -> None:
+        if self.triggers is not None:
+            self.triggers.on_usage(spent)
+
+    def usage_record(self) -> dict[str, Any] | None:
+        """What the session spent so far (running) or in all (ended), as recorded."""
+        if self.spent is not None:
+            return self.spent
+        latest = self.usage.latest if self.usage is not None else None
+        return latest.record(self.unit.usage) if latest is not None else None
 
 
 class Service:
@@ -202,7 +220,9 @@ class Service:
         self.session_no = self._history.last_session()
         self.restarts = kept.restarts
         self.ends: list[SessionEnd] = []
-        self.last_reason, self.last_at = last_end(self._history.recent())  # at: wall time
+        recent = self._history.recent()
+        self.last_reason, self.last_at = last_end(recent)  # at: wall time
+        self._last_usage = last_usage(recent)  # the last session's, from before this agentd
         self.current: SessionRun | None = None  # the last session, running or not
         self.task: asyncio.Task[None] | None = None
         self._reclaim_task: asyncio.Task[None] | None = None
@@ -464,6 +484,12 @@ class Service:
             about.update(reason=self.last_reason, detail=self.detail or None, ended_at=at)
         return run.screen.capture(about, mask=self.redactor.spans)  # its secrets hidden
 
+    def session_usage(self) -> dict[str, Any] | None:
+        """What the running session spent so far, or the last one in all (its CLI's
+        records, or the screen estimate); None before any is known."""
+        run = self.current
+        return run.usage_record() if run is not None else self._last_usage
+
     def processes(self) -> list[int]:
         """The pids of the running session's processes (a scan: slow, off the loop)."""
         session = self.session
@@ -688,7 +714,7 @@ class Service:
 
     # -- one session -------------------------------------------------------------------
     async def _session(
-        self, run: SessionRun, ends: Sequence[SessionEnd], usage: Usage | None
+        self, run: SessionRun, ends: Sequence[SessionEnd], today: Usage | None
     ) -> SessionEnd:
         """Live session ``run`` through; ``ends`` (the earlier ones) feed the bootstrap."""
         unit, number, reason = run.unit, run.number, run.reason
@@ -717,6 +743,15 @@ class Service:
                 marker=marker,
                 socket=self.paths.socket,
             )
+            usage = usage_sources.prepare(
+                unit,
+                plan.argv,
+                env,
+                number=number,
+                logs_dir=self.paths.unit_logs(unit.name),
+                now=self._wall(),
+            )
+            env = usage.env  # where its CLI keeps its usage records, fixed for this session
             transcript.note(f"{iso(self._wall())} session {number} starting ({reason})")
             # before the agent may run: a kill -9 of agentd leaves what ends it
             self._records.begin(
@@ -730,7 +765,7 @@ class Service:
                 )
             )
             cols, rows = run.size  # resized while the bootstrap was prepared, maybe
-            child = await launch.exec(plan.argv, cwd=unit.workdir, env=env, cols=cols, rows=rows)
+            child = await launch.exec(usage.argv, cwd=unit.workdir, env=env, cols=cols, rows=rows)
             cgroup = launch.cgroup  # None if it could not be joined after all
         except SpawnError as exc:
             self._drop_launch()
@@ -754,6 +789,7 @@ class Service:
             if self._notify is not None:
                 self._notify(unit, event, number)
 
+        run.usage = UsageWatch(unit.usage, usage.source, emit=emit, on_update=run.on_usage)
         injector = inject.Injector(plan, boot.text, boot.tokens, emit=emit)
         handoff = run.handoff = Handoff(
             unit.handoff,
@@ -770,8 +806,9 @@ class Service:
             wall=self._wall,
             on_prompt=injector.on_prompt,
             notify=notify,
-            usage=usage,
+            usage=today,
             on_handoff=handoff.on_hit,
+            ask_handoff=handoff.ask,
         )
         run.screen.resize(cols, rows)
         matcher = LineMatcher(rules(unit, triggers.sentinel_off), cols=cols, rows=rows)
@@ -898,6 +935,11 @@ class Service:
         run.triggers = None
         child = session.child
         duration = round(session.uptime, 3)
+        tokens = session.matcher.tokens
+        watch, run.usage = run.usage, None
+        # read once its processes are gone: the CLIs write their totals on exit
+        spent = await watch.final(tokens) if watch is not None else estimate_record(tokens)
+        run.spent = spent
         self._emit(
             ev.SESSION_EXIT,
             unit=unit.name,
@@ -917,7 +959,8 @@ class Service:
                 "signal": signal_name(child.signal) if child.signal else None,
                 "duration_s": duration,
                 "output_bytes": session.bytes_out,
-                "tokens": session.matcher.tokens,
+                "tokens": tokens,
+                "usage": spent,
             }
         )
         run.transcript.note(f"{iso(self._wall())} session {number} ended ({reason})")
@@ -1003,16 +1046,11 @@ class Service:
             self.usage = usage
             return False
         until = next_midnight(now)
-        used = {
-            "max_sessions_per_day": usage.sessions,
-            "max_runtime_per_day": usage.runtime_s,
-            "max_output_tokens_per_day": usage.tokens,
-        }[name]
         self._emit(
             ev.UNIT_BUDGET,
             unit=unit.name,
             budget=name,
-            used=round(used, 1),
+            used=round(usage.used(name), 6),
             limit=getattr(budget, name),
             until=iso(until),
         )

@@ -15,16 +15,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentd import events as ev
+from agentd.config.handoff import BUDGET_MESSAGE
 from agentd.config.unit import Unit
 from agentd.reasons import CONTEXT, IDLE, TIMEOUT, Reason
 from agentd.session.inject import PROMPT_RULE
 from agentd.session.session import Session
-from agentd.supervisor.budget import Usage, next_midnight
+from agentd.supervisor.budget import Usage, next_midnight, reached, with_session
+from agentd.supervisor.usage.tally import Spent
 from agentd.terminal.rules import Hit, Rule
 from agentd.times import iso, parse_reset_time
 
 Emit = Callable[..., None]
 HANDOFF_RULE = "handoff"  # the matcher rule of the unit's `handoff.when`
+# Ask the agent to hand over (why, the line that says why, what to type, what ends the
+# session then); False when it cannot be asked (``agentd.supervisor.handoff.Handoff.ask``).
+AskHandoff = Callable[..., bool]
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class Triggers:
         notify: Callable[[str], None] | None = None,
         usage: Usage | None = None,
         on_handoff: Callable[[Hit], None] | None = None,
+        ask_handoff: AskHandoff | None = None,
     ) -> None:
         self.unit = unit
         self._emit = emit
@@ -56,6 +62,8 @@ class Triggers:
         self._on_prompt = on_prompt
         self._notify = notify
         self._on_handoff = on_handoff
+        self._ask_handoff = ask_handoff
+        self._budget_asked: str | None = None  # the budget a handoff was asked for
         self._usage = usage  # today's usage before this session, when a budget is set
         self._loop = asyncio.get_running_loop()
         self.fired: asyncio.Future[Trigger] = self._loop.create_future()
@@ -94,8 +102,46 @@ class Triggers:
         if limit and tokens >= limit:
             self.fire(Trigger(CONTEXT))
         cap = self.unit.budget.max_output_tokens_per_day
-        if cap and self._usage is not None and self._usage.tokens + tokens >= cap:
+        estimated = self.unit.usage.source == "estimate"  # else the CLI's records count
+        if estimated and cap and self._usage is not None and self._usage.tokens + tokens >= cap:
             self._budget("max_output_tokens_per_day", self._usage.tokens + tokens, cap)
+
+    # -- the CLI's usage records -----------------------------------------------------
+    def on_usage(self, spent: Spent) -> None:
+        """New figures from the CLI's records of this session: a context filled past
+        ``handoff.context_percent``, or a daily budget crossed, hands the session over."""
+        if self.fired.done():
+            return
+        spec = self.unit.usage
+        want = self.unit.handoff.context_percent
+        percent = spent.context_percent(spec)
+        if want and percent is not None and percent >= want:
+            window = spent.window(spec) or 0
+            line = f"the context is {percent:.0f}% full ({spent.context_tokens:,} of {window:,})"
+            self._ask("context", line, self.unit.handoff.message, Trigger(CONTEXT))
+        if self._usage is None or self._budget_asked is not None:
+            return
+        now = with_session(self._usage, {"usage": spent.record(spec)})
+        name = reached(self.unit.budget, now)
+        if name is None:
+            return
+        used, limit = now.used(name), getattr(self.unit.budget, name)
+        until = next_midnight(self._wall())
+        line = f"{name}: {used:,.6g} of {limit:,}"
+        then = Trigger(Reason.budget(name), "pause", until)
+        if self._ask(f"budget:{name}", line, BUDGET_MESSAGE.format(budget=name), then):
+            self._budget_asked = name
+            self._emit(
+                ev.UNIT_BUDGET, budget=name, used=round(used, 6), limit=limit, until=iso(until)
+            )
+
+    def _ask(self, why: str, line: str, message: str, then: Trigger) -> bool:
+        """Hand the session over gracefully (without a handoff to ask, end it now);
+        False if it cannot be asked yet (asked again at the next figures)."""
+        if self._ask_handoff is None:
+            self.fire(then)
+            return True
+        return self._ask_handoff(why, line, message, then)
 
     def _budget(self, name: str, used: float, limit: float) -> None:
         """A daily budget ran out mid-session: pause until midnight."""

@@ -290,7 +290,16 @@ def test_events_history_and_bootstrap(daemon: Served, dhome: Path) -> None:
     listing = agentctl("history", "a")
     assert listing.exit_code == 0
     head, one, two = listing.stdout.splitlines()
-    assert head.split() == ["SESSION", "STARTED", "DURATION", "OUTCOME", "REASON", "BOOTSTRAP"]
+    assert head.split() == [
+        "SESSION",
+        "STARTED",
+        "DURATION",
+        "OUTCOME",
+        "REASON",
+        "TOKENS",
+        "COST",
+        "BOOTSTRAP",
+    ]
     # STARTED is local time, two words: 2026-12-01 14:03:07
     assert one.split()[4:6] == ["manual", "manual:deploy"] and one.endswith("bootstrap-1.md")
     assert two.split()[4] == "running"

@@ -26,7 +26,9 @@ def test_usage_counts_today_only() -> None:
         {"kind": "outcome", "session": 2, "at": at(0)},
         {"kind": "start", "session": 3, "at": "not a time"},
     ]
-    assert usage_today(records, NOW) == Usage(sessions=1, runtime_s=30.5, tokens=120)
+    assert usage_today(records, NOW) == Usage(
+        sessions=1, runtime_s=30.5, tokens=120, all_tokens=120, estimated=1
+    )  # no usage records: the screen's estimate
 
 
 def test_reached_names_the_first_budget() -> None:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentd.cli.colour import Painter
+from agentd.spent import cost_cell, cost_text, tokens_cell, tokens_text, usage_line
 from agentd.times import local, parse_iso, span
 
 Paint = Callable[[int, int, str], str]  # (row, column, padded text) -> text; row 0: the head
@@ -132,7 +133,7 @@ def format_event(e: dict[str, Any], painter: Painter | None = None) -> str:
 
 def history_rows(unit: str, sessions: list[dict[str, Any]], painter: Painter | None = None) -> str:
     """``agentctl history``: one row per session, its outcome coloured."""
-    rows = [["SESSION", "STARTED", "DURATION", "OUTCOME", "REASON", "BOOTSTRAP"]]
+    rows = [["SESSION", "STARTED", "DURATION", "OUTCOME", "REASON", "TOKENS", "COST", "BOOTSTRAP"]]
     for s in sessions:
         ended = s.get("reason") is not None
         rows.append(
@@ -143,6 +144,8 @@ def history_rows(unit: str, sessions: list[dict[str, Any]], painter: Painter | N
                 (s.get("outcome") or ("-" if ended else "running"))
                 + (" (checked)" if (s.get("verify") or {}).get("ok") else ""),  # its check passed
                 (s.get("reason") or "-") + (f": {s['error']}" if s.get("error") else ""),
+                tokens_cell(s.get("usage")),
+                cost_cell(s.get("usage")),
                 s.get("bootstrap") or "-",
             ]
         )
@@ -200,6 +203,9 @@ def details(d: dict[str, Any], now: float, painter: Painter) -> str:
     if last:
         at = parse_iso(d.get("last_at"))
         facts.append(("Last end", last + (f" ({span(now - at)} ago)" if at is not None else "")))
+    if d.get("usage") is not None:
+        which = "Usage" if d.get("pid") is None else "Usage so far"
+        facts.append((which, usage_line(d["usage"])))
     check = check_said(d, now)
     if check is not None:  # the completion check (complete.verify)
         facts.append(("Check", check))
@@ -241,6 +247,7 @@ def _today(today: dict[str, Any], budget: dict[str, Any]) -> str:
         return f"{used} of {limit} {what}" if limit else f"{used} {what}"
 
     runtime = budget.get("max_runtime_per_day")
+    guessed = int(today.get("estimated_sessions") or 0)  # no usage records: the estimate
     return ", ".join(
         [
             part(
@@ -253,6 +260,20 @@ def _today(today: dict[str, Any], budget: dict[str, Any]) -> str:
                 f"{int(today.get('output_tokens', 0)):,}",
                 budget.get("max_output_tokens_per_day"),
                 "output tokens",
+            ),
+            part(
+                ("~" if guessed else "") + tokens_text(float(today.get("tokens") or 0)),
+                tokens_text(budget["max_tokens_per_day"])
+                if budget.get("max_tokens_per_day")
+                else None,
+                f"tokens ({guessed} of the sessions estimated from the screen)"
+                if guessed
+                else "tokens",
+            ),
+            part(
+                cost_text(float(today.get("cost_usd") or 0)),
+                cost_text(budget["max_cost_per_day"]) if budget.get("max_cost_per_day") else None,
+                "spent",
             ),
         ]
     )

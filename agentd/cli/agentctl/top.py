@@ -2,11 +2,13 @@
 
 One row per unit (of the daemon and of every ``agentd run``): state, pid,
 session, uptime, restarts, last reason, its completion check (``checking``,
-``passed``, ``failed (...)``), output rate and the last line of its screen.
-The table is fetched again when an event comes on a socket's event
-stream (``events -f``, read by one thread per socket), not on a poll; only
-the output rates and screen lines, which change without events, are
-refreshed every ``ACTIVITY`` seconds while a unit runs. Keys start, stop,
+``passed``, ``failed (...)``), output rate, the tokens, cost and context fill
+of its session (the running one's so far, from its CLI's records; else the
+last one's) and the last line of its screen. The table is fetched again when
+an event comes on a socket's event stream (``events -f``, read by one thread
+per socket), not on a poll; only what changes without events (the output
+rates, the usage, the screen lines) is refreshed every ``ACTIVITY`` seconds
+while a unit runs. Keys start, stop,
 restart and attach (agentctl attach, with the view suspended).
 """
 
@@ -29,6 +31,7 @@ from agentd.cli.agentctl.client import open_client, run_units
 from agentd.cli.agentctl.output import check_said
 from agentd.daemon.control.client import Client, RemoteError, Unreachable
 from agentd.paths import Paths
+from agentd.spent import context_cell, cost_cell, tokens_cell
 from agentd.times import span
 
 ACTIVITY = 2.0  # seconds between refreshes of output rates and screen lines
@@ -42,6 +45,9 @@ COLUMNS = (
     "LAST",
     "CHECK",
     "OUT/s",
+    "TOKENS",
+    "COST",
+    "CTX",
     "SCREEN",
 )
 # Each action's verb and how long it may take (stop waits until the processes are gone).
@@ -142,6 +148,9 @@ class Top(App[None]):
             s.get("last_reason") or "-",
             check_said(s, time.time(), short=True) or "-",  # the completion check
             self._rate(s, now) if running else "-",
+            tokens_cell(s.get("usage")),  # the running session's so far, else the last one's
+            cost_cell(s.get("usage")),
+            context_cell(s.get("usage")),
             self._screens.get(s["unit"], ""),
         ]
 

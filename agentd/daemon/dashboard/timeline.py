@@ -4,7 +4,8 @@
 into what the SVG template draws: one bar per session coloured by its
 outcome (the running one up to now), a mark where a session ended on a
 sentinel, a mark where a restart began one, and hatched bands over pauses
-(usage limits, budgets); each with the words for its tooltip. The window is
+(usage limits, budgets); each with the words for its tooltip, and on a bar
+wide enough what its session spent (its cost, else its tokens). The window is
 the last ``span`` (``5m`` ... ``1w``) or the whole run (``all``); a bar is at
 least ``MIN_BAR`` wide, so a short session is still there to hover. Pure:
 ``now`` is an argument; only ``<rect>``s are sessions.
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentd.reasons import Reason
+from agentd.spent import cost_cell, tokens_cell, usage_line
 from agentd.times import parse_iso, span
 
 SPANS: dict[str, float | None] = {
@@ -74,6 +76,7 @@ TICK_STEPS = (
     7 * 86400,
 )
 MAX_TICKS = 10
+LABEL_CHAR = 6.5  # about the width of one character of a bar's label
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,11 @@ class Bar:
     width: float
     colour: str
     title: str
+    label: str = ""  # what the session spent (``4.3k``, ``$0.42``), drawn when it fits
+
+    @property
+    def shows_label(self) -> bool:
+        return bool(self.label) and self.width >= LABEL_CHAR * len(self.label) + 6
 
 
 @dataclass(frozen=True)
@@ -162,6 +170,7 @@ def layout(
                 max(x1 - x0, MIN_BAR),
                 COLOURS.get(outcome, COLOURS["unknown"]),
                 _title(row, outcome, start, end),
+                _label(row.get("usage")),
             )
         )
         line.marks += _marks(line, row, number, x0, x1, end, spans[index + 1 :], now)
@@ -190,7 +199,18 @@ def _title(row: Mapping[str, Any], outcome: str, start: float, end: float) -> st
     lasted = span(row["duration_s"]) if row.get("duration_s") is not None else span(end - start)
     said = row.get("error") or row.get("detail")
     detail = f"; {said}" if said else ""
-    return f"session {number}: {outcome} ({reason}{detail}), {lasted}, started {began}"
+    spent = row.get("usage")
+    used = f", {usage_line(spent)}" if isinstance(spent, Mapping) else ""
+    return f"session {number}: {outcome} ({reason}{detail}), {lasted}, started {began}{used}"
+
+
+def _label(usage: Any) -> str:
+    """A session's spending in a few characters: its cost if known, else its tokens
+    (``~`` for an estimate)."""
+    if not isinstance(usage, Mapping):
+        return ""
+    cost = cost_cell(usage)
+    return cost if cost != "-" else tokens_cell(usage).removesuffix(" est.")
 
 
 def _marks(

@@ -7,13 +7,14 @@ import time
 from typing import Any
 
 from agentd.config.sections import Budget
+from agentd.spent import cost_text, usage_line
 from agentd.supervisor.budget import Usage
 from agentd.times import parse_iso, span
 
 
 def summary(status: dict[str, Any], usage: Usage, budget: Budget, now: float) -> dict[str, Any]:
     """``status`` with what a person reads: uptime, the last reason and when, the
-    pause, today's budget use."""
+    pause, today's budget use, what the running or last session spent."""
     running = status.get("pid") is not None
     last = status.get("last_reason") or "-"
     at = parse_iso(status.get("last_at"))
@@ -34,6 +35,7 @@ def summary(status: dict[str, Any], usage: Usage, budget: Budget, now: float) ->
         "paused": clock(until) if until is not None else None,
         "since_text": f"{clock(since)} ({span(now - since)} ago)" if since else "-",
         "budget": budget_used(usage, budget),
+        "spent": usage_line(status["usage"]) if status.get("usage") else None,
         "check": check(status, now),  # None: the unit has no completion check
     }
 
@@ -59,7 +61,9 @@ def check(status: dict[str, Any], now: float) -> str | None:
 
 
 def budget_used(usage: Usage, budget: Budget) -> str:
-    """Today's sessions, runtime and output tokens, each of its daily limit when set."""
+    """Today's sessions, runtime, tokens and cost, each of its daily limit when set
+    (output tokens only when they have a limit of their own; ``~`` and a note when
+    some sessions had no usage records, only the screen estimate)."""
 
     def part(used: str, limit: str | None, what: str) -> str:
         return f"{used}/{limit} {what}" if limit else f"{used} {what}"
@@ -78,12 +82,34 @@ def budget_used(usage: Usage, budget: Budget) -> str:
                 span(budget.max_runtime_per_day) if budget.max_runtime_per_day else None,
                 "run",
             ),
-            part(
-                f"{usage.tokens:,}",
-                f"{budget.max_output_tokens_per_day:,}"
+            *(
+                [
+                    part(
+                        f"{usage.tokens:,}",
+                        f"{budget.max_output_tokens_per_day:,}",
+                        "output tokens",
+                    )
+                ]
                 if budget.max_output_tokens_per_day
-                else None,
-                "tokens",
+                else []
+            ),
+            part(
+                ("~" if usage.estimated else "") + f"{usage.all_tokens:,}",
+                f"{budget.max_tokens_per_day:,}" if budget.max_tokens_per_day else None,
+                f"tokens ({usage.estimated} of the sessions estimated from the screen)"
+                if usage.estimated
+                else "tokens",
+            ),
+            *(
+                [
+                    part(
+                        cost_text(usage.cost_usd),
+                        cost_text(budget.max_cost_per_day) if budget.max_cost_per_day else None,
+                        "spent",
+                    )
+                ]
+                if usage.cost_usd or budget.max_cost_per_day
+                else []
             ),
         ]
     )

@@ -144,6 +144,8 @@ def sessions(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 )
                 if rec.get("error"):
                     row["error"] = rec["error"]
+                if isinstance(rec.get("usage"), dict):  # what it spent (agentd.supervisor.usage)
+                    row["usage"] = rec["usage"]
             elif kind == "verify" and not rec.get("manual"):  # the check of its completion
                 row["verify"] = {
                     k: rec.get(k) for k in ("ok", "command", "exit_code", "said", "duration_s")
@@ -164,6 +166,13 @@ def last_end(records: list[dict[str, Any]]) -> tuple[str | None, float | None]:
         return end.get("reason"), datetime.fromisoformat(str(end.get("at"))).timestamp()
     except (TypeError, ValueError):
         return end.get("reason"), None
+
+
+def last_usage(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What the last ended session spent, as its ``end`` record says (None: not recorded)."""
+    end = next((r for r in reversed(records) if r.get("kind") == "end"), None)
+    usage = end.get("usage") if end is not None else None
+    return usage if isinstance(usage, dict) else None
 
 
 def last_verify(records: list[dict[str, Any]]) -> dict[str, Any] | None:
