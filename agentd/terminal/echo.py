@@ -17,7 +17,9 @@ _REDRAW_MAX = 4096  # bound on remembered echo lines
 
 
 def _normalise(text: str) -> str:
-    return "".join(_WORD.findall(text)).casefold()
+    # case kept: a terminal echoes what was typed as it was typed, and "GO" printed
+    # by the agent is not the echo of a bootstrap that says "sentinel:go"
+    return "".join(_WORD.findall(text))
 
 
 class EchoFilter:
