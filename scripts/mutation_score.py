@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""The mutation score of the pure cores and the guarantees, per module (mutmut).
+
+usage: scripts/mutation_score.py [--list] [--only GROUP ...] [--jobs N] [--work DIR]
+                                 [--survivors]
+
+`scripts/mutations.py` names the bugs we thought of; this runs mutmut, which
+makes every one-token bug it can (an operator, a constant, a string, a
+dropped call or argument) in the modules of each group below, and runs only
+that group's tests against each (of those, only the tests that call the
+mutated function: mutmut records which do on a first clean run). A mutant
+is *killed* when a test fails, times out or crashes; it *survived* when they
+all pass. Mutants that change nothing a caller could see are listed in
+``EQUIVALENT`` with why, and counted apart; a survivor that is not listed
+there is a test we still owe.
+
+Each group runs in a fresh copy of the repository (``--work DIR`` keeps the
+copies in DIR, and a second run over the same DIR only runs what changed).
+The tests of a group run in-process (mutmut forks a worker per mutant); the
+subprocesses a test starts import the unmutated package, so a group's tests
+are ones that call its code in the test's own process. Prints a table per
+module and the total; exits 1 if the score of the chosen groups is below
+``TARGET`` or a group could not run. With ``--jobs 1`` (the default) about an
+hour for every group on 2 busy cores: run it on demand, not in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET = 0.90
+COPIED = ("agentd", "tests", "docs", "scripts", "README.md", "pyproject.toml")
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    modules: tuple[str, ...]  # files under agentd/ to mutate
+    tests: tuple[str, ...]  # the tests about them (paths or node ids)
+
+
+GROUPS = (
+    Group(
+        "memory-writes",
+        ("agentd/fileio.py",),
+        ("tests/memory/test_guards_writes.py", "tests/test_logfiles.py"),
+    ),
+    Group(
+        "budget-fit",
+        ("agentd/memory/bootstrap/fit.py", "agentd/supervisor/budget.py"),
+        (
+            "tests/memory/test_priority.py",
+            "tests/supervisor/test_budget.py",
+            "tests/memory/test_guards_fit.py",
+        ),
+    ),
+    Group(
+        "matcher-echo",
+        ("agentd/terminal/matcher.py", "agentd/terminal/echo.py"),
+        (
+            "tests/terminal/test_sentinel.py",
+            "tests/terminal/test_guards_echo.py",
+        ),
+    ),
+    Group(
+        "process-ending",
+        ("agentd/process/ending.py",),
+        ("tests/process/test_proctree.py", "tests/process/test_guards_ending.py"),
+    ),
+    Group(
+        "policy",
+        ("agentd/supervisor/policy.py",),
+        ("tests/supervisor/test_policy.py",),
+    ),
+    Group(
+        "pauses-reclaim",
+        ("agentd/supervisor/records/reclaim.py", "agentd/supervisor/records/history.py"),
+        ("tests/supervisor/test_records.py", "tests/supervisor/test_guards_pauses.py"),
+    ),
+    Group(
+        "control-caps",
+        ("agentd/daemon/control/connections.py",),
+        ("tests/daemon/test_guards_caps.py",),
+    ),
+)
+
+# Mutants no test can kill because nothing a caller sees changes: (module, the
+# function, a regex the mutated line matches) -> why. Matched against mutmut's diff.
+EQUIVALENT: dict[tuple[str, str, str], str] = {}
+
+
+@dataclass
+class Mutant:
+    module: str
+    name: str  # mutmut's name, e.g. agentd.fileio.x_write_atomic__mutmut_3
+    status: str  # killed, survived, timeout, no tests, ...
+    diff: str = ""
+    equivalent: str = ""
+
+    @property
+    def function(self) -> str:
+        return self.name.rsplit(".", 1)[-1].split("__mutmut_")[0]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--list", action="store_true", help="list the groups and exit")
+    parser.add_argument("--only", action="append", default=[], metavar="GROUP")
+    parser.add_argument("--jobs", type=int, default=1, help="mutants run at once (default 1)")
+    parser.add_argument("--work", type=Path, help="keep each group's copy in DIR/GROUP")
+    parser.add_argument("--survivors", action="store_true", help="print each survivor's diff")
+    args = parser.parse_args(argv)
+    if args.list:
+        for g in GROUPS:
+            print(f"{g.name:16} {' '.join(g.modules)}\n{'':16} tests: {' '.join(g.tests)}")
+        return 0
+    names = {g.name for g in GROUPS}
+    unknown = sorted(set(args.only) - names)
+    if unknown:
+        print(f"mutation_score: no such group: {', '.join(unknown)} (see --list)", file=sys.stderr)
+        return 2
+    chosen = [g for g in GROUPS if not args.only or g.name in args.only]
+    work = args.work or Path(tempfile.mkdtemp(prefix="mutscore-"))
+    failed = False
+    found: list[Mutant] = []
+    for group in chosen:
+        print(f"== {group.name}: mutating {' '.join(group.modules)}", flush=True)
+        mutants = run_group(group, work / group.name, args.jobs)
+        if mutants is None:
+            failed = True
+            continue
+        found += mutants
+        print(table(mutants, by="module"), flush=True)
+    if args.work is None:
+        shutil.rmtree(work, ignore_errors=True)
+    print()
+    print(table(found, by="module"))
+    if args.survivors:
+        for m in found:
+            if m.status != "killed" and not m.equivalent:
+                print(f"\n# {m.name}: {m.status}\n{m.diff}")
+    score = ratio(found)
+    print(f"\nkilled {score:.1%} of the mutants that change behaviour (target {TARGET:.0%})")
+    return 1 if failed or score < TARGET else 0
+
+
+def run_group(group: Group, copy: Path, jobs: int) -> list[Mutant] | None:
+    """Run mutmut over ``group`` in ``copy`` (made if new); its mutants, None on failure."""
+    missing = [t for t in group.tests if not (REPO / t.split("::")[0]).exists()]
+    missing += [m for m in group.modules if not (REPO / m).is_file()]
+    if missing:
+        print(f"mutation_score: {group.name}: no such file: {' '.join(missing)}", file=sys.stderr)
+        return None
+    fresh = not copy.exists()
+    copy_repo(copy)
+    if fresh:
+        with (copy / "pyproject.toml").open("a", encoding="utf-8") as f:
+            f.write(mutmut_config(group))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTD_", "PYTEST_"))}
+    env["PYTHONPYCACHEPREFIX"] = str(copy / ".pyc")
+    mutmut = Path(sys.executable).with_name("mutmut")
+    log = copy / "mutmut.log"
+    with log.open("w") as out:
+        proc = subprocess.run(
+            [str(mutmut), "run", "--max-children", str(max(1, jobs))],
+            cwd=copy,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    if proc.returncode != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-15:]
+        print(f"mutation_score: {group.name}: mutmut exited {proc.returncode}:", file=sys.stderr)
+        print("\n".join(tail), file=sys.stderr)
+        return None
+    return read_results(copy, group, env)
+
+
+def mutmut_config(group: Group) -> str:
+    def toml_list(items: tuple[str, ...] | list[str]) -> str:
+        return "[" + ", ".join(json.dumps(i) for i in items) + "]"
+
+    return (
+        "\n[tool.mutmut]\n"
+        'source_paths = ["agentd/"]\n'
+        f"only_mutate = {toml_list(group.modules)}\n"
+        f"pytest_add_cli_args_test_selection = {toml_list(group.tests)}\n"
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "--timeout=300"]\n'
+        f"also_copy = {toml_list(['docs/', 'scripts/', 'README.md'])}\n"
+        "use_git_change_detection = false\n"
+    )
+
+
+def copy_repo(dst: Path) -> None:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache")
+    dst.mkdir(parents=True, exist_ok=True)
+    for name in COPIED:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, dst / name, ignore=ignore, dirs_exist_ok=True)
+        else:
+            shutil.copy2(src, dst / name)
+
+
+def read_results(copy: Path, group: Group, env: dict[str, str]) -> list[Mutant]:
+    mutants: list[Mutant] = []
+    statuses = _statuses()
+    for module in group.modules:
+        meta = json.loads((copy / "mutants" / f"{module}.meta").read_text(encoding="utf-8"))
+        for name, code in sorted(meta["exit_code_by_key"].items(), key=lambda kv: _order(kv[0])):
+            mutants.append(Mutant(module, name, statuses.get(code, "suspicious")))
+    mutmut = Path(sys.executable).with_name("mutmut")
+    for m in mutants:
+        if m.status == "killed":
+            continue
+        shown = subprocess.run(
+            [str(mutmut), "show", m.name], cwd=copy, env=env, capture_output=True, text=True
+        )
+        m.diff = shown.stdout.split("\n", 1)[-1].strip()
+        m.equivalent = equivalent(m)
+    return mutants
+
+
+def _order(name: str) -> tuple[str, int]:
+    head, _, number = name.rpartition("__mutmut_")
+    return head, int(number) if number.isdigit() else 0
+
+
+def _statuses() -> dict[int | None, str]:
+    from mutmut.stats import status_by_exit_code
+
+    return {code: ("killed" if s in ("timeout", "segfault") else s) for code, s in
+            status_by_exit_code.items()}
+
+
+def equivalent(m: Mutant) -> str:
+    added = [line[1:] for line in m.diff.splitlines() if line.startswith("+") and not
+             line.startswith("+++")]
+    for (module, function, pattern), why in EQUIVALENT.items():
+        if module == m.module and function == m.function and any(
+            re.search(pattern, line) for line in added
+        ):
+            return why
+    return ""
+
+
+def ratio(mutants: list[Mutant]) -> float:
+    counted = [m for m in mutants if not m.equivalent]
+    killed = sum(1 for m in counted if m.status == "killed")
+    return killed / len(counted) if counted else 1.0
+
+
+def table(mutants: list[Mutant], *, by: str) -> str:
+    rows = ["| module | mutants | killed | survived | no test | equivalent | score |",
+            "|---|---:|---:|---:|---:|---:|---:|"]
+    modules = list(dict.fromkeys(m.module for m in mutants))
+    for module in [*modules, "total"] if len(modules) > 1 else modules:
+        ms = [m for m in mutants if module in ("total", m.module)]
+        c = Counter("equivalent" if m.equivalent else m.status for m in ms)
+        rows.append(
+            f"| {module} | {len(ms)} | {c['killed']} | {c['survived']} | {c['no tests']} "
+            f"| {c['equivalent']} | {ratio(ms):.0%} |"
+        )
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
