@@ -39,9 +39,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from tests.helpers import events as logged_events  # noqa: E402
-from tests.realcli.conftest import CACHE, CLAUDE_CODE, ClaudeProject  # noqa: E402
+from tests.realcli.clis import CACHE, CLAUDE_CODE, ClaudeProject  # noqa: E402
 from tests.realcli.model import FakeModel, compacting_brain  # noqa: E402
+from tests.support import events as logged_events  # noqa: E402
 
 
 def claude() -> Path:

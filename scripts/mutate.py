@@ -193,6 +193,8 @@ def run(copy: Path, mut: Mutation, timeout: float, logs: Path | None) -> Outcome
         "pytest",
         "-x",
         "-v",
+        "-n",  # in this process (the addopts' -n auto would run xdist's workers):
+        "0",  # --jobs says how many mutations run at once
         "-p",
         "no:cacheprovider",
         "-p",

@@ -39,7 +39,7 @@ T_RUN = "tests/supervisor/test_run.py"
 T_SERVICE = "tests/supervisor/test_service.py"
 T_PROC = "tests/process"
 T_BOOT = "tests/memory/test_bootstrap.py"
-T_CTL = "tests/cli/test_ctl.py"
+T_CTL = "tests/cli/test_agentctl.py"
 T_GATE = "tests/supervisor/test_completion_gate.py"
 T_REFUSAL = "tests/supervisor/test_refusal.py"
 T_WORKTREE = "tests/daemon/test_worktrees.py"
@@ -162,7 +162,7 @@ MUTATIONS = [
         "agentd/terminal/matcher.py",
         "        hits, self._hits = self._hits, []\n",
         "        hits, self._hits = [], []\n",
-        "tests/terminal/test_sentinel_props.py",
+        "tests/terminal/test_matcher_props.py",
     ),
     # --- the restart policy, branch by branch ---
     m(

@@ -1,46 +1,28 @@
-"""Shared fixtures: every test fails if it leaves a process behind."""
+"""The fixtures every directory's tests share (helpers are in ``tests/support.py``);
+every test fails if it leaves a process behind."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import sys
+import shutil
+import signal
+import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
 
 import psutil
 import pytest
 
-HERE = Path(__file__).resolve().parent
-FAKE_AGENT = str(HERE / "fake_agent.py")
-FIXTURES = HERE / "fixtures" / "tui"  # copied from shared/fixtures/tui: raw Claude Code output
-LOCAL_FIXTURES = HERE / "fixtures"
+from tests.support import Served
 
-T = TypeVar("T")
-
-
-def fake(*steps: str) -> list[str]:
-    """argv for the fake agent running ``steps``."""
-    return [sys.executable, FAKE_AGENT, *steps]
-
-
-def poll_for(
-    probe: Callable[[], T], *, timeout: float = 10.0, interval: float = 0.02, what: str = ""
-) -> T:
-    """Wait until ``probe()`` is truthy; on timeout fail showing what it last saw."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while True:
-        last = probe()
-        if last:
-            return last
-        if time.monotonic() > deadline:
-            pytest.fail(
-                f"timed out after {timeout}s waiting for {what or probe!r}; last saw {last!r}"
-            )
-        time.sleep(interval)
+# A suite started with SIGINT ignored (in the background of a script, under nohup)
+# would hand that on to every process a test starts, and a Ctrl-C a test sends to
+# one (agentctl logs -f, agentd run) would do nothing: the processes the tests start
+# get the default, as from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _descendants_and_marked() -> dict[int, str]:
@@ -64,6 +46,15 @@ def _descendants_and_marked() -> dict[int, str]:
 
 
 @pytest.fixture(autouse=True)
+def no_terminal_size_in_the_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """xdist's workers have LINES=24 and COLUMNS=80 in their environment: a terminal
+    program a test starts (agentctl top in tmux) would take that size for its
+    terminal's. Every test runs as it does without xdist."""
+    monkeypatch.delenv("LINES", raising=False)
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
+@pytest.fixture(autouse=True)
 def no_leftover_processes() -> Iterator[None]:
     """Fail a test that leaves a process (or a zombie child) behind; kill what it left."""
     os.environ["AGENTD_TEST_OWNER"] = str(os.getpid())
@@ -78,9 +69,18 @@ def no_leftover_processes() -> Iterator[None]:
     for pid in left:
         with contextlib.suppress(OSError):
             os.kill(pid, 9)
-    for pid in zombies:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
+    # Reap what is ours of it, the killed too: the next test must not inherit them
+    # (and fail for zombies it did not make).
+    ours = {p.pid for p in psutil.Process().children()} & ({*left, *zombies})
+    deadline = time.monotonic() + 3.0
+    while ours and time.monotonic() < deadline:
+        for pid in list(ours):
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    ours.discard(pid)
+            except ChildProcessError:
+                ours.discard(pid)
+        time.sleep(0.01)
     _remove_cgroups(f"agentd-t{os.getpid()}-")
     if left:
         pytest.fail(f"test left processes behind: {left}")
@@ -112,3 +112,25 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (h / "units").mkdir(parents=True)
     monkeypatch.setenv("AGENTD_HOME", str(h))
     return h
+
+
+@pytest.fixture
+def dhome(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A short AGENTD_HOME for a served daemon (the socket path must fit in sun_path)."""
+    root = Path(tempfile.mkdtemp(prefix="ad", dir="/tmp"))
+    (root / "units").mkdir()
+    (root / "work").mkdir()
+    monkeypatch.setenv("AGENTD_HOME", str(root))
+    monkeypatch.delenv("AGENTD_SOCKET", raising=False)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def serve(dhome: Path) -> Iterator[list[Served]]:
+    """Start daemons with ``serve.append(Served(...))``; all are stopped at the end."""
+    started: list[Served] = []
+    yield started
+    for d in started:
+        if d.proc.poll() is None:
+            d.stop()

@@ -9,6 +9,7 @@ decoded with Python escapes, so ``out:\\x1b[31mred`` writes a colour code.
   out:TEXT        write TEXT and a newline          raw:TEXT    write TEXT, no newline
   split:TEXT      write TEXT one byte at a time, flushing between bytes
   sleep:S         sleep S seconds                   exit:N      exit with code N
+  until:PATH      wait until PATH exists (the test's go-ahead; exit 124 after 60 s)
   wait            sleep until signalled             ignore-term ignore SIGTERM and SIGHUP
   child           fork a child (same group) that ignores SIGTERM and sleeps
   orphan          double-fork + setsid a grandchild that ignores SIGTERM/SIGHUP
@@ -199,6 +200,13 @@ def run(step: str, extra: list[str]) -> None:
             time.sleep(0.002)
     elif verb == "sleep":
         time.sleep(float(arg))
+    elif verb == "until":
+        deadline = time.monotonic() + 60
+        while not os.path.exists(arg):
+            if time.monotonic() > deadline:
+                _write(f"UNTIL: {arg} never appeared\n")
+                os._exit(124)
+            time.sleep(0.01)
     elif verb == "exit":
         sys.stdout.flush()
         os._exit(int(arg))

@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
 
 
+@pytest.mark.slow
 def test_the_generated_docs_are_up_to_date() -> None:
     res = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "gen_docs.py"), "--check"],

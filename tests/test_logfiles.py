@@ -7,10 +7,11 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from agentd.events import EventLog
 from agentd.supervisor.records.history import History
-from tests.conftest import fake
-from tests.helpers import agentd, write_unit
+from tests.support import agentd, fake, write_unit
 
 
 def _lines(path: Path) -> list[dict[str, object]]:
@@ -53,6 +54,7 @@ def test_history_keeps_its_newer_half_past_max_bytes(tmp_path: Path) -> None:
     assert older[-1] + 1 == kept[0]  # split on a line, nothing lost or doubled between them
 
 
+@pytest.mark.slow
 def test_only_the_last_keep_bootstraps_are_kept(home: Path) -> None:
     write_unit(
         home,

@@ -128,12 +128,14 @@ def _no_traceback(res: subprocess.CompletedProcess[str], *, one_line: bool = Tru
         assert len(lines) == 1, res.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", DAEMON_CASES)
 def test_serve_in_a_bad_environment_is_one_line(scratch: Path, case: str) -> None:
     res = _run([*AGENTD, "serve"], HOMES[case](scratch), scratch)
     _no_traceback(res)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case", ["home-in-proc", "home-under-a-file", "logs-is-a-file", "xdg-under-a-file"]
 )
@@ -194,6 +196,7 @@ BAD_FILES: dict[str, Callable[[Path], Path]] = {
 }
 
 
+@pytest.mark.slow
 def test_check_of_bad_files_names_each_and_shows_no_traceback(scratch: Path) -> None:
     paths = [make(scratch) for make in BAD_FILES.values()]
     res = _run(
@@ -205,6 +208,7 @@ def test_check_of_bad_files_names_each_and_shows_no_traceback(scratch: Path) -> 
     assert f"{len(paths)} of {len(paths)} unit file(s) invalid" in res.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case", ["eight-megabytes", "binary", "deep", "a-directory", "missing", "world-writable"]
 )

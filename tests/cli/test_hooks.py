@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agentd.cli.agentctl import hooks
-from tests.conftest import poll_for
+from tests.support import poll_for
 
 # The hook: tells its parent it waits, then notes whether and when its parent exited.
 HOOK = r"""

@@ -11,12 +11,14 @@ import os
 import stat
 from pathlib import Path
 
-from tests.conftest import fake
-from tests.helpers import agentd, records, write_unit
+import pytest
+
+from tests.support import agentd, fake, records, write_unit
 
 QUICK = {"min_uptime": 0, "delay": "50ms"}
 
 
+@pytest.mark.slow
 def test_agentctl_restart_from_inside_a_session_under_agentd_run(
     home: Path, tmp_path: Path
 ) -> None:
@@ -46,6 +48,7 @@ def test_agentctl_restart_from_inside_a_session_under_agentd_run(
     assert not socket.exists()  # removed on exit
 
 
+@pytest.mark.slow
 def test_the_run_socket_is_private(home: Path, tmp_path: Path) -> None:
     rec = tmp_path / "modes"
     probe = (

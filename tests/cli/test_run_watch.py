@@ -15,13 +15,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from agentd.cli.agentctl.group import main as agentctl_main
-from tests.cli.test_watch import ctl_pty, detach, end, said
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.helpers import agentd, write_unit
+from tests.support import Served, agentd, ctl_pty, detach, end, fake, poll_for, said, write_unit
 
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 STOP = {"grace": "300ms"}
 
 
@@ -40,6 +35,7 @@ def run_in_background(home: Path, *args: str) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
 def test_every_read_verb_and_attach_reach_agentd_run_and_its_files_after(
     dhome: Path, serve: list[Served], tmp_path: Path
 ) -> None:
@@ -102,6 +98,7 @@ def test_every_read_verb_and_attach_reach_agentd_run_and_its_files_after(
     assert agentctl("logs", "ghost").exit_code == 1
 
 
+@pytest.mark.slow
 def test_agentd_run_attach_passes_keys_and_gives_the_terminal_back(dhome: Path) -> None:
     write_unit(
         dhome,
@@ -136,6 +133,7 @@ def test_agentd_run_attach_passes_keys_and_gives_the_terminal_back(dhome: Path) 
     assert said(dhome, "talk", "GOT:Ada")
 
 
+@pytest.mark.slow
 def test_agentd_run_attach_gives_the_agent_the_size_of_the_terminal(dhome: Path) -> None:
     write_unit(
         dhome,
@@ -170,6 +168,7 @@ def test_agentd_run_attach_gives_the_agent_the_size_of_the_terminal(dhome: Path)
     assert said(dhome, "tui", "WINCH:132x40")
 
 
+@pytest.mark.slow
 def test_agentd_run_attach_needs_a_terminal(dhome: Path) -> None:
     write_unit(dhome, "talk", {"command": fake("exit:0")})
     res = agentd(dhome, "run", "-i", "talk")
@@ -177,6 +176,7 @@ def test_agentd_run_attach_needs_a_terminal(dhome: Path) -> None:
     assert "--attach needs a terminal" in res.stderr
 
 
+@pytest.mark.slow
 def test_a_failed_run_names_its_transcript_and_shows_its_last_lines(dhome: Path) -> None:
     write_unit(
         dhome,

@@ -43,6 +43,7 @@ def files(state: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args",
     [

@@ -16,12 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.helpers import write_unit
+from tests.support import Served, fake, poll_for, write_unit
 
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 BIN = Path(sys.executable).parent
 ESC = "\x1b["
 
@@ -74,6 +70,7 @@ def test_the_demo_prints_no_error_line(tmp_path: Path) -> None:
     assert "injected by argv" in done.stderr and "(picked up)" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_problem_has_one_severity_in_check_and_run(home: Path) -> None:
     write_unit(home, "v", {"command": fake("exit:0", "--", "{bootstrap}")})
     checked = run(home, "agentd", "check")
@@ -85,6 +82,7 @@ def test_a_problem_has_one_severity_in_check_and_run(home: Path) -> None:
     assert len(said) == 1 and " v: warning: the bootstrap" in said[0], ran.stderr
 
 
+@pytest.mark.slow
 def test_bootstrap_warnings_are_shown_whole(home: Path) -> None:
     write_unit(home, "w", {"command": fake("exit:0"), "inject": {"mode": "none"}})
     ran = run(home, "agentd", "run", "w")
@@ -94,6 +92,7 @@ def test_bootstrap_warnings_are_shown_whole(home: Path) -> None:
     assert "so the next session knows where to go" in ran.stderr
 
 
+@pytest.mark.slow
 def test_the_run_summary_counts_this_runs_sessions(home: Path) -> None:
     write_unit(
         home,
@@ -106,6 +105,7 @@ def test_the_run_summary_counts_this_runs_sessions(home: Path) -> None:
     assert "agentd: f failed after 1 session(s) (session 2) in " in second.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("tool", "args", "code", "said"),
     [
@@ -175,6 +175,7 @@ def _closed_early(home: Path, *args: str) -> tuple[int, str]:
     return proc.wait(timeout=60), err
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_ends_quietly_with_sigpipes_code(dhome: Path, serve: list[Served]) -> None:
     write_unit(dhome, "s", {"command": fake("spam:4000", "wait"), "inject": {"mode": "none"}})
     d = Served(dhome)
@@ -205,6 +206,7 @@ def test_events_into_a_closed_pipe_end_quietly(home: Path) -> None:
     assert len(err.splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_colour_by_state_only_where_asked_or_seen(dhome: Path, serve: list[Served]) -> None:
     write_unit(dhome, "up", {"command": fake("wait"), "inject": {"mode": "none"}})
     write_unit(
@@ -241,6 +243,7 @@ def test_colour_by_state_only_where_asked_or_seen(dhome: Path, serve: list[Serve
     assert ESC not in run(dhome, "agentd", "check").stdout
 
 
+@pytest.mark.slow
 def test_times_are_shown_in_one_style(dhome: Path, serve: list[Served]) -> None:
     write_unit(dhome, "t", {"command": fake("exit:0"), "inject": {"mode": "none"}})
     d = Served(dhome)
@@ -259,6 +262,7 @@ def test_times_are_shown_in_one_style(dhome: Path, serve: list[Served]) -> None:
     assert started.group().startswith(local[:10])
 
 
+@pytest.mark.slow
 def test_two_units_sharing_a_state_dir(dhome: Path, serve: list[Served]) -> None:
     """``fin`` (started first: units start in name order) holds the state dir; ``other``
     shows ``conflict`` naming it, and starts by itself once fin no longer runs."""

@@ -16,12 +16,8 @@ import pytest
 
 from agentd.daemon.dashboard.timeline import COLOURS, layout
 from agentd.times import iso
-from tests.conftest import fake
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.helpers import write_unit
+from tests.support import Served, fake, write_unit
 
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,6 +42,7 @@ def complete(home: Path, tool: str, words: str) -> list[str]:
     return [line.split(",", 1)[1] for line in done.stdout.splitlines()]
 
 
+@pytest.mark.slow
 def test_unit_names_complete_without_a_daemon(home: Path) -> None:
     for name in ("cart", "cache", "docs"):
         write_unit(home, name, {"command": fake("exit:0")})
@@ -80,6 +77,7 @@ def test_the_man_pages_come_from_the_click_commands() -> None:
     assert "--color [auto|always|never]" in shown.stdout and "141" in shown.stdout
 
 
+@pytest.mark.slow
 def test_check_takes_a_dir_and_says_json(home: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "more"
     elsewhere.mkdir()
@@ -104,6 +102,7 @@ def test_check_takes_a_dir_and_says_json(home: Path, tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_a_reload_names_each_line_once(dhome: Path, serve: list[Served]) -> None:
     d = Served(dhome)
     serve.append(d)

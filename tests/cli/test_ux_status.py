@@ -11,14 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.helpers import write_unit
-
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
+from tests.support import Served, fake, poll_for, write_unit
 
 
 def ctl(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -33,6 +29,7 @@ def ctl(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_status_of_a_named_unit_is_a_detail_view(dhome: Path, serve: list[Served]) -> None:
     unit_file = write_unit(
         dhome,
@@ -97,6 +94,7 @@ def test_status_of_a_named_unit_is_a_detail_view(dhome: Path, serve: list[Served
     ]
 
 
+@pytest.mark.slow
 def test_cat_and_show_give_the_file_and_the_effective_unit(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -138,6 +136,7 @@ def test_cat_and_show_give_the_file_and_the_effective_unit(
     assert said in checked.stdout
 
 
+@pytest.mark.slow
 def test_a_failed_units_last_screen_outlives_the_daemon(dhome: Path, serve: list[Served]) -> None:
     write_unit(
         dhome,
@@ -174,6 +173,7 @@ def test_a_failed_units_last_screen_outlives_the_daemon(dhome: Path, serve: list
     assert never.stderr == "agentctl: never never ran: no screen yet (agentctl start never)\n"
 
 
+@pytest.mark.slow
 def test_a_persons_restart_is_outcome_manual(dhome: Path, serve: list[Served]) -> None:
     write_unit(
         dhome,

@@ -8,10 +8,8 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import pexpect
 import pyte
 import pytest
 from click.testing import CliRunner, Result
@@ -19,49 +17,26 @@ from click.testing import CliRunner, Result
 from agentd.cli.agentctl.attach import hold_interrupts
 from agentd.cli.agentctl.group import main as agentctl_main
 from agentd.session.screen import ScreenRing
-from tests.conftest import FIXTURES, LOCAL_FIXTURES, fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.helpers import write_unit
+from tests.support import (
+    FIXTURES,
+    LOCAL_FIXTURES,
+    Served,
+    Tmux,
+    ctl_pty,
+    detach,
+    end,
+    fake,
+    poll_for,
+    said,
+    write_unit,
+)
 
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 TUI_FIXTURES = sorted([*FIXTURES.glob("*.raw"), *(LOCAL_FIXTURES / "captured").glob("*.raw")])
 STOP = {"grace": "300ms"}
 
 
 def agentctl(*args: str) -> Result:
     return CliRunner().invoke(agentctl_main, list(args), catch_exceptions=False)
-
-
-def ctl_pty(home: Path, *args: str) -> pexpect.spawn:
-    """``agentctl ARGS`` on a real terminal of its own (80x24), for keys and raw mode."""
-    return pexpect.spawn(
-        sys.executable,
-        ["-m", "agentd.cli.agentctl", *args],
-        env=dict(os.environ, AGENTD_HOME=str(home)),
-        dimensions=(24, 80),
-        timeout=15,
-    )
-
-
-def end(child: pexpect.spawn) -> int:
-    """Wait for ``child`` to exit (killing it after 10 s); its exit status."""
-    if child.isalive():
-        child.expect(pexpect.EOF, timeout=10)
-    child.close(force=True)
-    return int(child.exitstatus if child.exitstatus is not None else -1)
-
-
-def detach(child: pexpect.spawn, unit: str) -> None:
-    """Press Ctrl-]: ``agentctl attach`` says so and exits 0."""
-    child.send("\x1d")
-    child.expect(f"detached from {unit}: you pressed Ctrl-]")
-    assert end(child) == 0
-
-
-def said(home: Path, unit: str, text: str) -> bool:
-    path = home / "logs" / unit / "transcript.log"
-    return path.exists() and text in path.read_text(errors="replace")
 
 
 def serve_units(
@@ -105,7 +80,7 @@ def terminal_rows(data: bytes, cols: int = 120, rows: int = 40) -> list[str]:
 
 
 def _tmux_rows(data: bytes, cols: int, rows: int) -> list[str]:
-    with _tmux(cols, rows) as (tmux, workdir):
+    with Tmux(cols, rows) as (tmux, workdir):
         raw = workdir / "screen.raw"
         raw.write_bytes(data)
         done = workdir / "done"
@@ -119,47 +94,7 @@ def _tmux_rows(data: bytes, cols: int, rows: int) -> list[str]:
     return [row.rstrip() for row in shown] + [""] * (rows - len(shown))
 
 
-class _tmux:
-    """A private tmux server with one window of ``cols`` x ``rows``; call it with a
-    tmux command, get its stdout."""
-
-    def __init__(self, cols: int, rows: int, env: dict[str, str] | None = None) -> None:
-        self.workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"tm{os.getpid()}-{time.time_ns()}"
-        self.workdir.mkdir()
-        self.socket = self.workdir / "s"
-        self.env = dict(os.environ, **(env or {}))
-        self.env.pop("TMUX", None)
-        self(
-            "-f",
-            "/dev/null",
-            "new-session",
-            "-d",
-            "-x",
-            str(cols),
-            "-y",
-            str(rows),
-            "exec sleep 600",
-        )
-
-    def __call__(self, *args: str) -> str:
-        done = subprocess.run(
-            ["tmux", "-S", str(self.socket), *args],
-            capture_output=True,
-            text=True,
-            timeout=15,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-        )
-        return done.stdout.rstrip("\n")
-
-    def __enter__(self) -> tuple[_tmux, Path]:
-        return self, self.workdir
-
-    def __exit__(self, *exc: object) -> None:
-        self("kill-server")
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
-
+@pytest.mark.slow
 @pytest.mark.parametrize("capture", TUI_FIXTURES, ids=lambda p: p.name)
 def test_screen_shows_what_the_terminal_shows(
     dhome: Path, serve: list[Served], capture: Path
@@ -217,6 +152,7 @@ def test_a_repaint_redraws_the_same_cells() -> None:
 # --- attach ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_attach_draws_the_screen_first_then_types_and_guards_ctrl_c(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -241,6 +177,7 @@ def test_attach_draws_the_screen_first_then_types_and_guards_ctrl_c(
     assert d.status("t")["state"] == "running"  # neither Ctrl-C nor detaching ended it
 
 
+@pytest.mark.slow
 def test_attach_says_who_closed_the_stream(dhome: Path, serve: list[Served]) -> None:
     d = serve_units(dhome, serve, {"t": "up"}, t=["out:up", "wait"])
     child = ctl_pty(dhome, "attach", "t")
@@ -253,6 +190,7 @@ def test_attach_says_who_closed_the_stream(dhome: Path, serve: list[Served]) -> 
         child.close(force=True)
 
 
+@pytest.mark.slow
 def test_attach_gives_the_agent_the_size_of_the_terminal_and_keeps_it(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -280,6 +218,7 @@ def test_attach_gives_the_agent_the_size_of_the_terminal_and_keeps_it(
     assert d.call("resize", unit="nope", cols=80, rows=24)["code"] == 4
 
 
+@pytest.mark.slow
 def test_attach_no_resize_leaves_the_size_alone(dhome: Path, serve: list[Served]) -> None:
     d = serve_units(dhome, serve, {"t": "ready> "}, t=["prompt:ready> ", "wait"])
     child = ctl_pty(dhome, "attach", "--no-resize", "t")
@@ -329,6 +268,7 @@ def test_ctrl_c_is_passed_on_only_when_pressed_twice(
 # --- logs of every unit ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_logs_without_a_unit_interleave_every_unit(dhome: Path, serve: list[Served]) -> None:
     serve_units(
         dhome,
@@ -348,6 +288,7 @@ def test_logs_without_a_unit_interleave_every_unit(dhome: Path, serve: list[Serv
 # --- top ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_top_shows_every_unit_and_stops_one_by_key(dhome: Path, serve: list[Served]) -> None:
     if shutil.which("tmux") is None:
         pytest.skip(
@@ -361,7 +302,7 @@ def test_top_shows_every_unit_and_stops_one_by_key(dhome: Path, serve: list[Serv
         one=["prompt:one ready> ", "wait"],
         two=["prompt:two ready> ", "wait"],
     )
-    with _tmux(130, 12, env={"AGENTD_HOME": str(dhome), "LANG": "C.UTF-8"}) as (tmux, _):
+    with Tmux(130, 12, env={"AGENTD_HOME": str(dhome), "LANG": "C.UTF-8"}) as (tmux, _):
         tmux("respawn-pane", "-k", f"{sys.executable} -m agentd.cli.agentctl top")
 
         def rows() -> dict[str, list[str]]:
@@ -372,14 +313,20 @@ def test_top_shows_every_unit_and_stops_one_by_key(dhome: Path, serve: list[Serv
                 if cells and cells[0] in ("one", "two")
             }
 
+        def screen() -> str:
+            return tmux("capture-pane", "-p")
+
         poll_for(
             lambda: {u: r[1] for u, r in rows().items()} == {"one": "running", "two": "running"},
-            timeout=20,
+            timeout=30,  # textual's start-up, on a loaded machine
             what="top to show both units running",
+            seen=screen,
         )
-        poll_for(lambda: rows()["two"][-2:] == ["two", "ready>"], what="two's screen line")
+        poll_for(
+            lambda: rows()["two"][-2:] == ["two", "ready>"], what="two's screen line", seen=screen
+        )
         tmux("send-keys", "x")  # the cursor is on the first row: one
-        poll_for(lambda: rows()["one"][1] == "stopped", what="one shown stopped")
+        poll_for(lambda: rows()["one"][1] == "stopped", what="one shown stopped", seen=screen)
         assert d.status("one")["state"] == "stopped"
         assert d.status("two")["state"] == "running"
         tmux("send-keys", "q")

@@ -10,7 +10,7 @@ import pytest
 
 from agentd.config.lint import ArgLimits, lint
 from agentd.config.unitfile import parse_unit
-from tests.helpers import agentd, write_unit
+from tests.support import agentd, write_unit
 
 LIMITS = ArgLimits(total=2_097_152, one=131_072)
 

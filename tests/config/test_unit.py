@@ -38,7 +38,7 @@ from agentd.config.unitfile import (
 from agentd.errors import UnitError
 from agentd.memory.layout import LayoutFile
 from agentd.times import parse_reset_time
-from tests.conftest import FIXTURES
+from tests.support import FIXTURES
 
 FILE = "units/a.yaml"
 

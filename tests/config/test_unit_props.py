@@ -172,6 +172,7 @@ def check(text: str) -> None:
         assert unit.inject.mode is not None
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(documents)
 def test_random_documents_give_a_unit_or_a_located_error(document: Any) -> None:
@@ -201,6 +202,7 @@ def unit_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("props") / "p.yaml"
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(documents)
 def test_load_unit_gives_a_unit_or_a_located_error(unit_file: Path, document: Any) -> None:

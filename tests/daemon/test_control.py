@@ -32,12 +32,7 @@ from agentd.events import EventLog
 from agentd.paths import Paths
 from agentd.supervisor.api import Supervisor
 from agentd.supervisor.records.history import sessions
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.helpers import write_unit
-
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
+from tests.support import Served, fake, poll_for, write_unit
 
 # --- the wire format, from tables ---------------------------------------------------------
 
@@ -177,6 +172,7 @@ def _replies(s: socket.socket, n: int) -> list[dict[str, Any]]:
     return [json.loads(f.readline()) for _ in range(n)]
 
 
+@pytest.mark.slow
 def test_malformed_requests_get_errors_and_the_connection_goes_on(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -245,6 +241,7 @@ def test_unknown_units_are_code_4(dhome: Path, serve: list[Served]) -> None:
     assert d.call("stop")["code"] == 2
 
 
+@pytest.mark.slow
 def test_events_follow_streams_until_the_daemon_stops(dhome: Path, serve: list[Served]) -> None:
     write_unit(
         dhome, "a", {"command": fake("wait"), "autostart": False, "stop": {"grace": "300ms"}}

@@ -15,9 +15,6 @@ import stat
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -39,12 +36,7 @@ from agentd.daemon.dashboard.timeline import COLOURS, MIN_BAR, layout
 from agentd.events import EventLog
 from agentd.paths import Paths
 from agentd.supervisor.api import Supervisor
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.helpers import agentd, write_unit
-
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
+from tests.support import QUICK, Served, agentd, dashboard_daemon, fake, poll_for, write_unit
 
 NOW = 1_800_000_000.0
 
@@ -270,44 +262,7 @@ def test_a_request_from_another_machine_is_refused_before_the_token(tmp_path: Pa
 # --- the real daemon over HTTP -------------------------------------------------------------------
 
 
-class Web:
-    """The dashboard of a ``Served`` daemon, asked with urllib."""
-
-    def __init__(self, daemon: Served) -> None:
-        self.url = daemon.result("ping")["dashboard"]
-        self.token = (daemon.home / "run" / TOKEN_FILE).read_text().strip()
-        self.port = urllib.parse.urlsplit(self.url).port
-
-    def get(
-        self,
-        path: str,
-        *,
-        token: bool = True,
-        headers: dict[str, str] | None = None,
-        data: dict[str, str] | None = None,
-    ) -> tuple[int, dict[str, str], str]:
-        """Status, headers and body (errors too)."""
-        head = dict(headers or {})
-        if token:
-            head["Authorization"] = f"Bearer {self.token}"
-        body = urllib.parse.urlencode(data).encode() if data is not None else None
-        req = urllib.request.Request(self.url.rstrip("/") + path, headers=head, data=body)
-        try:
-            with urllib.request.urlopen(req, timeout=30) as answer:
-                return answer.status, dict(answer.headers), answer.read().decode()
-        except urllib.error.HTTPError as exc:
-            return exc.code, dict(exc.headers), exc.read().decode()
-
-
-def dashboard_daemon(home: Path, serve: list[Served], *extra: str) -> tuple[Served, Web]:
-    d = Served(home, ("serve", "--http", "127.0.0.1:0", *extra))
-    serve.append(d.ready())
-    return d, Web(d)
-
-
-QUICK = test_daemon.QUICK
-
-
+@pytest.mark.slow
 def test_every_request_needs_the_token_and_a_post_its_csrf(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -349,6 +304,7 @@ def test_every_request_needs_the_token_and_a_post_its_csrf(
     assert site.get("/units/ghost")[0] == 404 and site.get("/units/w?span=2h")[0] == 400
 
 
+@pytest.mark.slow
 def test_the_unit_page_svg_screen_and_bootstraps(dhome: Path, serve: list[Served]) -> None:
     write_unit(
         dhome,
@@ -393,6 +349,7 @@ def test_the_unit_page_svg_screen_and_bootstraps(dhome: Path, serve: list[Served
     assert site.get("/static/dashboard.js")[1]["Content-Type"].startswith("text/javascript")
 
 
+@pytest.mark.slow
 def test_live_events_stream_until_the_daemon_stops(dhome: Path, serve: list[Served]) -> None:
     write_unit(dhome, "e", {"command": fake("out:hi", "wait"), "autostart": False})
     d, site = dashboard_daemon(dhome, serve)
@@ -416,6 +373,7 @@ def test_live_events_stream_until_the_daemon_stops(dhome: Path, serve: list[Serv
     assert d.stop() == 0
 
 
+@pytest.mark.slow
 def test_agentctl_dashboard_prints_the_link(dhome: Path, serve: list[Served]) -> None:
     env = {**os.environ, "AGENTD_HOME": str(dhome)}
     ctl = [sys.executable, "-m", "agentd.cli.agentctl", "dashboard"]
@@ -430,6 +388,7 @@ def test_agentctl_dashboard_prints_the_link(dhome: Path, serve: list[Served]) ->
     assert site.get(f"/?token={site.token}", token=False)[0] == 200
 
 
+@pytest.mark.slow
 def test_a_wide_bind_is_refused_unless_allowed(dhome: Path, serve: list[Served]) -> None:
     done = agentd(dhome, "serve", "--http", "0.0.0.0:0")
     assert done.returncode == 1

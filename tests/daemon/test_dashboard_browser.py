@@ -11,71 +11,29 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agentd.daemon.dashboard.timeline import COLOURS
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.daemon.test_dashboard import QUICK, dashboard_daemon
-from tests.helpers import write_unit
+from tests.support import (
+    QUICK,
+    WAIT_MS,
+    Served,
+    console_errors,
+    dashboard_daemon,
+    fake,
+    poll_for,
+    write_unit,
+)
 
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 sync_api = pytest.importorskip(
     "playwright.sync_api",
     reason="the dashboard's browser tests need playwright: pip install -e '.[test]'",
 )
 expect = sync_api.expect
-
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 SCREENSHOT = "AGENTD_DASHBOARD_SCREENSHOT"
-WAIT_MS = 15_000  # for anything the page shows
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
-    """A Chromium context with a fresh profile (``BrowserContext``)."""
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.skip(f"the dashboard's browser tests need {CHROMIUM}: apt-get install chromium")
-    with sync_api.sync_playwright() as driver:
-        context = driver.chromium.launch_persistent_context(
-            str(tmp_path / "profile"),
-            executable_path=CHROMIUM,
-            headless=True,
-            args=FLAGS,
-            viewport={"width": 1200, "height": 900},
-        )
-        try:
-            yield context
-        finally:
-            context.close()
-
-
-def console_errors(page: Any) -> list[str]:
-    """The errors the page will log (a script or style refused, a failed request...).
-    Chromium asks for /favicon.ico now and then on its own, without the cookie (the
-    pages say they have none): that 401 is not the page's."""
-    said: list[str] = []
-
-    def note(message: Any) -> None:
-        if message.type == "error" and not message.location["url"].endswith("/favicon.ico"):
-            said.append(f"{message.text} ({message.location['url']})")
-
-    page.on("console", note)
-    return said
 
 
 def two_units(home: Path) -> None:
@@ -107,6 +65,7 @@ def two_units(home: Path) -> None:
     )  # two units may not share one
 
 
+@pytest.mark.slow
 def test_units_page_timeline_tooltips_and_a_screenshot(
     dhome: Path, serve: list[Served], browser: Any, tmp_path: Path
 ) -> None:
@@ -162,6 +121,7 @@ def test_units_page_timeline_tooltips_and_a_screenshot(
     assert errors == []  # e.g. nothing the Content-Security-Policy refused
 
 
+@pytest.mark.slow
 def test_the_stop_button_stops_the_unit_and_events_come_live(
     dhome: Path, serve: list[Served], browser: Any
 ) -> None:

@@ -12,17 +12,18 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon, test_dashboard_browser
-from tests.daemon.test_daemon import Served
-from tests.daemon.test_dashboard import dashboard_daemon
-from tests.helpers import write_unit
+from tests.support import (
+    WAIT_MS,
+    Served,
+    console_errors,
+    dashboard_daemon,
+    fake,
+    poll_for,
+    write_unit,
+)
 
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
-browser, console_errors = test_dashboard_browser.browser, test_dashboard_browser.console_errors
 sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright")
 expect = sync_api.expect
-WAIT_MS = test_dashboard_browser.WAIT_MS
 SHOTS = "AGENTD_DASHBOARD_SHOTS"  # a dir to keep the screenshots in, when set
 
 
@@ -35,6 +36,7 @@ def shot(page: Any, tmp_path: Path, name: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_states_screens_zoom_and_events_as_a_person_sees_them(
     dhome: Path, serve: list[Served], browser: Any, tmp_path: Path
 ) -> None:

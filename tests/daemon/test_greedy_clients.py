@@ -20,9 +20,7 @@ import pytest
 
 from agentd.daemon.control.client import Client
 from agentd.daemon.control.connections import MAX_PER_UID, WRITE_DEADLINE
-from tests.conftest import fake, poll_for
-from tests.daemon.test_daemon import Served, dhome, serve  # noqa: F401 (fixtures)
-from tests.helpers import write_unit
+from tests.support import Served, fake, poll_for, write_unit
 
 FLOOD = 5000
 
@@ -69,8 +67,8 @@ sys.stdin.read()
 @pytest.mark.timeout(120)
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts fds in /proc")
 def test_half_open_connections_and_clients_that_never_read(
-    dhome: Path,  # noqa: F811 (a fixture)
-    serve: list[Served],  # noqa: F811
+    dhome: Path,
+    serve: list[Served],
 ) -> None:
     write_unit(dhome, "a", {"command": fake("wait")})
     logs = dhome / "logs" / "a"
@@ -111,15 +109,13 @@ def test_half_open_connections_and_clients_that_never_read(
         s.sendall(b'{"cmd": "events", "args": {"follow": true, "lines": 100000}}\n')
         for _ in range(20):
             worst.append(status_time(d))
-        started = time.monotonic()
-        res = subprocess.run(
+        res = subprocess.run(  # the real CLI answers too (its start-up is bench.py's)
             [Path(sys.executable).parent / "agentctl", "status"],
             capture_output=True,
             text=True,
-            timeout=5,
+            timeout=30,
         )
         assert res.returncode == 0, res.stderr
-        assert time.monotonic() - started < 2.0  # the CLI's own start-up included
         # Everything is given back: the flood ends, the non-readers (still connected)
         # are dropped by the write deadline.
         flooder.communicate(timeout=30)

@@ -14,57 +14,13 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import QUICK, Served, request
-from tests.helpers import events, write_unit
-
-dhome = test_daemon.dhome  # the fixtures of the daemon's own tests
-serve = test_daemon.serve
-
-STATUS_BOUND = 1.0  # s: the slowest status answer any probe may cause
-
-
-class StatusWatch:
-    """Asks ``status`` every 50 ms on a thread; ``worst`` is the slowest answer (s)."""
-
-    def __init__(self, socket: Path) -> None:
-        self.socket = socket
-        self.worst = 0.0
-        self.failures: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> StatusWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.05):
-            started = time.monotonic()
-            try:
-                reply = request(self.socket, b'{"cmd": "status"}', timeout=10)
-                if not reply.get("ok"):
-                    self.failures.append(str(reply))
-            except OSError as exc:
-                self.failures.append(repr(exc))
-            self.worst = max(self.worst, time.monotonic() - started)
-
-    def check(self) -> None:
-        assert not self.failures, self.failures[:3]
-        assert self.worst < STATUS_BOUND, f"a status answer took {self.worst:.2f}s"
+from tests.support import QUICK, Served, StatusWatch, events, fake, poll_for, write_unit
 
 
 def no_traceback(daemon: Served) -> None:
@@ -119,13 +75,17 @@ def small_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_a_full_disk_degrades_and_nothing_wedges_or_is_missed(small_home: Path) -> None:
+@pytest.mark.slow
+def test_a_full_disk_degrades_and_nothing_wedges_or_is_missed(
+    small_home: Path, tmp_path: Path
+) -> None:
+    full = tmp_path / "disk-full"  # (not on the full disk)
     write_unit(
         small_home,
         "u",
         {
             "command": fake(
-                "if-session:1:sleep:1.5",
+                f"if-session:1:until:{full}",
                 "if-session:1:spam:200",
                 "if-session:1:out:Compacting conversation",
                 "out:up",
@@ -144,6 +104,7 @@ def test_a_full_disk_degrades_and_nothing_wedges_or_is_missed(small_home: Path) 
         with StatusWatch(daemon.socket) as watch:
             poll_for(lambda: daemon.status("u")["state"] == "running", what="session 1")
             filler = fill(small_home)
+            full.touch()  # the agent goes on: its output and sentinel meet a full disk
             # the sentinel comes while nothing can be written: it is matched all the same
             poll_for(
                 lambda: (
@@ -184,6 +145,7 @@ def test_a_full_disk_degrades_and_nothing_wedges_or_is_missed(small_home: Path) 
         daemon.stop()
 
 
+@pytest.mark.slow
 def test_sigterm_on_a_full_disk_still_stops_cleanly(small_home: Path) -> None:
     write_unit(small_home, "u", {"command": fake("out:up", "wait"), "stop": {"grace": "1s"}})
     daemon = Served(small_home).ready()
@@ -199,17 +161,19 @@ def test_sigterm_on_a_full_disk_still_stops_cleanly(small_home: Path) -> None:
         daemon.stop()
 
 
+@pytest.mark.slow
 def test_a_logs_dir_that_cannot_be_written_degrades_anywhere(
     dhome: Path, serve: list[Served]
 ) -> None:
     """The portable probe (no mount needed, root or not): the logs dir becomes a
     regular file, so every write of events, transcripts and histories fails."""
+    broken = dhome / "logs-broken"
     write_unit(
         dhome,
         "u",
         {
             "command": fake(
-                "if-session:1:sleep:1.5",
+                f"if-session:1:until:{broken}",
                 "if-session:1:out:Compacting conversation",
                 "out:up",
                 "wait",
@@ -228,6 +192,7 @@ def test_a_logs_dir_that_cannot_be_written_degrades_anywhere(
         poll_for(lambda: daemon.status("u")["state"] == "running", what="session 1")
         logs.rename(dhome / "logs.gone")  # at once: the daemon writes into it meanwhile
         logs.write_text("not a dir\n")
+        broken.touch()  # the agent goes on: its sentinel comes with no logs dir
         # the sentinel comes while nothing can be written: it is matched all the same
         poll_for(
             lambda: daemon.status("u")["session"] == 2 and daemon.status("u")["state"] == "running",
@@ -316,6 +281,7 @@ def test_a_read_only_state_dir_in_file_mode_backs_off_and_recovers(
         subprocess.run(["umount", str(state)], capture_output=True, check=False)
 
 
+@pytest.mark.slow
 def test_a_file_mode_bootstrap_that_cannot_be_written_backs_off_and_recovers(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -366,6 +332,7 @@ def _status_rows(daemon: Served) -> dict[str, dict[str, Any]]:
     return {row["unit"]: row for row in daemon.result("status")}
 
 
+@pytest.mark.slow
 def test_a_fifo_and_dev_zero_in_the_state_dir_block_nothing(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -393,6 +360,7 @@ def test_a_fifo_and_dev_zero_in_the_state_dir_block_nothing(
     no_traceback(daemon)
 
 
+@pytest.mark.slow
 def test_nul_and_ctrl_c_in_state_reach_no_agent(dhome: Path, serve: list[Served]) -> None:
     for name in ("a", "s"):
         state = dhome / "work" / f".agent-{name}"

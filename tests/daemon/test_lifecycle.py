@@ -15,12 +15,8 @@ import pytest
 
 from agentd.supervisor.records.lifecycle import Lifecycle, Remembered, read
 from agentd.supervisor.states import State
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.helpers import records, write_unit
+from tests.support import Served, fake, poll_for, records, write_unit
 
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 STOP = {"grace": "300ms"}
 
 
@@ -31,6 +27,7 @@ def _restart(d: Served, home: Path, serve: list[Served], sig: int = signal.SIGTE
     return again
 
 
+@pytest.mark.slow
 def test_a_done_and_a_stopped_unit_stay_so_across_a_daemon_restart(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -63,6 +60,7 @@ def test_a_done_and_a_stopped_unit_stay_so_across_a_daemon_restart(
     assert d.status("fin")["session"] == 2
 
 
+@pytest.mark.slow
 def test_enable_and_disable_decide_what_starts_with_the_daemon(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -95,6 +93,7 @@ def test_enable_and_disable_decide_what_starts_with_the_daemon(
     assert d.call("enable", units=["nope"])["code"] == 4
 
 
+@pytest.mark.slow
 def test_the_restart_count_survives_a_daemon_restart(dhome: Path, serve: list[Served]) -> None:
     write_unit(dhome, "r", {"command": fake("wait"), "stop": STOP})
     d = Served(dhome)
@@ -140,6 +139,7 @@ def test_lifecycle_writes_only_changes_and_reads_them_back(tmp_path: Path) -> No
     assert path.stat().st_mode & 0o777 == 0o600
 
 
+@pytest.mark.slow
 def test_a_missing_command_is_failed_after_one_attempt_with_the_os_error(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -174,6 +174,7 @@ def test_a_missing_command_is_failed_after_one_attempt_with_the_os_error(
     assert "No such file or directory" in table
 
 
+@pytest.mark.slow
 def test_two_units_that_share_a_state_dir_refuse_to_run_at_once(
     dhome: Path, serve: list[Served]
 ) -> None:

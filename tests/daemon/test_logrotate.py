@@ -7,14 +7,12 @@ import os
 import signal
 from pathlib import Path
 
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.helpers import events, write_unit
+import pytest
 
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
+from tests.support import Served, events, fake, poll_for, write_unit
 
 
+@pytest.mark.slow
 def test_sighup_reopens_the_event_log_and_the_transcripts(dhome: Path, serve: list[Served]) -> None:
     write_unit(dhome, "u", {"command": fake("out:hello", "wait"), "stop": {"grace": "300ms"}})
     d = Served(dhome)

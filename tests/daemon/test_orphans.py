@@ -16,13 +16,16 @@ import psutil
 import pytest
 
 from agentd.process import cgroup as cgroups
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.daemon.test_hostile import StatusWatch
-from tests.helpers import events, noted_pid, records, write_unit
-
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
+from tests.support import (
+    Served,
+    StatusWatch,
+    events,
+    fake,
+    noted_pid,
+    poll_for,
+    records,
+    write_unit,
+)
 
 
 def gone(pid: int) -> bool:
@@ -50,6 +53,7 @@ def escapee(pidfile: Path) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fate", ["deleted", "broken"])
 def test_a_session_of_a_unit_that_does_not_load_again_is_ended(
     dhome: Path, serve: list[Served], fate: str
@@ -120,6 +124,7 @@ def escaped(dhome: Path, serve: list[Served]) -> Iterator[tuple[Served, int]]:
         kill(hidden)
 
 
+@pytest.mark.slow
 def test_an_env_i_escapee_is_ended_with_its_session(
     dhome: Path, escaped: tuple[Served, int]
 ) -> None:
@@ -133,6 +138,7 @@ def test_an_env_i_escapee_is_ended_with_its_session(
     assert d.stop() == 0
 
 
+@pytest.mark.slow
 def test_an_env_i_escapee_left_by_a_killed_agentd_is_reclaimed(
     dhome: Path, serve: list[Served], escaped: tuple[Served, int]
 ) -> None:

@@ -12,12 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentd.daemon.dashboard.timeline import COLOURS
-from tests.cli.test_watch import _tmux
-from tests.conftest import poll_for
-from tests.daemon.test_daemon import Served, dhome, serve  # noqa: F401 (fixtures)
-from tests.daemon.test_dashboard import dashboard_daemon
-from tests.helpers import write_unit
-from tests.supervisor.test_completion_gate import agentd_ctl
+from tests.support import Served, Tmux, agentctl, dashboard_daemon, poll_for, write_unit
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
@@ -38,8 +33,8 @@ def claimer(tmp: Path, work_from: int) -> list[str]:
 
 
 def test_status_history_dashboard_and_top_show_the_check(
-    dhome: Path,  # noqa: F811 (a fixture)
-    serve: list[Served],  # noqa: F811
+    dhome: Path,
+    serve: list[Served],
     tmp_path: Path,
 ) -> None:
     shown, slow = dhome / "shown", dhome / "slow"
@@ -72,10 +67,10 @@ def test_status_history_dashboard_and_top_show_the_check(
     poll_for(lambda: d.status("shown")["state"] == "done", timeout=40, what="shown done")
     poll_for(lambda: "verifying" in d.status("slow"), timeout=40, what="slow checking")
 
-    table = agentd_ctl(dhome, "status").stdout
+    table = agentctl(dhome, "status").stdout
     slow_row = next(line for line in table.splitlines() if line.startswith("slow "))
     assert "stopping" in slow_row and "checking `sleep 600`" in slow_row, table
-    history = agentd_ctl(dhome, "history", "shown").stdout.splitlines()
+    history = agentctl(dhome, "history", "shown").stdout.splitlines()
     assert [" verify-failed " in row for row in history[1:]] == [True, False], history
     assert [" done (checked) " in row for row in history[1:]] == [False, True], history
 
@@ -93,7 +88,7 @@ def test_status_history_dashboard_and_top_show_the_check(
 
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed (apt-get install tmux): agentctl top not checked")
-    with _tmux(150, 10, env={"AGENTD_HOME": str(dhome), "LANG": "C.UTF-8"}) as (tmux, _):
+    with Tmux(150, 10, env={"AGENTD_HOME": str(dhome), "LANG": "C.UTF-8"}) as (tmux, _):
         tmux("respawn-pane", "-k", f"{sys.executable} -m agentd.cli.agentctl top")
 
         def cells() -> dict[str, list[str]]:

@@ -14,9 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import poll_for
-from tests.daemon.test_daemon import Served, dhome, serve  # noqa: F401 (fixtures)
-from tests.helpers import agentd, events, write_unit
+from tests.support import Served, agentd, events, poll_for, write_unit
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
@@ -90,8 +88,8 @@ def worker(tmp: Path, meet: Path) -> list[str]:
 
 
 def test_three_units_on_one_repo_work_at_once_each_in_its_worktree(
-    dhome: Path,  # noqa: F811 (a fixture)
-    serve: list[Served],  # noqa: F811
+    dhome: Path,
+    serve: list[Served],
     tmp_path: Path,
 ) -> None:
     repo = make_repo(tmp_path)
@@ -162,8 +160,8 @@ def test_three_units_on_one_repo_work_at_once_each_in_its_worktree(
 
 
 def test_git_refusals_fail_the_unit_with_one_line(
-    dhome: Path,  # noqa: F811 (a fixture)
-    serve: list[Served],  # noqa: F811
+    dhome: Path,
+    serve: list[Served],
     tmp_path: Path,
 ) -> None:
     repo = make_repo(tmp_path)
@@ -206,8 +204,8 @@ def test_git_refusals_fail_the_unit_with_one_line(
 
 
 def test_two_units_never_share_a_worktree(
-    dhome: Path,  # noqa: F811 (a fixture)
-    serve: list[Served],  # noqa: F811
+    dhome: Path,
+    serve: list[Served],
     tmp_path: Path,
 ) -> None:
     repo = make_repo(tmp_path)

@@ -7,28 +7,22 @@ import json
 import os
 import re
 import stat
-import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentd.fileio import tail_lines, write_atomic
-from agentd.memory.bootstrap.render import Bootstrap, BootstrapContext, render
+from agentd.memory.bootstrap.render import BootstrapContext, render
 from agentd.memory.formats.decisions import DECISION_LINE
 from agentd.memory.gitinfo import git_head, might_be_a_repo
-from agentd.memory.layout import LayoutFile, resolve
+from agentd.memory.layout import resolve
 from agentd.memory.statedir import fingerprint, read_tail_lines
 from agentd.tokens import estimate_tokens
+from tests.support import GOOD_LINE, NOW, boot, entry, git, make_dir
 
-NOW = 1_764_513_120.0  # 2025-11-30 14:32 UTC
-GOOD_LINE = (
-    "[2026-11-30 14:32] [arch] decision: use one cache_manager | why: because x so y "
-    "| files: src/cache.py | snapshot: snapshot-014 | alternatives: keep raw redis calls"
-)
 STATE = {
     "schema_version": 1,
     "mission": "Refactor the cart cache layer",
@@ -45,55 +39,6 @@ STATE = {
     "handoff": "order_service.py is half done",
     "updated_at": "2026-11-30T11:00:00Z",
 }
-
-
-def entry(path: str, **kw: Any) -> LayoutFile:
-    return LayoutFile(path=path, **kw)
-
-
-def make_dir(root: Path, files: dict[str, str | bytes]) -> Path:
-    """A workdir ``root`` with ``files`` written under ``root/.agent``."""
-    state = root / ".agent"
-    state.mkdir(parents=True, exist_ok=True)
-    for name, content in files.items():
-        p = state / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            p.write_bytes(content)
-        else:
-            p.write_text(content, encoding="utf-8")
-    return state
-
-
-def boot(
-    root: Path,
-    files: dict[str, str | bytes] | None = None,
-    layout: list[LayoutFile] | None = None,
-    **kw: Any,
-) -> Bootstrap:
-    state = make_dir(root, files or {})
-    ctx = BootstrapContext(
-        unit=kw.pop("unit", "shop"),
-        session=kw.pop("session", 2),
-        last_reason=kw.pop("last_reason", "exit:42"),
-        state_dir=state,
-        workdir=root,
-        layout=layout if layout is not None else resolve("agentd"),
-        budget_tokens=kw.pop("budget_tokens", 3000),
-        now=NOW,
-        **kw,
-    )
-    return render(ctx)
-
-
-def git(root: Path, *args: str) -> str:
-    config = ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
-    return subprocess.run(
-        ["git", "-C", str(root), *config, *args],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 def commit(root: Path, name: str, content: str, message: str) -> str:

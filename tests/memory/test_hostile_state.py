@@ -3,7 +3,8 @@
 A FIFO, a device, a symbolic link out of the state dir, a huge readonly
 file, a layout path that leaves the state dir, control characters and NUL
 bytes: every one is a warning in the bootstrap, read (or not) in bounded
-time, and nothing of it can act when the text is typed or passed on.
+amounts (counted in bytes read and files opened, not timed), and nothing of it
+can act when the text is typed or passed on.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -19,8 +19,10 @@ import pytest
 from agentd.errors import KeyProblem
 from agentd.memory import statedir
 from agentd.memory.bootstrap.escapes import escape_controls
+from agentd.memory.bootstrap.kinds import MAX_SECTION_BYTES
 from agentd.memory.bootstrap.render import BootstrapContext, render
 from agentd.memory.layout import LayoutFile, parse_files, resolve
+from tests.support import bytes_read, needs_read_count
 
 NOW = 1_764_513_120.0
 
@@ -46,24 +48,46 @@ def work(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def timed_render(c: BootstrapContext) -> tuple[str, list[str], float]:
-    started = time.monotonic()
+def rendered(c: BootstrapContext) -> tuple[str, list[str]]:
     boot = render(c)
-    return boot.text, boot.warnings, time.monotonic() - started
+    return boot.text, boot.warnings
 
 
-def test_a_fifo_as_scratch_is_a_warning_not_a_blocked_open(work: Path) -> None:
-    os.mkfifo(work / ".agent" / "scratch.md")
-    text, warnings, took = timed_render(ctx(work))
-    assert took < 5
+def opened_paths(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every path ``os.open`` is asked to open from now on (the state dir's readers
+    open with it, ``statedir.open_regular``)."""
+    seen: list[str] = []
+    real = os.open
+
+    def spy(path: str | os.PathLike[str], *args: object, **kw: object) -> int:
+        seen.append(os.fspath(path))
+        return real(path, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", spy)
+    return seen
+
+
+def test_a_fifo_as_scratch_is_a_warning_not_a_blocked_open(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fifo = work / ".agent" / "scratch.md"
+    os.mkfifo(fifo)
+    opened = opened_paths(monkeypatch)
+    text, warnings = rendered(ctx(work))
+    real = os.path.realpath(fifo)
+    assert not [p for p in opened if os.path.realpath(p) == real]  # looked at, never opened
+    assert any(p.endswith("state.json") for p in opened)  # the spy sees the readers' opens
     assert any("scratch.md" in w and "FIFO" in w for w in warnings), warnings
     assert "_(unreadable: `.agent/scratch.md`)_" in text
 
 
+@needs_read_count
 def test_a_readonly_file_linked_to_dev_zero_is_not_hashed(work: Path) -> None:
     (work / ".agent" / "constraints.md").symlink_to("/dev/zero")
-    _, warnings, took = timed_render(ctx(work))
-    assert took < 5
+    before = bytes_read()
+    _, warnings = rendered(ctx(work))
+    read = bytes_read() - before
+    assert read < 1 << 20, f"read {read} bytes: /dev/zero was read"  # a hash reads 16 MiB
     assert any("constraints.md" in w and "outside the state dir" in w for w in warnings), warnings
 
 
@@ -75,13 +99,33 @@ def test_a_device_inside_the_state_dir_is_never_opened(work: Path) -> None:
         statedir.read_head(work / "fifo", 100)
 
 
-def test_a_1gb_sparse_readonly_file_is_hashed_bounded_and_once(work: Path) -> None:
+@pytest.mark.slow
+@needs_read_count
+def test_a_1gb_sparse_readonly_file_is_hashed_bounded_and_once(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     big = work / ".agent" / "constraints.md"
     with big.open("wb") as f:
         f.truncate(1 << 30)
-    _, _, first = timed_render(ctx(work))
-    _, _, second = timed_render(ctx(work))
-    assert first < 5 and second < 0.5, (first, second)
+    hashed: list[Path] = []
+    real_hash = statedir.sha256_file
+
+    def counting_hash(path: Path, *args: int) -> str:
+        hashed.append(path)
+        return real_hash(path, *args)
+
+    monkeypatch.setattr(statedir, "sha256_file", counting_hash)
+    reads = []
+    for _ in range(2):
+        before = bytes_read()
+        render(ctx(work))
+        reads.append(bytes_read() - before)
+    # Each render shows the file's head (at most MAX_SECTION_BYTES); the first also
+    # hashes at most HASH_MAX_BYTES of it; the second hashes nothing: the hash is kept.
+    slack = 1 << 20  # the other state files
+    assert reads[0] <= statedir.HASH_MAX_BYTES + MAX_SECTION_BYTES + slack, reads
+    assert reads[1] <= MAX_SECTION_BYTES + slack, reads
+    assert hashed == [big], hashed  # hashed once, for two renders
     digest = render(ctx(work)).readonly_hashes["constraints.md"]
     assert digest.startswith(f"sha256:{1 << 30}:")  # a capped hash says so
     small = work / ".agent" / "identity.md"
@@ -93,7 +137,7 @@ def test_a_symlink_to_a_file_outside_is_not_read(work: Path, tmp_path: Path) -> 
     secret = tmp_path / "outside-secret"
     secret.write_text("TOPSECRET-shadow-line\n")
     (work / ".agent" / "scratch.md").symlink_to(secret)
-    text, warnings, _ = timed_render(ctx(work))
+    text, warnings = rendered(ctx(work))
     assert "TOPSECRET" not in text
     assert any("scratch.md" in w and "outside the state dir" in w for w in warnings), warnings
 
@@ -102,7 +146,7 @@ def test_a_symlink_that_stays_inside_is_followed(work: Path) -> None:
     (work / ".agent" / "notes").mkdir()
     (work / ".agent" / "notes" / "real.md").write_text("inside notes\n")
     (work / ".agent" / "scratch.md").symlink_to("notes/real.md")
-    text, warnings, _ = timed_render(ctx(work))
+    text, warnings = rendered(ctx(work))
     assert "inside notes" in text, warnings
 
 

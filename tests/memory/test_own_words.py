@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from agentd.memory.formats import items, markdown, outline
 from agentd.memory.layout import LayoutFile
 from tests.memory import handwritten as hw
-from tests.memory.test_bootstrap import boot, entry
+from tests.support import boot, entry
 
 SIZES = (10, 300, 3000)
 

@@ -18,7 +18,7 @@ from agentd.memory.layout import load_layout, preset_names, templates
 from agentd.memory.verbs import handoffs
 from agentd.memory.verbs.init import init
 from agentd.tokens import estimate_tokens
-from tests.memory.test_bootstrap import GOOD_LINE, NOW, boot, entry
+from tests.support import GOOD_LINE, NOW, boot, entry
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 from bench_memory_grow import Grower  # the memory benchmark's state grower

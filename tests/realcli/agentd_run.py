@@ -11,8 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.conftest import poll_for
-from tests.helpers import agentd_popen, records
+from tests.support import agentd_popen, poll_for, records
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:

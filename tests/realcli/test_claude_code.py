@@ -17,11 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import poll_for
-from tests.helpers import events, records, write_unit
 from tests.realcli import fake_anthropic as fa
 from tests.realcli.agentd_run import agentctl, running, session_starts, with_agentctl_on_path
-from tests.realcli.conftest import ClaudeProject
+from tests.realcli.clis import ClaudeProject
 from tests.realcli.model import (
     BIG,
     FakeModel,
@@ -31,6 +29,7 @@ from tests.realcli.model import (
     read_bootstrap,
     tool_results,
 )
+from tests.support import events, poll_for, records, write_unit
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 

@@ -22,12 +22,11 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import poll_for
-from tests.helpers import write_unit
 from tests.realcli import fake_anthropic as fa
 from tests.realcli.agentd_run import agentctl, running, session_starts
 from tests.realcli.conftest import ClaudeProject
 from tests.realcli.model import BIG, FakeModel, bash, given, read_bootstrap, tool, tool_results
+from tests.support import poll_for, write_unit
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import agentd_popen, events, records, write_unit
 from tests.realcli.agentd_run import with_agentctl_on_path
 from tests.realcli.conftest import ClaudeProject
 from tests.realcli.model import FakeModel, bash, given, read_bootstrap, tool_results
+from tests.support import agentd_popen, events, records, write_unit
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 

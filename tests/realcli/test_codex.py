@@ -19,12 +19,11 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import poll_for
-from tests.helpers import events, write_unit
 from tests.realcli import fake_openai as fo
 from tests.realcli.agentd_run import agentctl, running, session_starts, with_agentctl_on_path
-from tests.realcli.conftest import CodexProject
+from tests.realcli.clis import CodexProject
 from tests.realcli.openai_model import FakeOpenAI, tool_outputs, user_texts
+from tests.support import events, poll_for, write_unit
 
 pytestmark = [pytest.mark.timeout(100), pytest.mark.slow]
 

@@ -7,7 +7,7 @@ import pyte
 import pytest
 
 from agentd.session.screen import ScreenRing
-from tests.terminal.test_resize import phases
+from tests.support import resize_phases
 
 
 def reference(steps: list[tuple[int, int, bytes]]) -> pyte.Screen:
@@ -24,7 +24,7 @@ def reference(steps: list[tuple[int, int, bytes]]) -> pyte.Screen:
 @pytest.mark.parametrize("scenario", ["fits", "scrolled"])
 @pytest.mark.parametrize("asked", ["once", "after every write", "around every resize"])
 def test_claude_codes_redraws_are_drawn_at_their_size(scenario: str, asked: str) -> None:
-    steps = phases(scenario)
+    steps = resize_phases(scenario)
     ring = ScreenRing(120, 40, session=1)
     for n, (cols, rows, data) in enumerate(steps):
         if n:

@@ -7,8 +7,6 @@ import os
 import re
 import select
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -19,7 +17,7 @@ from agentd.session.session import Session
 from agentd.session.transcript import Transcript
 from agentd.terminal.matcher import LineMatcher
 from agentd.terminal.rules import Hit, Rule
-from tests.conftest import fake, poll_for
+from tests.support import async_poll_for, async_wait_for, fake, poll_for
 
 
 def test_output_buffered_at_the_exit_is_matched_before_the_exit_is_reported(
@@ -58,14 +56,6 @@ def test_output_buffered_at_the_exit_is_matched_before_the_exit_is_reported(
     assert "FINAL LINE of the agent" in (tmp_path / "t.log").read_text()
 
 
-async def until(probe: Callable[[], object], what: str, timeout: float = 10.0) -> None:
-    """poll_for on the loop: the session reads while we wait."""
-    deadline = time.monotonic() + timeout
-    while not probe():
-        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
-        await asyncio.sleep(0.01)
-
-
 def test_a_resize_reaches_the_agent_and_the_screens(tmp_path: Path) -> None:
     """The pty gets the new size (the agent its SIGWINCH), the matcher's screen and
     the screen ring follow, and the sentinel the agent draws again fires once."""
@@ -100,10 +90,12 @@ def test_a_resize_reaches_the_agent_and_the_screens(tmp_path: Path) -> None:
             screen=ring,
         )
         session.start()
-        await until(lambda: b"SIZE:100x30" in raw, "the agent's first size")
+        await async_poll_for(lambda: b"SIZE:100x30" in raw, what="the agent's first size")
         session.resize(100, 30)  # the size it has: nothing happens
         session.resize(80, 24)
-        await asyncio.wait_for(session.exited, 10)
+        await async_wait_for(
+            session.exited, timeout=10, what="the agent to exit", seen=lambda: bytes(raw[-200:])
+        )
         session.close()
         session.transcript.close()
         assert b"WINCH:80x24" in raw and b"SIZE:80x24" in raw

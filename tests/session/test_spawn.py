@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -13,15 +12,13 @@ import pytest
 from agentd.errors import SpawnError
 from agentd.session import child as child_module
 from agentd.session.child import Child
+from tests.support import poll_for
 
 ECHO = [sys.executable, "-c", "import os; print(os.getcwd())"]
 
 
 def _reap(child: Child) -> None:
-    deadline = time.monotonic() + 10
-    while not child.poll_exit():
-        assert time.monotonic() < deadline, "the child did not exit"
-        time.sleep(0.01)
+    poll_for(child.poll_exit, what=f"the child {child.pid} to exit")
     child.close()
 
 
@@ -75,10 +72,11 @@ def test_anything_escaping_in_the_child_ends_it_and_never_returns_here(
 
 def test_the_child_runs_in_its_workdir(tmp_path: Path) -> None:
     child = Child.spawn(ECHO, cwd=tmp_path, env=dict(os.environ))
-    out = b""
-    deadline = time.monotonic() + 10
-    while str(tmp_path).encode() not in out and time.monotonic() < deadline:
-        out += child.read() or b""
-        time.sleep(0.01)
+    out = bytearray()
+
+    def said_its_cwd() -> bool:
+        out.extend(child.read() or b"")
+        return str(tmp_path).encode() in out
+
+    poll_for(said_its_cwd, what=f"the child to print {tmp_path}", seen=lambda: bytes(out))
     _reap(child)
-    assert str(tmp_path).encode() in out

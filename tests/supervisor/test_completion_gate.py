@@ -7,9 +7,7 @@ secrets hidden; `agentctl verify` runs it by hand."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -18,9 +16,7 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.conftest import poll_for
-from tests.daemon.test_daemon import Served, dhome, serve  # noqa: F401 (fixtures)
-from tests.helpers import agentd, events, records, write_unit
+from tests.support import Served, agentctl, agentd, events, poll_for, records, write_unit
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
@@ -200,8 +196,8 @@ def test_the_check_output_is_bounded_and_its_secrets_hidden(home: Path, tmp_path
 
 
 def test_the_gate_under_serve_and_agentctl_verify_by_hand(
-    dhome: Path,  # noqa: F811 (a fixture)
-    serve: list[Served],  # noqa: F811
+    dhome: Path,
+    serve: list[Served],
     tmp_path: Path,
 ) -> None:
     work = dhome / "work"
@@ -221,7 +217,7 @@ def test_the_gate_under_serve_and_agentctl_verify_by_hand(
     serve.append(d.ready())
     poll_for(lambda: (work / "claimed-1").exists(), timeout=30, what="session 1's claim")
     # the agent claimed completion and waits; by hand, the check says not yet
-    ctl = agentd_ctl(dhome, "verify", "srv")
+    ctl = agentctl(dhome, "verify", "srv")
     assert ctl.returncode == 1, ctl.stderr
     assert "srv: check FAILED: `test -s done.txt" in ctl.stdout
     assert "FAILED: done.txt is missing" in ctl.stdout
@@ -240,14 +236,14 @@ def test_the_gate_under_serve_and_agentctl_verify_by_hand(
     done = d.status("srv")
     assert done["verify"]["ok"] is True and done["verify"]["session"] == 2
     assert done["last_reason"] == "manual"
-    ok = agentd_ctl(dhome, "verify", "srv", "--json")
+    ok = agentctl(dhome, "verify", "srv", "--json")
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["ok"] is True
 
 
 def test_a_stop_during_the_check_ends_its_tree_and_the_unit_is_stopped(
-    dhome: Path,  # noqa: F811 (a fixture)
-    serve: list[Served],  # noqa: F811
+    dhome: Path,
+    serve: list[Served],
     tmp_path: Path,
 ) -> None:
     pids = tmp_path / "pids"
@@ -280,39 +276,27 @@ def test_a_stop_during_the_check_ends_its_tree_and_the_unit_is_stopped(
     ]["outcome"] == "stopped"
 
 
-def agentd_ctl(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """The real agentctl with AGENTD_HOME=home."""
-    return subprocess.run(
-        [sys.executable, "-m", "agentd.cli.agentctl", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=dict(os.environ, AGENTD_HOME=str(home)),
-        stdin=subprocess.DEVNULL,
-    )
-
-
 def test_agentctl_verify_without_an_agentd_runs_it_here(home: Path, tmp_path: Path) -> None:
     write_unit(
         home,
         "off",
         {"command": ["true"], "complete": {"verify": "echo here; pwd; exit 3"}},
     )
-    res = agentd_ctl(home, "verify", "off")
+    res = agentctl(home, "verify", "off")
     assert res.returncode == 1, res.stderr
     assert "no agentd answers; running the check here" in res.stderr
     assert f"here\n{home / 'work'}\n" in res.stdout
     assert "off: check FAILED: `echo here; pwd; exit 3` exited with code 3" in res.stdout
-    none = agentd_ctl(home, "verify", "nope")
+    none = agentctl(home, "verify", "nope")
     assert none.returncode == 1 and "nope" in none.stderr
     write_unit(home, "plain", {"command": ["true"]})
-    plain = agentd_ctl(home, "verify", "plain")
+    plain = agentctl(home, "verify", "plain")
     assert plain.returncode == 1 and "has no completion check" in plain.stderr
 
 
 def test_a_check_left_by_a_killed_agentd_is_ended_by_the_next(
-    dhome: Path,  # noqa: F811 (a fixture)
-    serve: list[Served],  # noqa: F811
+    dhome: Path,
+    serve: list[Served],
     tmp_path: Path,
 ) -> None:
     pids = tmp_path / "pids"

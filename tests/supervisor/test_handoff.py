@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import fake
-from tests.helpers import agentd, events, records, write_unit
+import pytest
+
+from tests.support import agentd, events, fake, records, write_unit
 
 QUICK = {"min_uptime": 0, "delay": "50ms"}
 WHEN = r"(?P<left>\d+)% until auto-compact"
@@ -24,6 +25,7 @@ def _unit(home: Path, rec: Path, steps: list[str], **handoff: object) -> None:
     )
 
 
+@pytest.mark.slow
 def test_handoff_types_the_request_waits_for_the_state_then_restarts(
     home: Path, tmp_path: Path
 ) -> None:
@@ -52,6 +54,7 @@ def test_handoff_types_the_request_waits_for_the_state_then_restarts(
     assert "saved-by-me" in (home / "logs" / "ho" / "bootstrap-2.md").read_text()
 
 
+@pytest.mark.slow
 def test_handoff_without_a_state_change_restarts_after_the_wait(home: Path, tmp_path: Path) -> None:
     rec = tmp_path / "rec.jsonl"
     _unit(home, rec, ["out:9% until auto-compact", "wait"], wait="300ms")
@@ -63,6 +66,7 @@ def test_handoff_without_a_state_change_restarts_after_the_wait(home: Path, tmp_
     assert done["waited_s"] >= 0.3
 
 
+@pytest.mark.slow
 def test_no_handoff_above_the_threshold(home: Path, tmp_path: Path) -> None:
     rec = tmp_path / "rec.jsonl"
     _unit(home, rec, ["out:40% until auto-compact", "exit:42"], wait="300ms")
@@ -72,6 +76,7 @@ def test_no_handoff_above_the_threshold(home: Path, tmp_path: Path) -> None:
     assert events(home, "session.handoff") == []
 
 
+@pytest.mark.slow
 def test_an_agent_that_exits_during_the_handoff_is_not_waited_for(
     home: Path, tmp_path: Path
 ) -> None:

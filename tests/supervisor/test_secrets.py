@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from pathlib import Path
+
+import pytest
 
 from agentd.supervisor.api import Supervisor
 from agentd.supervisor.states import State
-from tests.conftest import fake
-from tests.helpers import agentd, events, records, write_unit
-from tests.supervisor.test_service import run_with
+from tests.support import agentd, async_poll_for, events, fake, records, run_with, write_unit
 
 GH = "ghp_" + "A1b2C3d4E5" * 4  # a GitHub token's shape
 CORP = "corp-7f3a9c1e"  # only the unit's `secrets:` pattern knows this one
 
 
+@pytest.mark.slow
 def test_a_secret_in_the_state_is_hidden_in_the_kept_bootstrap_the_transcript_and_events(
     home: Path, tmp_path: Path
 ) -> None:
@@ -65,6 +64,7 @@ def test_a_secret_in_the_state_is_hidden_in_the_kept_bootstrap_the_transcript_an
     assert "again *** done" in logs[1]
 
 
+@pytest.mark.slow
 def test_without_secrets_the_session_is_given_the_kept_copy(home: Path, tmp_path: Path) -> None:
     rec = tmp_path / "rec.jsonl"
     write_unit(home, "p", {"command": fake(f"record:{rec}", "exit:0", "--", "{bootstrap_file}")})
@@ -72,6 +72,7 @@ def test_without_secrets_the_session_is_given_the_kept_copy(home: Path, tmp_path
     assert records(rec)[0]["bootstrap_file"] == str(home / "logs" / "p" / "bootstrap-1.md")
 
 
+@pytest.mark.slow
 def test_a_secret_pattern_is_checked_when_the_unit_loads(home: Path) -> None:
     write_unit(home, "bad", {"command": fake("exit:0"), "secrets": ["ok-[0-9]+", "x*", "("]})
     res = agentd(home, "check")
@@ -79,6 +80,7 @@ def test_a_secret_pattern_is_checked_when_the_unit_loads(home: Path) -> None:
     assert "secrets[1]: 'x*' matches empty text" in res.stdout + res.stderr
 
 
+@pytest.mark.slow
 def test_argv_injection_warns_once_per_unit_that_ps_shows_the_state(home: Path) -> None:
     write_unit(
         home,
@@ -106,9 +108,10 @@ def test_a_reason_is_hidden_in_status_history_events_and_the_next_bootstrap(
         svc = sup.get("r")
         svc.start()
         await svc.wait(lambda s: s == State.RUNNING)
-        deadline = time.monotonic() + 5
-        while not rec.exists() and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
+        # session 1 has recorded itself, whole (else the restart could come first)
+        await async_poll_for(
+            lambda: rec.exists() and rec.read_text().endswith("\n"), what="session 1's record"
+        )
         sup.restart("r", f"rotate {token} now")
         await svc.wait(lambda s: s == State.DONE)
         seen_status.extend(sup.status(["r"]))

@@ -7,47 +7,26 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import psutil
+import pytest
 
 from agentd.config.unitfile import load_unit
-from agentd.events import EventLog
-from agentd.paths import Paths
 from agentd.supervisor.api import Supervisor
 from agentd.supervisor.states import State
-from tests.conftest import fake, poll_for
-from tests.helpers import agentd_popen, events, noted_pid, records, write_unit
-
-
-def run_with(
-    home: Path, name: str, unit: dict[str, Any], body: Callable[[Supervisor], Awaitable[None]]
-) -> list[dict[str, Any]]:
-    """Load ``unit``, run ``body`` against a live supervisor, shut it down; return events."""
-    path = write_unit(home, name, unit)
-    paths = Paths.resolve(home)
-    seen: list[dict[str, Any]] = []
-
-    async def main() -> None:
-        log = EventLog(paths.events_file)
-        log.subscribe(seen.append)
-        sup = Supervisor(paths, log)
-        sup.attach()
-        sup.add(load_unit(path))
-        try:
-            await asyncio.wait_for(body(sup), timeout=20)
-        finally:
-            await sup.shutdown()
-            log.close()
-
-    asyncio.run(main())
-    return seen
-
-
-def states(seen: list[dict[str, Any]]) -> list[str]:
-    return [e["to"] for e in seen if e["event"] == "unit.state"]
+from tests.support import (
+    agentd_popen,
+    events,
+    fake,
+    noted_pid,
+    poll_for,
+    records,
+    run_with,
+    states,
+    write_unit,
+)
 
 
 def test_stop_during_backoff_cancels_the_restart(home: Path) -> None:
@@ -55,10 +34,16 @@ def test_stop_during_backoff_cancels_the_restart(home: Path) -> None:
         svc = sup.get("b")
         svc.start()
         await svc.wait(lambda s: s == State.BACKOFF)
+        restart = svc._timer  # the backoff's deadline: the restart it would start
+        assert restart is not None
         await sup.stop("b")
         assert svc.state == State.STOPPED
-        await asyncio.sleep(0.3)  # past the 100 ms backoff: nothing may start
-        assert svc.state == State.STOPPED
+        # Past that deadline (its timer, had it not been cancelled, ran before this
+        # sleep's, which is due later on the same loop): nothing started.
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(max(0.0, restart.when() - loop.time()))
+        await asyncio.sleep(0)
+        assert restart.cancelled() and svc.state == State.STOPPED
 
     seen = run_with(home, "b", {"command": fake("exit:1"), "restart": {"delay": "100ms"}}, body)
     assert states(seen) == ["starting", "running", "stopping", "backoff", "stopped"]
@@ -162,6 +147,7 @@ def test_notify_command_runs_on_done(home: Path, tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_session_left_by_a_killed_agentd_is_ended_at_next_start(
     home: Path, tmp_path: Path
 ) -> None:
@@ -184,7 +170,7 @@ def test_a_session_left_by_a_killed_agentd_is_ended_at_next_start(
         proc.wait()
     assert psutil.pid_exists(orphan)  # agentd died hard: its session lives on
     pids.unlink()
-    from tests.helpers import agentd
+    from tests.support import agentd
 
     res = agentd(home, "run", "k")
     assert res.returncode == 0, res.stderr

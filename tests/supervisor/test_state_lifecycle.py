@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import fake
-from tests.helpers import agentd, events, records, write_unit
+import pytest
+
+from tests.support import agentd, events, fake, records, write_unit
 
 QUICK = {"min_uptime": "0s", "delay": "50ms", "max_delay": "200ms"}
 
 
+@pytest.mark.slow
 def test_state_complete_ends_the_unit_done_under_a_failure_exit_code(
     home: Path, tmp_path: Path
 ) -> None:
@@ -43,6 +45,7 @@ def test_state_complete_ends_the_unit_done_under_a_failure_exit_code(
     assert "state complete" in records(rec)[0]["bootstrap"]  # the rules tell the agent
 
 
+@pytest.mark.slow
 def test_the_first_session_creates_the_state_dir_and_a_handoff_is_shown_once(
     home: Path,
     tmp_path: Path,

@@ -9,7 +9,7 @@ import pytest
 
 from agentd.terminal.matcher import LineMatcher
 from agentd.terminal.rules import Hit, Rule
-from tests.conftest import LOCAL_FIXTURES
+from tests.support import resize_phases
 
 DONE = Rule("done", re.compile("TASK COMPLETE"), "notify")
 LEFT = Rule("left", re.compile(r"(?P<pct>\d+)% left"), "notify")
@@ -17,18 +17,6 @@ LEFT = Rule("left", re.compile(r"(?P<pct>\d+)% left"), "notify")
 
 def names(hits: list[Hit]) -> list[str]:
     return [h.fired_as.replace("\0", " ") for h in hits]
-
-
-def phases(scenario: str) -> list[tuple[int, int, bytes]]:
-    """(cols, rows, what Claude Code wrote at that size), in order: the capture at
-    120x40, then its answer to each resize (``tests/fixtures/captured/README.md``)."""
-    found = sorted((LOCAL_FIXTURES / "captured" / "resize").glob(f"*-resize-{scenario}-*.raw"))
-    out = []
-    for path in found:
-        cols, rows = path.stem.rsplit("-", 1)[1].split("x")
-        out.append((int(cols), int(rows), path.read_bytes()))
-    assert [(c, r) for c, r, _ in out] == [(120, 40), (100, 30), (140, 50)]
-    return out
 
 
 @pytest.mark.parametrize("scenario", ["fits", "scrolled"])
@@ -39,7 +27,7 @@ def test_a_sentinel_on_claude_codes_screen_fires_once_through_its_redraws(
     # Claude Code draws its last screenful again after each SIGWINCH: from the
     # top when its output fits (the line stays in its row), else moved up or down
     # by the rows the screen lost or gained.
-    (cols, rows, first), *resized = phases(scenario)
+    (cols, rows, first), *resized = resize_phases(scenario)
     m = LineMatcher([DONE], cols=cols, rows=rows)
     hits: list[Hit] = []
     for data in [first, *(data for _, _, data in resized)]:

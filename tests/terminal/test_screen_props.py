@@ -104,6 +104,7 @@ def cut(data: bytes, cuts: list[int]) -> list[bytes]:
     return [data[a:b] for a, b in itertools.pairwise(points)]
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(stream=STREAM, cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=6))
 def test_rows_equal_pyte(stream: str, cuts: list[int]) -> None:
@@ -113,7 +114,7 @@ def test_rows_equal_pyte(stream: str, cuts: list[int]) -> None:
 
 @pytest.mark.parametrize("name", ["tui", "captured"])
 def test_real_captures_equal_pyte_byte_by_byte(name: str) -> None:
-    from tests.conftest import FIXTURES
+    from tests.support import FIXTURES
 
     for path in sorted((FIXTURES.parent / name).glob("*.raw")):
         data = path.read_bytes()
@@ -144,6 +145,7 @@ def hits(chunks: list[bytes]) -> tuple[list[tuple], list[str], int]:
     return found, display, m.tokens
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     pieces=st.lists(

@@ -22,7 +22,7 @@ from agentd.cli.agentctl.group import main
 from agentd.fileio import LockTimeout
 from agentd.memory.formats.decisions import parse_line
 from agentd.memory.layout import load_layout, preset_names
-from tests.memory.test_bootstrap import git
+from tests.support import git
 
 CTL = [sys.executable, "-P", "-m", "agentd.cli.agentctl", "state"]
 

@@ -105,6 +105,7 @@ def hits_of(chunks: list[bytes], max_line_chars: int) -> tuple[list[tuple], Coun
     return final, drawn, m.tokens
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     pieces=st.lists(PIECE, max_size=40),
@@ -132,6 +133,7 @@ def drawn_holds(stream: bytes, max_line_chars: int) -> bool:
     return max_line_chars == 65536 and COMBINING not in stream
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(pieces=st.lists(PIECE, max_size=40))
 # A row drawn with a sentinel wraps into a row below whose line fired it: the
@@ -183,6 +185,7 @@ def reference_hits(lines: list[str]) -> tuple[Counter, Counter]:
     return final, drawn
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(lines=st.lists(PLAIN_LINE, max_size=30), cut=st.integers(min_value=0, max_value=2000))
 def test_plain_lines_hit_as_a_per_line_search_says(lines: list[str], cut: int) -> None:
@@ -303,6 +306,7 @@ PATTERN_PIECE = st.sampled_from(
 SUBJECT = st.text(alphabet="abcABC \n", max_size=40)
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(pieces=st.lists(PATTERN_PIECE, min_size=1, max_size=6), subject=SUBJECT)
 def test_every_match_contains_the_required_literal(pieces: list[str], subject: str) -> None:
@@ -317,6 +321,7 @@ def test_every_match_contains_the_required_literal(pieces: list[str], subject: s
         assert literal in m.group(0), (pattern.pattern, subject)
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(
     branches=st.lists(st.lists(PATTERN_PIECE, min_size=1, max_size=4), min_size=1, max_size=4),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import random
 import re
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from agentd.terminal.ansi import strip_ansi
 from agentd.terminal.matcher import PARTIAL_MAX, LineMatcher
 from agentd.terminal.regexlit import required_literal, required_literals
 from agentd.terminal.rules import Hit, Rule
-from tests.conftest import FIXTURES, LOCAL_FIXTURES
+from tests.support import FIXTURES, LOCAL_FIXTURES
 
 CAPTURED = LOCAL_FIXTURES / "captured"
 
@@ -319,6 +318,7 @@ def test_tokens_and_bytes_in() -> None:
     assert m.tokens == 2 + 2  # 2 CJK chars + 8 other chars / 4
 
 
+@pytest.mark.slow
 def test_a_huge_line_keeps_memory_bounded_and_its_end_matches() -> None:
     m = LineMatcher(PACK)
     block = b"x" * 65536
@@ -335,16 +335,18 @@ def test_a_huge_line_keeps_memory_bounded_and_its_end_matches() -> None:
     assert peak < 3 * 2**20, f"peak {peak} bytes"
 
 
-def test_a_huge_line_is_fed_in_linear_time() -> None:
+@pytest.mark.slow
+def test_a_huge_line_is_fed_and_checked_block_by_block() -> None:
+    # 20 MB in one line, looked at after every block as a session does: ~0.1 s. Its
+    # time is not asserted here (scripts/bench.py's business); quadratic re-joining
+    # of the line would take minutes, and the suite's timeout would end the test.
     m = LineMatcher(PACK)
     block = b"x" * 65536
-    started = time.perf_counter()
     for _ in range(20 * 16):
-        m.feed(block)
-        m.check_partial()
+        assert m.feed(block) == []
+        assert m.check_partial() == []
     assert names(m.feed(b"Context limit reached\n")) == ["limit"]
-    # ~0.1 s here; quadratic re-joining of the line would take minutes
-    assert time.perf_counter() - started < 10
+    assert m.bytes_in == 20 * 16 * 65536 + len(b"Context limit reached\n")
 
 
 def test_max_line_chars_keeps_the_newest_characters() -> None:

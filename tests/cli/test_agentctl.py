@@ -19,12 +19,8 @@ from agentd.cli.agentctl.group import main as agentctl_main
 from agentd.cli.agentctl.output import format_event, status_rows
 from agentd.daemon import notify
 from agentd.times import span
-from tests.conftest import fake, poll_for
-from tests.daemon import test_daemon
-from tests.daemon.test_daemon import Served
-from tests.helpers import events, write_unit
+from tests.support import Served, events, fake, gone, poll_for, write_unit
 
-dhome, serve = test_daemon.dhome, test_daemon.serve  # the fixtures
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -46,13 +42,21 @@ def ctl_process(home: Path, *args: str, out: Path) -> subprocess.Popen[bytes]:
 
 
 def _end(proc: subprocess.Popen[bytes]) -> int:
+    """Ctrl-C ``proc`` and wait for its end (SIGKILL after 30 s, failing the test with
+    how the process stood: its state and signal masks); its exit status."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
     try:
-        return proc.wait(10)
+        return proc.wait(30)
     except subprocess.TimeoutExpired:
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+            stood = [ln for ln in status.splitlines() if ln.startswith(("State", "Sig", "Shd"))]
+        except OSError as exc:
+            stood = [repr(exc)]
         proc.kill()
-        return proc.wait()
+        proc.wait()
+        pytest.fail(f"{proc.args[3:]} did not end within 30 s of a SIGINT: {stood}")
 
 
 @pytest.fixture
@@ -86,6 +90,7 @@ def daemon(dhome: Path, serve: list[Served]) -> Served:
     return d
 
 
+@pytest.mark.slow
 def test_status_table_json_and_lsb_exit_codes(daemon: Served) -> None:
     res = agentctl("status")
     assert res.exit_code == 0, res.output
@@ -125,6 +130,7 @@ def console(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_console_script_answers_a_plain_status_without_click(
     daemon: Served, dhome: Path
 ) -> None:
@@ -162,6 +168,7 @@ def test_an_unreachable_daemon_is_exit_1_naming_the_socket(dhome: Path) -> None:
     assert fast.returncode == 1 and proc.stderr in fast.stderr
 
 
+@pytest.mark.slow
 def test_start_restart_stop_round_trip(daemon: Served, dhome: Path) -> None:
     started = agentctl("start", "b")
     assert started.exit_code == 0 and "b: running (session 1" in started.stdout
@@ -173,7 +180,7 @@ def test_start_restart_stop_round_trip(daemon: Served, dhome: Path) -> None:
     pid = daemon.status("b")["pid"]
     stopped = agentctl("stop", "b")
     assert stopped.exit_code == 0 and "b: stopped" in stopped.stdout
-    assert test_daemon._gone(pid)  # gone when stop returns: it waits for the end
+    assert gone(pid)  # gone when stop returns: it waits for the end
     assert agentctl("status", "b").exit_code == 3
     assert agentctl("start", "--all").exit_code == 0
     assert {s["state"] for s in daemon.result("status")} == {"running"}
@@ -199,6 +206,7 @@ def test_start_restart_stop_round_trip(daemon: Served, dhome: Path) -> None:
     # (attach asks for a terminal first: without one it exits 1 before asking agentd)
 
 
+@pytest.mark.slow
 def test_start_says_when_a_unit_did_not_start_cleanly(dhome: Path, serve: list[Served]) -> None:
     write_unit(
         dhome,
@@ -213,6 +221,7 @@ def test_start_says_when_a_unit_did_not_start_cleanly(dhome: Path, serve: list[S
     assert "agentctl logs x" in res.stderr
 
 
+@pytest.mark.slow
 def test_logs_strip_escapes_unless_raw(daemon: Served, dhome: Path) -> None:
     poll_for(lambda: "alert" in agentctl("logs", "a").stdout, what="a's output")
     clean = agentctl("logs", "a", "-n", "1").stdout
@@ -222,6 +231,7 @@ def test_logs_strip_escapes_unless_raw(daemon: Served, dhome: Path) -> None:
     assert agentctl("logs", "ghost").exit_code == 4
 
 
+@pytest.mark.slow
 def test_an_agent_stopped_by_a_signal_is_shown_so(daemon: Served) -> None:
     pid = daemon.status("a")["pid"]
     os.kill(pid, signal.SIGSTOP)
@@ -239,6 +249,7 @@ def test_an_agent_stopped_by_a_signal_is_shown_so(daemon: Served) -> None:
     )
 
 
+@pytest.mark.slow
 def test_logs_and_events_follow(daemon: Served, dhome: Path) -> None:
     logs_out, events_out = dhome / "logs.out", dhome / "events.out"
     poll_for(lambda: "alert" in agentctl("logs", "a").stdout, what="a's output")
@@ -266,6 +277,7 @@ def test_logs_and_events_follow(daemon: Served, dhome: Path) -> None:
     assert "\x1b" not in logs_out.read_text()
 
 
+@pytest.mark.slow
 def test_events_history_and_bootstrap(daemon: Served, dhome: Path) -> None:
     work = dhome / "work" / ".agent"
     work.mkdir(parents=True, exist_ok=True)  # the first session created and initialised it
@@ -296,6 +308,7 @@ def test_events_history_and_bootstrap(daemon: Served, dhome: Path) -> None:
     assert len(as_json) == 2 and all("event" in e for e in as_json)
 
 
+@pytest.mark.slow
 def test_reload_reports_changes_and_invalid_files(daemon: Served, dhome: Path) -> None:
     res = agentctl("reload")
     assert res.exit_code == 0 and "no changes" in res.stdout
@@ -444,6 +457,7 @@ def test_format_event() -> None:
     assert " a#2 " in line and "code=42 reason=exit:42" in line
 
 
+@pytest.mark.slow
 def test_home_option_and_logs_json(
     daemon: Served, dhome: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

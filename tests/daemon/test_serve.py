@@ -7,126 +7,28 @@ bytes); every wait is bounded; every daemon is stopped by its PID.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
+import re
 import shutil
 import signal
 import socket
 import stat
-import subprocess
-import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import psutil
 import pytest
 
-from tests.conftest import fake, poll_for
-from tests.helpers import events, records, write_unit
-
-QUICK = {"min_uptime": "0s", "delay": "50ms", "max_delay": "200ms"}
-
-
-class Served:
-    """One ``python -m agentd.cli serve`` process and a raw client for it."""
-
-    def __init__(
-        self, home: Path, args: tuple[str, ...] = ("serve",), env: dict[str, str] | None = None
-    ) -> None:
-        self.home = home
-        self.socket = home / "run" / "agentd.sock"
-        self.err_path = home / f"serve-{time.monotonic_ns()}.err"
-        full_env = dict(os.environ, AGENTD_HOME=str(home), **(env or {}))
-        with self.err_path.open("wb") as err:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "agentd.cli", *args],
-                env=full_env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-            )
-
-    @property
-    def stderr(self) -> str:
-        return self.err_path.read_text(errors="replace")
-
-    def ready(self, timeout: float = 15.0) -> Served:
-        def up() -> bool:
-            if self.proc.poll() is not None:
-                pytest.fail(f"agentd exited {self.proc.returncode}: {self.stderr}")
-            try:
-                return bool(self.call("ping")["ok"])
-            except OSError:
-                return False
-
-        poll_for(up, timeout=timeout, what="agentd to answer ping")
-        return self
-
-    def call(self, cmd: str, timeout: float = 30.0, **args: Any) -> dict[str, Any]:
-        """One request on a fresh connection; the raw reply object."""
-        return request(self.socket, json.dumps({"cmd": cmd, "args": args}).encode(), timeout)
-
-    def result(self, cmd: str, **args: Any) -> Any:
-        reply = self.call(cmd, **args)
-        assert reply["ok"], reply
-        return reply["result"]
-
-    def status(self, name: str) -> dict[str, Any]:
-        return dict(self.result("status", units=[name])[0])
-
-    def kill(self, sig: int) -> None:
-        self.proc.send_signal(sig)
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            pytest.fail(f"agentd did not stop within {timeout}s: {self.stderr}")
-
-
-def request(path: Path, line: bytes, timeout: float = 30.0) -> dict[str, Any]:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(timeout)
-        s.connect(str(path))
-        s.sendall(line + b"\n")
-        reply: dict[str, Any] = json.loads(s.makefile("rb").readline())
-        return reply
-
-
-@pytest.fixture
-def dhome(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A short AGENTD_HOME (the socket path must fit in sun_path)."""
-    root = Path(tempfile.mkdtemp(prefix="ad", dir="/tmp"))
-    (root / "units").mkdir()
-    (root / "work").mkdir()
-    monkeypatch.setenv("AGENTD_HOME", str(root))
-    monkeypatch.delenv("AGENTD_SOCKET", raising=False)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture
-def serve(dhome: Path) -> Iterator[list[Served]]:
-    """Start daemons with ``serve.append(Served(...))``; all are stopped at the end."""
-    started: list[Served] = []
-    yield started
-    for d in started:
-        if d.proc.poll() is None:
-            d.stop()
-
-
-def _gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
+from tests.support import (
+    QUICK,
+    Served,
+    async_poll_for,
+    events,
+    fake,
+    gone,
+    poll_for,
+    records,
+    write_unit,
+)
 
 
 def _said(home: Path, unit: str, line: str) -> bool:
@@ -142,6 +44,7 @@ def _pids(path: Path) -> list[int]:
 # --- start, stop, single instance ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_bare_agentd_serves_autostarts_and_sigterm_stops_every_tree(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -169,12 +72,13 @@ def test_bare_agentd_serves_autostarts_and_sigterm_stops_every_tree(
     [start] = events(dhome, "daemon.start")
     assert start["pid"] == d.proc.pid and start["socket"] == str(d.socket)
     assert d.stop() == 0
-    assert _gone(leader) and _gone(child)  # the child ignored SIGTERM: killed after grace
+    assert gone(leader) and gone(child)  # the child ignored SIGTERM: killed after grace
     assert events(dhome, "daemon.stop")
     assert not d.socket.exists()
     assert "SIGTERM" in d.stderr
 
 
+@pytest.mark.slow
 def test_sigint_stops_too_and_a_second_one_kills_at_once(dhome: Path, serve: list[Served]) -> None:
     write_unit(
         dhome, "slow", {"command": fake("ignore-term", "out:up", "wait"), "stop": {"grace": "30s"}}
@@ -185,12 +89,15 @@ def test_sigint_stops_too_and_a_second_one_kills_at_once(dhome: Path, serve: lis
     pid = d.status("slow")["pid"]
     d.kill(signal.SIGINT)
     poll_for(lambda: events(dhome, "session.kill"), what="the stop signal")
-    started = time.monotonic()
-    assert d.stop(signal.SIGINT) == 0, d.stderr
-    assert time.monotonic() - started < 10  # not the 30 s grace
-    assert _gone(pid)
+    assert d.stop(signal.SIGINT) == 0, d.stderr  # (30 s to stop: the grace is as long)
+    # the second SIGINT killed the session's processes itself, not the grace's end
+    killed = re.search(r"agentd: killed \[([\d, ]+)\]", d.stderr)
+    assert killed and str(pid) in killed[1].split(", "), d.stderr
+    assert [e["signal"] for e in events(dhome, "session.exit")] == ["KILL"]
+    assert gone(pid)
 
 
+@pytest.mark.slow
 def test_a_second_serve_refuses_naming_pid_and_socket(dhome: Path, serve: list[Served]) -> None:
     first = Served(dhome)
     serve.append(first.ready())
@@ -200,6 +107,7 @@ def test_a_second_serve_refuses_naming_pid_and_socket(dhome: Path, serve: list[S
     assert first.result("ping")["pid"] == first.proc.pid  # the first one is unharmed
 
 
+@pytest.mark.slow
 def test_socket_is_0600_in_a_0700_dir_and_a_stale_one_is_replaced(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -215,6 +123,7 @@ def test_socket_is_0600_in_a_0700_dir_and_a_stale_one_is_replaced(
     assert stat.S_IMODE(os.stat(run).st_mode) == 0o700
 
 
+@pytest.mark.slow
 def test_a_socket_path_too_long_is_a_clear_error(dhome: Path) -> None:
     long = dhome / ("x" * 120) / "agentd.sock"
     d = Served(dhome, env={"AGENTD_SOCKET": str(long)})
@@ -222,6 +131,7 @@ def test_a_socket_path_too_long_is_a_clear_error(dhome: Path) -> None:
     assert "too long" in d.stderr and str(long) in d.stderr
 
 
+@pytest.mark.slow
 def test_a_regular_file_at_the_socket_path_is_left_alone(dhome: Path) -> None:
     (dhome / "run").mkdir(mode=0o700)
     (dhome / "run" / "agentd.sock").write_text("mine")
@@ -234,6 +144,7 @@ def test_a_regular_file_at_the_socket_path_is_left_alone(dhome: Path) -> None:
 # --- kill -9 recovery (SPEC 10) -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_after_kill_9_a_new_serve_reclaims_sessions_and_keeps_counts(
     dhome: Path, serve: list[Served]
 ) -> None:
@@ -264,14 +175,14 @@ def test_after_kill_9_a_new_serve_reclaims_sessions_and_keeps_counts(
     poll_for(lambda: _pids(pids) and _said(dhome, "m", "up"), what="k and m running")
     orphan, leader_m = _pids(pids)[0], first.status("m")["pid"]
     first.stop(signal.SIGKILL)
-    assert not _gone(orphan) and not _gone(leader_m)  # agentd died hard: its sessions live on
+    assert not gone(orphan) and not gone(leader_m)  # agentd died hard: its sessions live on
     pids.unlink()
 
     second = Served(dhome)
     serve.append(second.ready())
     # m is not autostart, yet what the killed daemon left of it is ended too
     for pid in (orphan, leader_m):
-        poll_for(lambda pid=pid: _gone(pid), what=f"pid {pid} left by the killed agentd")
+        poll_for(lambda pid=pid: gone(pid), what=f"pid {pid} left by the killed agentd")
     poll_for(lambda: second.status("k")["state"] == "running", what="k running again")
     assert second.status("k")["session"] == 2  # the count survives
     poll_for(
@@ -290,6 +201,7 @@ def test_after_kill_9_a_new_serve_reclaims_sessions_and_keeps_counts(
 # --- the units dir ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_units_dir_changes_are_picked_up_by_themselves(dhome: Path, serve: list[Served]) -> None:
     d = Served(dhome)
     serve.append(d.ready())
@@ -311,12 +223,13 @@ def test_units_dir_changes_are_picked_up_by_themselves(dhome: Path, serve: list[
     path.unlink()
     poll_for(lambda: d.call("status", units=["n"]).get("code") == 4, what="n to be removed")
     # forgotten at once, its tree ended right after (the removal runs on)
-    poll_for(lambda: _gone(pid), timeout=10, what=f"pid {pid} of the removed unit to end")
+    poll_for(lambda: gone(pid), timeout=10, what=f"pid {pid} of the removed unit to end")
     # reported once the removal is complete: a moment after the pid is gone
     removed = poll_for(lambda: events(dhome, "unit.removed"), what="unit.removed")
     assert [e["unit"] for e in removed] == ["n"]
 
 
+@pytest.mark.slow
 def test_a_changed_unit_applies_from_its_next_session(dhome: Path, serve: list[Served]) -> None:
     rec = dhome / "rec.jsonl"
     unit = {"command": fake(f"record:{rec}", "out:v1", "wait"), "stop": {"grace": "300ms"}}
@@ -374,6 +287,7 @@ def test_one_bad_unit_never_stops_the_others(dhome: Path, serve: list[Served]) -
 # --- systemd and idleness ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("abstract", [False, True])
 def test_sd_notify_ready_watchdog_and_stopping(
     dhome: Path, serve: list[Served], abstract: bool
@@ -429,6 +343,7 @@ def _ctx_switches(pid: int) -> int:
     return total
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc")
 def test_an_idle_daemon_does_not_wake_up(dhome: Path, serve: list[Served]) -> None:
     write_unit(dhome, "idle", {"command": fake("wait"), "autostart": False})
@@ -531,12 +446,15 @@ def test_reconcile_adds_redefines_and_removes_even_when_cancelled(dhome: Path) -
             assert (await sup.reconcile({"a": v1})).added == ["a"]
             sup.start("a")
             status = await sup.wait("a", lambda s: s["state"] == "running", 10)
+            assert status["state"] == "running", status
             assert (await sup.reconcile({"a": v2})).changed == ["a"]
             assert sup.definition("a") == v2
             assert sup.status(["a"])[0]["pid"] == status["pid"]  # the session goes on
             assert (await sup.reconcile({"a": v2})).changed == []
             removal = asyncio.get_running_loop().create_task(sup.reconcile({}))
-            await asyncio.sleep(0.05)
+            # under way: the unit is forgotten, its session (deaf to SIGTERM for the
+            # 300 ms grace) still being ended
+            await async_poll_for(lambda: sup.names() == [], what="the removal to begin")
             removal.cancel()  # the caller goes away: the session is still ended
             assert sup.names() == []
             return int(status["pid"])
@@ -544,9 +462,10 @@ def test_reconcile_adds_redefines_and_removes_even_when_cancelled(dhome: Path) -
             await sup.shutdown()
 
     pid = asyncio.run(main())
-    assert _gone(pid)
+    assert gone(pid)
 
 
+@pytest.mark.slow
 def test_a_usage_limit_pause_survives_a_daemon_restart(dhome: Path, serve: list[Served]) -> None:
     rec = dhome / "rec.jsonl"
     until = int(time.time()) + 3600
@@ -572,10 +491,9 @@ def test_a_usage_limit_pause_survives_a_daemon_restart(dhome: Path, serve: list[
     poll_for(lambda: d.status("u")["state"] == "paused", what="the pause")
     rows = d.result("history", unit="u")
     assert rows[0]["outcome"] == "usage-limited" and rows[0]["reset_at"]
-    # restart: a paused unit returns at once (nothing to wait for), still paused
-    started = time.monotonic()
+    # restart: a paused unit returns at once (nothing to wait for), still paused; one
+    # that waited for the pause (an hour) would fail at the request's 30 s deadline
     d.result("restart", units=["u"])
-    assert time.monotonic() - started < 20
     poll_for(lambda: d.status("u")["state"] == "paused", what="paused again after restart")
     assert d.stop() == 0
     # a new daemon keeps the pause instead of hitting the limit again at once
@@ -586,6 +504,7 @@ def test_a_usage_limit_pause_survives_a_daemon_restart(dhome: Path, serve: list[
     assert len(records(rec)) == 2  # session 1 and the manual restart, none since
 
 
+@pytest.mark.slow
 def test_precompact_hook_ends_the_session_through_the_daemon_socket(
     dhome: Path, serve: list[Served]
 ) -> None:
