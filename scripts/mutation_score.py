@@ -241,16 +241,23 @@ def _order(name: str) -> tuple[str, int]:
 def _statuses() -> dict[int | None, str]:
     from mutmut.stats import status_by_exit_code
 
-    return {code: ("killed" if s in ("timeout", "segfault") else s) for code, s in
-            status_by_exit_code.items()}
+    return {
+        code: ("killed" if s in ("timeout", "segfault") else s)
+        for code, s in status_by_exit_code.items()
+    }
 
 
 def equivalent(m: Mutant) -> str:
-    added = [line[1:] for line in m.diff.splitlines() if line.startswith("+") and not
-             line.startswith("+++")]
+    added = [
+        line[1:]
+        for line in m.diff.splitlines()
+        if line.startswith("+") and not line.startswith("+++")
+    ]
     for (module, function, pattern), why in EQUIVALENT.items():
-        if module == m.module and function == m.function and any(
-            re.search(pattern, line) for line in added
+        if (
+            module == m.module
+            and function == m.function
+            and any(re.search(pattern, line) for line in added)
         ):
             return why
     return ""
@@ -263,8 +270,10 @@ def ratio(mutants: list[Mutant]) -> float:
 
 
 def table(mutants: list[Mutant], *, by: str) -> str:
-    rows = ["| module | mutants | killed | survived | no test | equivalent | score |",
-            "|---|---:|---:|---:|---:|---:|---:|"]
+    rows = [
+        "| module | mutants | killed | survived | no test | equivalent | score |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     modules = list(dict.fromkeys(m.module for m in mutants))
     for module in [*modules, "total"] if len(modules) > 1 else modules:
         ms = [m for m in mutants if module in ("total", m.module)]

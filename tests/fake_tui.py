@@ -84,7 +84,12 @@ def take_input() -> dict[str, object]:
                 continue
             if not buf.startswith(START[: len(buf)]) and (b"\r" in buf or b"\n" in buf):
                 first = buf.replace(b"\r", b"\n").split(b"\n", 1)[0]
-                return {"paste": False, "submitted": True, "text": first.decode(), "enter_after_s": None}
+                return {
+                    "paste": False,
+                    "submitted": True,
+                    "text": first.decode(),
+                    "enter_after_s": None,
+                }
             continue
         assert paste_end_at is not None
         since = now - paste_end_at

@@ -12,22 +12,34 @@ says otherwise.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
 
 from agentd import fileio
+from agentd.cli.agentctl.group import main
 from agentd.memory.formats.decisions import is_decision, parse_line
 from agentd.memory.layout import LayoutFile, load_layout
 from agentd.memory.verbs import handoffs
-from tests.memory.test_bootstrap import boot, entry
-from tests.memory.test_statecli import state
+from tests.support import boot, entry
 
 OLD = "old content, whole\n" * 200
 NEW = "new content\n" * 300
+
+
+def state(tmp: Path, *args: str) -> Result:
+    """``agentctl state --dir tmp/.agent ARGS`` in-process, run from ``tmp``."""
+    old = Path.cwd()
+    os.chdir(tmp)
+    try:
+        return CliRunner().invoke(main, ["state", "--dir", ".agent", *args], catch_exceptions=False)
+    finally:
+        os.chdir(old)
 
 
 # --- write_atomic -------------------------------------------------------------------------
@@ -123,7 +135,13 @@ def test_a_torn_last_line_does_not_swallow_the_next_decision(tmp_path: Path) -> 
 
 @pytest.mark.parametrize(
     "at",
-    ["2026-02-30 10:00", "2026-12-01 25:00", "2026-12-01 10:61", "2026-13-01 10:00", "2026-00-10 10:00"],
+    [
+        "2026-02-30 10:00",
+        "2026-12-01 25:00",
+        "2026-12-01 10:61",
+        "2026-13-01 10:00",
+        "2026-00-10 10:00",
+    ],
 )
 def test_a_line_with_an_impossible_date_is_not_a_decision(tmp_path: Path, at: str) -> None:
     line = f"[{at}] decision: d | why: w | files: - | snapshot: -"
@@ -200,7 +218,9 @@ def test_a_tail_file_gives_way_before_a_must_keep_file(tmp_path: Path) -> None:
     """Under a tight budget a ``tail:`` file (a record: only its newest lines are
     promised) gives way before a must-keep file is cut, whatever the file order."""
     facts = "\n".join(f"fact {i:03d} " + "z" * 40 for i in range(30))
-    progress = "\n".join(f"step {i:03d}: moved invoice helper {i} to the ledger" for i in range(400))
+    progress = "\n".join(
+        f"step {i:03d}: moved invoice helper {i} to the ledger" for i in range(400)
+    )
     layout = [entry("progress.log", tail=3), entry("facts.md")]
     b = boot(tmp_path, {"facts.md": facts, "progress.log": progress}, layout, budget_tokens=700)
     assert "fact 000 " in b.text and "fact 029 " in b.text  # the must-keep file, whole

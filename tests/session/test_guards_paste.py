@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from tests.helpers import agentd, events, write_unit
+from tests.support import agentd, events, write_unit
 
 FAKE_TUI = str(Path(__file__).resolve().parents[1] / "fake_tui.py")
 

@@ -24,9 +24,7 @@ from agentd.supervisor.api import Supervisor
 from agentd.supervisor.records.sessions import SessionRecords
 from agentd.supervisor.states import State
 from agentd.times import iso
-from tests.conftest import fake, poll_for
-from tests.helpers import agentd_popen, noted_pid, write_unit
-from tests.supervisor.test_service import run_with, states
+from tests.support import agentd_popen, fake, noted_pid, poll_for, run_with, states, write_unit
 
 STOP = {"grace": "300ms"}
 
@@ -43,10 +41,21 @@ def a_paused_session(until: float) -> tuple[dict[str, Any], ...]:
     now = time.time()
     return (
         {"kind": "start", "session": 1, "at": iso(now - 120), "reason": "start"},
-        {"kind": "end", "session": 1, "at": iso(now - 60), "reason": "sentinel:limit",
-         "duration_s": 60.0},
-        {"kind": "outcome", "session": 1, "outcome": "usage-limited", "next": "paused",
-         "detail": None, "reset_at": iso(until)},
+        {
+            "kind": "end",
+            "session": 1,
+            "at": iso(now - 60),
+            "reason": "sentinel:limit",
+            "duration_s": 60.0,
+        },
+        {
+            "kind": "outcome",
+            "session": 1,
+            "outcome": "usage-limited",
+            "next": "paused",
+            "detail": None,
+            "reset_at": iso(until),
+        },
     )
 
 
@@ -102,8 +111,13 @@ def test_the_runtime_budget_ends_a_session_when_the_days_total_reaches_it(home: 
         home,
         "rt",
         {"kind": "start", "session": 1, "at": iso(now - 5), "reason": "start"},
-        {"kind": "end", "session": 1, "at": iso(now - 4), "reason": "exit:42",
-         "duration_s": 3599.0},
+        {
+            "kind": "end",
+            "session": 1,
+            "at": iso(now - 4),
+            "reason": "exit:42",
+            "duration_s": 3599.0,
+        },
     )
 
     async def body(sup: Supervisor) -> None:

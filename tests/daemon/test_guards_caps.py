@@ -1,0 +1,138 @@
+"""The control socket's caps give back what each connection took.
+
+In-process: the real ``ControlServer`` on a loop, with caps made small so a
+test reaches them in a few connections (the daemon's are hundreds). A client
+that connects, asks and goes away frees its place: any number of them, one
+after another, are all served. Past the per-uid cap an idle connection makes
+room for one that asks; with none idle, the new one is refused, once said.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentd.daemon.control.connections import Clients
+from agentd.daemon.control.server import ControlServer
+from agentd.events import EventLog
+from agentd.paths import Paths
+from agentd.supervisor.api import Supervisor
+
+PER_UID, CAP = 4, 6
+
+
+@pytest.fixture
+def paths() -> Iterator[Paths]:
+    root = Path(tempfile.mkdtemp(prefix="ad", dir="/tmp"))
+    yield Paths.resolve(root, env={})
+    shutil.rmtree(root, ignore_errors=True)
+
+
+async def _no_reload(_why: str) -> dict[str, Any]:
+    raise AssertionError("not reached")
+
+
+def with_server(paths: Paths, body: Any, **caps: int) -> list[dict[str, Any]]:
+    """Run ``body(server)`` against a listening server with small caps; the events."""
+    seen: list[dict[str, Any]] = []
+
+    async def main() -> None:
+        log = EventLog(None)
+        log.subscribe(seen.append)
+        sup = Supervisor(paths, log)
+        server = ControlServer(sup, reload=_no_reload)
+        server.clients = Clients(
+            log.emit, cap=caps.get("cap", CAP), per_uid=caps.get("per_uid", PER_UID)
+        )
+        await server.listen()
+        try:
+            await asyncio.wait_for(body(server), 30)
+        finally:
+            await server.close()
+            await sup.shutdown()
+
+    asyncio.run(main())
+    return seen
+
+
+async def ping(path: Path) -> dict[str, Any]:
+    reader, writer = await asyncio.open_unix_connection(str(path))
+    try:
+        writer.write(json.dumps({"cmd": "ping", "args": {}}).encode() + b"\n")
+        await writer.drain()
+        reply: dict[str, Any] = json.loads(await reader.readline())
+        return reply
+    finally:
+        writer.close()
+        await writer.wait_closed()
+
+
+def test_clients_that_come_and_go_never_use_up_the_caps(paths: Paths) -> None:
+    async def body(server: ControlServer) -> None:
+        for i in range(10 * (PER_UID + CAP)):  # far more clients in the daemon's life than a cap
+            reply = await ping(paths.socket)
+            assert reply["ok"], (i, reply)
+            await wait_for(lambda: len(server.clients) == 0, "the closed client to be let go")
+
+    seen = with_server(paths, body)
+    assert not [e for e in seen if e["event"] == "control.refused"]
+
+
+def test_past_the_per_uid_cap_an_idle_connection_makes_room_for_one_that_asks(
+    paths: Paths,
+) -> None:
+    async def body(server: ControlServer) -> None:
+        idle = [await asyncio.open_unix_connection(str(paths.socket)) for _ in range(PER_UID)]
+        await wait_for(lambda: len(server.clients) == PER_UID, "the idle ones to be admitted")
+        assert (await ping(paths.socket))["ok"]
+        # the oldest idle one was closed to make room
+        reader, _ = idle[0]
+        assert await asyncio.wait_for(reader.read(), 5) == b""
+        for _, w in idle:
+            w.close()
+
+    with_server(paths, body)
+
+
+def test_with_every_place_busy_a_new_connection_is_refused_and_it_is_said_once(
+    paths: Paths,
+) -> None:
+    async def body(server: ControlServer) -> None:
+        # connections in the middle of a request (a partial line): busy, not idle
+        busy = []
+        for _ in range(PER_UID):
+            reader, writer = await asyncio.open_unix_connection(str(paths.socket))
+            writer.write(b'{"cmd": "pi')
+            await writer.drain()
+            busy.append((reader, writer))
+        await wait_for(lambda: len(server.clients) == PER_UID, "the busy ones to be admitted")
+        for _ in range(3):
+            reader, writer = await asyncio.open_unix_connection(str(paths.socket))
+            reply = json.loads(await asyncio.wait_for(reader.readline(), 5))
+            assert reply["ok"] is False and "too many connections" in reply["error"]
+            writer.close()
+        for _, w in busy:
+            w.close()
+        await wait_for(lambda: len(server.clients) == 0, "the busy ones to be let go")
+        assert (await ping(paths.socket))["ok"]  # their places are free again
+
+    seen = with_server(paths, body)
+    refused = [e for e in seen if e["event"] == "control.refused"]
+    assert len(refused) == 1 and refused[0]["uid"] == os.geteuid()
+
+
+async def wait_for(predicate: Any, what: str, timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
