@@ -92,6 +92,11 @@ GROUPS = (
         ),
     ),
     Group(
+        "triggers",
+        ("agentd/supervisor/triggers.py",),
+        ("tests/supervisor/test_guards_triggers.py",),
+    ),
+    Group(
         "pauses-reclaim",
         ("agentd/supervisor/records/reclaim.py", "agentd/supervisor/records/history.py"),
         ("tests/supervisor/test_records.py", "tests/supervisor/test_guards_pauses.py"),
