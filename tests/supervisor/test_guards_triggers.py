@@ -123,7 +123,13 @@ def test_restart_and_stop_sentinels_end_the_session_as_they_say(tmp_path: Path) 
     for name, action in (("compaction", "restart"), ("done", "stop")):
         got: list[Trigger | None] = []
 
-        async def body(t: Triggers, seen: Seen, name: str = name, action: str = action) -> None:
+        async def body(
+            t: Triggers,
+            seen: Seen,
+            name: str = name,
+            action: str = action,
+            got: list[Trigger | None] = got,
+        ) -> None:
             t.on_hits([hit(name, action)])
             got.append(t.trigger)
 
