@@ -252,7 +252,8 @@ def read_results(copy: Path, group: Group) -> list[Mutant]:
             Mutant(module, name, statuses.get(code, "suspicious"))
             for name, code in sorted(meta["exit_code_by_key"].items(), key=lambda kv: _order(kv[0]))
         ]
-        diffs = _diffs(copy / "mutants" / module, [m.name for m in found if m.status != "killed"])
+        survived = [m.name for m in found if m.status != "killed"]
+        diffs = _diffs(copy / "mutants" / module, module, survived)
         for m in found:
             m.diff = diffs.get(m.name, "")
             m.equivalent = equivalent(m) if m.status != "killed" else ""
@@ -260,7 +261,7 @@ def read_results(copy: Path, group: Group) -> list[Mutant]:
     return mutants
 
 
-def _diffs(mutated: Path, names: list[str]) -> dict[str, str]:
+def _diffs(mutated: Path, module: str, names: list[str]) -> dict[str, str]:
     """Each mutant's diff against the original function (mutmut's ``show``, one parse)."""
     import libcst as cst
     from mutmut.mutation.diff_apply import read_mutant_function, read_original_function
@@ -272,7 +273,7 @@ def _diffs(mutated: Path, names: list[str]) -> dict[str, str]:
             cst.Module([f(module, name)]).code.strip().splitlines()
             for f in (read_original_function, read_mutant_function)
         )
-        out[name] = "\n".join(difflib.unified_diff(before, after, lineterm="", n=1))
+        out[name] = "\n".join(difflib.unified_diff(before, after, module, module, lineterm="", n=1))
     return out
 
 

@@ -133,8 +133,11 @@ def test_a_refused_completion_starts_afresh_saying_why_then_fails_at_attempts() 
         "the last time the check `pytest -q` exited with code 1",
     )
     capped = policy(max_sessions=4).decide(end(4, refusal=refusal(1)), [], now=T0 + 60)
-    assert capped.next == "failed" and capped.detail == (
-        "max_sessions reached (4); the check `pytest -q` exited with code 1"
+    assert capped == Decision(
+        "failed",
+        "verify-failed",
+        outcome=Outcome.VERIFY_FAILED,
+        detail="max_sessions reached (4); the check `pytest -q` exited with code 1",
     )
 
 
