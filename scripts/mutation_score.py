@@ -62,6 +62,15 @@ GROUPS = (
         ),
     ),
     Group(
+        "decisions",
+        ("agentd/memory/formats/decisions.py",),
+        (
+            "tests/memory/test_guards_writes.py",
+            "tests/memory/test_guards_decisions.py",
+            "tests/memory/test_state_verbs.py",
+        ),
+    ),
+    Group(
         "budget-fit",
         ("agentd/memory/bootstrap/fit.py", "agentd/supervisor/budget.py"),
         (
