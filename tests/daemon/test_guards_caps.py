@@ -25,6 +25,7 @@ from agentd.daemon.control.server import ControlServer
 from agentd.events import EventLog
 from agentd.paths import Paths
 from agentd.supervisor.api import Supervisor
+from tests.support import async_poll_for
 
 PER_UID, CAP = 4, 6
 
@@ -80,7 +81,9 @@ def test_clients_that_come_and_go_never_use_up_the_caps(paths: Paths) -> None:
         for i in range(10 * (PER_UID + CAP)):  # far more clients in the daemon's life than a cap
             reply = await ping(paths.socket)
             assert reply["ok"], (i, reply)
-            await wait_for(lambda: len(server.clients) == 0, "the closed client to be let go")
+            await async_poll_for(
+                lambda: len(server.clients) == 0, what="the closed client to be let go"
+            )
 
     seen = with_server(paths, body)
     assert not [e for e in seen if e["event"] == "control.refused"]
@@ -91,7 +94,9 @@ def test_past_the_per_uid_cap_an_idle_connection_makes_room_for_one_that_asks(
 ) -> None:
     async def body(server: ControlServer) -> None:
         idle = [await asyncio.open_unix_connection(str(paths.socket)) for _ in range(PER_UID)]
-        await wait_for(lambda: len(server.clients) == PER_UID, "the idle ones to be admitted")
+        await async_poll_for(
+            lambda: len(server.clients) == PER_UID, what="the idle ones to be admitted"
+        )
         assert (await ping(paths.socket))["ok"]
         # the oldest idle one was closed to make room
         reader, _ = idle[0]
@@ -113,7 +118,9 @@ def test_with_every_place_busy_a_new_connection_is_refused_and_it_is_said_once(
             writer.write(b'{"cmd": "pi')
             await writer.drain()
             busy.append((reader, writer))
-        await wait_for(lambda: len(server.clients) == PER_UID, "the busy ones to be admitted")
+        await async_poll_for(
+            lambda: len(server.clients) == PER_UID, what="the busy ones to be admitted"
+        )
         for _ in range(3):
             reader, writer = await asyncio.open_unix_connection(str(paths.socket))
             reply = json.loads(await asyncio.wait_for(reader.readline(), 5))
@@ -121,7 +128,7 @@ def test_with_every_place_busy_a_new_connection_is_refused_and_it_is_said_once(
             writer.close()
         for _, w in busy:
             w.close()
-        await wait_for(lambda: len(server.clients) == 0, "the busy ones to be let go")
+        await async_poll_for(lambda: len(server.clients) == 0, what="the busy ones to be let go")
         assert (await ping(paths.socket))["ok"]  # their places are free again
 
     seen = with_server(paths, body)
@@ -129,10 +136,34 @@ def test_with_every_place_busy_a_new_connection_is_refused_and_it_is_said_once(
     assert len(refused) == 1 and refused[0]["uid"] == os.geteuid()
 
 
-async def wait_for(predicate: Any, what: str, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
+def test_a_refusal_after_connections_were_admitted_again_is_said_again(paths: Paths) -> None:
+    async def busy_all() -> list[asyncio.StreamWriter]:
+        writers = []
+        for _ in range(PER_UID):
+            _, writer = await asyncio.open_unix_connection(str(paths.socket))
+            writer.write(b'{"cmd": "pi')  # half a request: busy
+            await writer.drain()
+            writers.append(writer)
+        return writers
+
+    async def refused() -> None:
+        reader, writer = await asyncio.open_unix_connection(str(paths.socket))
+        reply = json.loads(await asyncio.wait_for(reader.readline(), 5))
+        assert reply["ok"] is False, reply
+        writer.close()
+
+    async def body(server: ControlServer) -> None:
+        for _ in range(2):  # two spells of refusals, one admitted connection between
+            writers = await busy_all()
+            await async_poll_for(
+                lambda: len(server.clients) == PER_UID, what="the busy ones admitted"
+            )
+            await refused()
+            await refused()
+            for w in writers:
+                w.close()
+            await async_poll_for(lambda: len(server.clients) == 0, what="the busy ones let go")
+            assert (await ping(paths.socket))["ok"]
+
+    seen = with_server(paths, body)
+    assert len([e for e in seen if e["event"] == "control.refused"]) == 2
