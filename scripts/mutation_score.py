@@ -130,6 +130,13 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ),
     ("agentd/fileio.py", "x_append_line", r'encode\("UTF-8"\)'): "the same codec",
     ("agentd/fileio.py", "x_write_atomic", r'encode\("UTF-8"\)'): "the same codec",
+    ("agentd/fileio.py", "x_hold", r'decode\("UTF-8"'): "the same codec",
+    ("agentd/fileio.py", "x_hold", r"os\.read\(fd, 4097\)"): (
+        "a holder's line is `PID NOTE`, far shorter than either read size"
+    ),
+    ("agentd/fileio.py", "x_hold", r"os\.ftruncate\(fd, 1\)"): (
+        "the line then written from offset 0 is longer than the 1 byte kept: it covers it"
+    ),
     ("agentd/fileio.py", "x_write_atomic", r"os\.urandom\(7\)"): (
         "the temp name's random part is 56 bits, not 48: still unique"
     ),

@@ -202,6 +202,30 @@ def test_a_lock_file_with_nothing_in_it_is_held_by_someone_unknown(tmp_path: Pat
         os.close(fd)
 
 
+def test_a_lock_in_a_dir_not_made_yet_is_taken_and_its_dirs_are_private(tmp_path: Path) -> None:
+    path = tmp_path / "run" / "agentd" / "u.lock"
+    fd = hold(path, "x")
+    try:
+        assert mode(tmp_path / "run" / "agentd") == 0o700 and path.exists()
+    finally:
+        release(fd)
+
+
+def test_a_lock_file_that_is_not_text_still_says_it_is_held(tmp_path: Path) -> None:
+    import fcntl
+
+    path = tmp_path / "u.lock"
+    path.write_bytes(b"\xff\xfe12 agentd \xc3(run)\n")
+    fd = os.open(path, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        with pytest.raises(Held) as held:
+            hold(path)
+        assert held.value.pid == "\ufffd\ufffd12" and held.value.note == "agentd \ufffd(run)"
+    finally:
+        os.close(fd)
+
+
 # --- rotate and replaced -------------------------------------------------------------------
 
 
