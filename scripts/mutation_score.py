@@ -14,8 +14,9 @@ all pass. Mutants that change nothing a caller could see are listed in
 ``EQUIVALENT`` with why, and counted apart; a survivor that is not listed
 there is a test we still owe.
 
-Each group runs in a fresh copy of the repository (``--work DIR`` keeps the
-copies in DIR, and a second run over the same DIR only runs what changed).
+Each group runs in a copy of the repository, from scratch (``--work DIR``
+keeps the copies in DIR, to look further with ``mutmut results`` and ``mutmut
+show NAME`` there).
 The tests of a group run in-process (mutmut forks a worker per mutant); the
 subprocesses a test starts import the unmutated package, so a group's tests
 are ones that call its code in the test's own process. Prints a table per
@@ -209,6 +210,9 @@ def run_group(group: Group, copy: Path, jobs: int) -> list[Mutant] | None:
     if missing:
         print(f"mutation_score: {group.name}: no such file: {' '.join(missing)}", file=sys.stderr)
         return None
+    # Every run from scratch: mutmut keeps a verdict while the mutated function is
+    # unchanged, even when the tests changed, and a score must be of the tests as they are.
+    shutil.rmtree(copy / "mutants", ignore_errors=True)
     copy_repo(copy)  # pyproject.toml fresh from the repository, then mutmut's settings
     with (copy / "pyproject.toml").open("a", encoding="utf-8") as f:
         f.write(mutmut_config(group))
