@@ -132,6 +132,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("agentd/fileio.py", "x_append_line", r'encode\("UTF-8"\)'): "the same codec",
     ("agentd/fileio.py", "x_write_atomic", r'encode\("UTF-8"\)'): "the same codec",
     ("agentd/fileio.py", "x_hold", r'decode\("UTF-8"'): "the same codec",
+    ("agentd/fileio.py", "x_tail_lines", r'decode\("UTF-8"'): "the same codec",
+    ("agentd/fileio.py", "x_tail_lines", r"final_nl = f\.read\((None|2)\)"): (
+        "read at the last byte's offset: any size returns that one byte"
+    ),
     ("agentd/fileio.py", "x_hold", r"os\.read\(fd, 4097\)"): (
         "a holder's line is `PID NOTE`, far shorter than either read size"
     ),

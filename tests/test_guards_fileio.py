@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentd import fileio
@@ -298,10 +298,23 @@ def whole_window(data: bytes, least: int, more_bytes: int) -> tuple[list[str], i
     return [p.decode("utf-8", "replace").rstrip("\r") for p in more] + lines, firsts[0]
 
 
+class Counted(io.BytesIO):
+    """A file that counts the bytes read from it."""
+
+    read_total = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        out = super().read(size)
+        self.read_total += len(out)
+        return out
+
+
 lines_st = st.lists(
     st.one_of(
         st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")),
-        st.sampled_from([b"", b"\r", "é✓".encode(), b"\xff\xfe", b"x" * 40]),
+        st.sampled_from(
+            [b"", b"\r", b"\rX", b"a\r", b"X\r", "é✓".encode(), b"\xff\xfe", b"x" * 40]
+        ),
     ),
     max_size=30,
 )
@@ -315,15 +328,21 @@ def test_a_tail_is_the_end_of_the_file_as_a_whole_read_gives_it(
 ) -> None:
     data = b"\n".join(lines) + (b"\n" if final_nl and lines else b"")
     old, fileio._BLOCK = fileio._BLOCK, block  # small blocks: every line crosses one
+    f = Counted(data)
     try:
-        got = fileio.tail_lines(io.BytesIO(data), n)
+        got = fileio.tail_lines(f, n)
     finally:
         fileio._BLOCK = old
-    assert got == whole_tail(data, n)
+    expected = whole_tail(data, n)
+    assert got == expected
+    # and it costs the tail, not the file: the tail's bytes, at most a block more, and
+    # the one byte that says whether the file ends with a newline
+    assert f.read_total <= len(data) - expected[1] + block + 1
 
 
 @pytest.mark.slow
 @settings(max_examples=120, deadline=None)
+@example(lines=[b"a", b"", b""], final_nl=True, least=0, more=0, block=4)
 @given(
     lines=lines_st,
     final_nl=st.booleans(),
@@ -343,17 +362,12 @@ def test_a_window_adds_the_whole_lines_the_bytes_before_the_tail_hold(
     assert got == whole_window(data, least, more)
 
 
-def test_a_tail_reads_at_most_max_bytes_and_then_starts_inside_the_long_line() -> None:
+@pytest.mark.parametrize("block", [30, fileio._BLOCK])
+def test_a_tail_reads_at_most_max_bytes_and_then_starts_inside_the_long_line(
+    block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fileio, "_BLOCK", block)
     data = b"head\n" + b"y" * 5000 + b"\nlast\n"
-
-    class Counted(io.BytesIO):
-        read_total = 0
-
-        def read(self, size: int | None = -1) -> bytes:
-            out = super().read(size)
-            self.read_total += len(out)
-            return out
-
     f = Counted(data)
     lines, start = fileio.tail_lines(f, 3, max_bytes=100)
     assert lines == ["y" * 94, "last"] and start == len(data) - 100
