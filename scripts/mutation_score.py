@@ -172,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="mutants run at once (default 1)")
     parser.add_argument("--work", type=Path, help="keep each group's copy in DIR/GROUP")
     parser.add_argument("--survivors", action="store_true", help="print each survivor's diff")
+    parser.add_argument(
+        "--no-run", action="store_true", help="report the last run kept in --work DIR, run nothing"
+    )
     args = parser.parse_args(argv)
     if args.list:
         for g in GROUPS:
@@ -183,12 +186,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mutation_score: no such group: {', '.join(unknown)} (see --list)", file=sys.stderr)
         return 2
     chosen = [g for g in GROUPS if not args.only or g.name in args.only]
+    if args.no_run and args.work is None:
+        print("mutation_score: --no-run reads a kept run: give its --work DIR", file=sys.stderr)
+        return 2
     work = args.work or Path(tempfile.mkdtemp(prefix="mutscore-"))
     failed = False
     found: list[Mutant] = []
     for group in chosen:
         print(f"== {group.name}: mutating {' '.join(group.modules)}", flush=True)
-        mutants = run_group(group, work / group.name, args.jobs)
+        if args.no_run:
+            mutants: list[Mutant] | None = read_results(work / group.name, group)
+        else:
+            mutants = run_group(group, work / group.name, args.jobs)
         if mutants is None:
             failed = True
             continue
@@ -290,11 +299,11 @@ def _diffs(mutated: Path, module: str, names: list[str]) -> dict[str, str]:
     import libcst as cst
     from mutmut.mutation.diff_apply import read_mutant_function, read_original_function
 
-    module = cst.parse_module(mutated.read_text(encoding="utf-8"))
+    tree = cst.parse_module(mutated.read_text(encoding="utf-8"))
     out = {}
     for name in names:
         before, after = (
-            cst.Module([f(module, name)]).code.strip().splitlines()
+            cst.Module([f(tree, name)]).code.strip().splitlines()
             for f in (read_original_function, read_mutant_function)
         )
         out[name] = "\n".join(difflib.unified_diff(before, after, module, module, lineterm="", n=1))
