@@ -126,6 +126,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "xǁRestartPolicyǁ_failure",
         r"zip\(history, failed, (strict=(None|False))?\s*\)",
     ): ("`failed` is built from `history` one for one: zip's strict check never fires"),
+    ("agentd/supervisor/triggers.py", "xǁTriggersǁ_check_idle", r"if remaining < 0:"): (
+        "at exactly 0 left it re-arms a 0 s timer, whose check then fires: the same end"
+    ),
     ("agentd/fileio.py", "x_append_line", r"os\.pread\(fd, 2, size - 1\)"): (
         "a read of 2 bytes at the last byte's offset returns that one byte"
     ),

@@ -163,7 +163,8 @@ def test_a_reset_time_that_cannot_be_read_pauses_for_pause_for_and_says_so(
 
     seen = run(u, body)
     assert got == [Trigger(Reason.sentinel("limit"), "pause", NOW + 1200)]
-    warning = seen.events[-1][1]
+    event, warning = seen.events[-1]
+    assert event == "session.sentinel"
     assert warning["level"] == "warning" and warning["name"] == "limit"
     assert "'when the moon is blue'" in warning["error"] and "pause_for" in warning["error"]
 
@@ -182,14 +183,16 @@ def test_a_pause_rule_the_unit_does_not_name_pauses_for_an_hour(tmp_path: Path) 
 def test_the_prompt_rule_and_the_handoff_rule_end_nothing(tmp_path: Path) -> None:
     got: list[Trigger | None] = []
 
+    first, late = hit(HANDOFF_RULE, "handoff", line="first"), hit(HANDOFF_RULE, "handoff")
+
     async def body(t: Triggers, seen: Seen) -> None:
-        t.on_hits([hit("inject.after", "prompt"), hit(HANDOFF_RULE, "handoff")])
+        t.on_hits([hit("inject.after", "prompt"), first])
         got.append(t.trigger)
         t.fire(Trigger(Reason.manual()))
-        t.on_hits([hit(HANDOFF_RULE, "handoff")])  # ending already: no second hand-over
+        t.on_hits([late])  # ending already: no second hand-over
 
     seen = run(unit(tmp_path), body)
-    assert got == [None] and seen.prompts == 1 and len(seen.handoffs) == 1
+    assert got == [None] and seen.prompts == 1 and seen.handoffs == [first]
     assert seen.events == []
 
 
@@ -237,7 +240,8 @@ def test_the_output_budget_counts_todays_earlier_tokens_and_pauses_until_midnigh
 def test_the_runtime_budget_ends_a_session_when_todays_earlier_runtime_leaves_none(
     tmp_path: Path,
 ) -> None:
-    u = unit(tmp_path, "budget: {max_runtime_per_day: 1h}\nlimits: {session_timeout: 30s}\n")
+    # at once, not a moment later: before a session timeout of half a second
+    u = unit(tmp_path, "budget: {max_runtime_per_day: 1h}\nlimits: {session_timeout: 500ms}\n")
     got: list[Trigger] = []
 
     async def body(t: Triggers, seen: Seen) -> None:
@@ -290,6 +294,7 @@ def test_a_cancelled_session_fires_nothing_later(tmp_path: Path) -> None:
         witness = asyncio.get_running_loop().create_future()
         asyncio.get_running_loop().call_later(0.1, witness.set_result, None)
         await witness  # both timers were due before this one
+        t.on_hits([])  # output read after the session ended: nothing to count
         got.append(t.trigger)
 
     run(u, body)
@@ -308,4 +313,35 @@ def test_the_rules_are_the_sentinels_in_order_then_the_handoff_rule(tmp_path: Pa
         (HANDOFF_RULE, "handoff"),
     ]
     assert found[-1].pattern.search("... HANDOFF NOW ...")
+    assert found[0].pattern.search("Compacting conversation") and found[1].pattern.search(
+        "ALL DONE"
+    )
     assert [r.name for r in rules(unit(tmp_path))] == []
+
+
+def test_no_runtime_budget_no_runtime_pause_whatever_was_used_today(tmp_path: Path) -> None:
+    u = unit(tmp_path, "budget: {max_output_tokens_per_day: 5000}\n")
+    got: list[Trigger | None] = []
+
+    async def body(t: Triggers, seen: Seen) -> None:
+        t.arm(session())
+        witness = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_later(0.05, witness.set_result, None)
+        await witness  # a runtime pause would have been due at once
+        got.append(t.trigger)
+
+    run(u, body, usage=Usage(sessions=9, runtime_s=99_999, tokens=10))
+    assert got == [None]
+
+
+def test_the_budget_event_gives_the_runtime_used_to_a_tenth_of_a_second(tmp_path: Path) -> None:
+    u = unit(tmp_path, "budget: {max_runtime_per_day: 90.25s}\n")
+    got: list[Trigger] = []
+
+    async def body(t: Triggers, seen: Seen) -> None:
+        t.arm(session())
+        got.append(await t.fired)
+
+    seen = run(u, body, usage=Usage(sessions=1, runtime_s=100, tokens=0))
+    assert got[0].reason == Reason.budget("max_runtime_per_day")
+    assert seen.events[-1][1]["used"] == 90.2 and seen.events[-1][1]["limit"] == 90.25
