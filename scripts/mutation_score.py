@@ -90,7 +90,7 @@ GROUPS = (
     Group(
         "process-ending",
         ("agentd/process/ending.py",),
-        ("tests/process/test_tree.py",),
+        ("tests/process/test_tree.py", "tests/process/test_guards_grace.py"),
     ),
     Group(
         "policy",
