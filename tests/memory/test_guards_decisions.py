@@ -110,21 +110,27 @@ def test_a_written_decision_is_one_line_that_reads_back_as_itself() -> None:
     ],
 )
 def test_a_decision_that_would_not_read_back_is_refused_saying_why(d: Decision) -> None:
-    with pytest.raises(ValueError, match="does not fit the six-field form"):
+    with pytest.raises(ValueError) as refused:
         format_line(d)
+    assert str(refused.value) == (
+        "the decision does not fit the six-field form: each field must be non-empty and must "
+        "not contain `| why:`, `| files:` or another field's label"
+    )
 
 
 def test_the_lines_that_are_not_decisions_are_found_by_number(tmp_path: Path) -> None:
     good = "[2026-11-30 14:32] decision: d | why: w | files: - | snapshot: -"
-    lines = [good, "", "   ", "[2026-11-30 14:32] decision: torn", good, "not one\r"]
+    lines = [good, "", "   ", "[2026-11-30 14:32] decision: torn", good, "not one  X\r"]
     assert bad_lines(lines) == [3, 5]
     log = tmp_path / "decisions.log"
     log.write_bytes("\r\n".join([*lines, "caf\xe9 \udcff"]).encode("utf-8", "surrogatepass"))
     found = list(scan_file(log))
     assert [n for n, _ in found] == [4, 6, 7]
     assert found[0][1] == "[2026-11-30 14:32] decision: torn"
-    assert found[1][1] == "not one"  # the line end taken off, CR and all
+    assert found[1][1] == "not one  X"  # the line end taken off, CR and all, nothing more
     assert found[2][1].startswith("café ")  # a broken byte never raises
+    log.write_text("oops \t\n")
+    assert list(scan_file(log)) == [(1, "oops \t")]  # quoted as it is, its spaces too
 
 
 def test_the_markdown_entry_of_a_decision_line_for_line() -> None:
@@ -147,7 +153,7 @@ def test_the_markdown_entry_of_a_decision_line_for_line() -> None:
         "- snapshot: snap-1",
         "- status: active",
     ]
-    assert format_entry(1, Decision("2026-11-30 14:32", "d", "w")) == [
+    assert format_entry(1, Decision("2026-11-30 14:32", "d", "w", snapshot=" ")) == [
         "## 1. d",
         "",
         "- date: 2026-11-30 14:32",
