@@ -59,7 +59,9 @@ GROUPS = (
         (
             "tests/test_guards_fileio.py",
             "tests/memory/test_guards_writes.py",
-            "tests/test_logfiles.py",
+            # its in-process tests: the end-to-end one fails under load in mutmut's run
+            "tests/test_logfiles.py::test_the_event_log_rotates_by_size_and_reopens_a_deleted_file",
+            "tests/test_logfiles.py::test_history_keeps_its_newer_half_past_max_bytes",
         ),
     ),
     Group(
