@@ -131,6 +131,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("agentd/supervisor/triggers.py", "xǁTriggersǁ_check_idle", r"if remaining < 0:"): (
         "at exactly 0 left it re-arms a 0 s timer, whose check then fires: the same end"
     ),
+    ("agentd/daemon/control/connections.py", "xǁClientsǁ__init__", r"_refusing = (True|None)"): (
+        "a refusal needs a full cap, so an admission came first, and it sets the flag False"
+    ),
     ("agentd/memory/formats/decisions.py", "x__field", r"_label\(None\)"): (
         "not equivalent but out of mutmut's reach: it runs at import, building the line's "
         "pattern, before mutmut picks a mutant (a bad label there fails every test)"

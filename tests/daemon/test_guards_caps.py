@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import resource
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from agentd.daemon.control import connections
 from agentd.daemon.control.connections import Clients
 from agentd.daemon.control.server import ControlServer
 from agentd.events import EventLog
@@ -134,6 +136,11 @@ def test_with_every_place_busy_a_new_connection_is_refused_and_it_is_said_once(
     seen = with_server(paths, body)
     refused = [e for e in seen if e["event"] == "control.refused"]
     assert len(refused) == 1 and refused[0]["uid"] == os.geteuid()
+    assert refused[0]["level"] == "warning"
+    assert refused[0]["error"] == (
+        f"control socket: {PER_UID} connections of uid {os.geteuid()} busy, none idle; "
+        "refusing new ones"
+    )
 
 
 def test_a_refusal_after_connections_were_admitted_again_is_said_again(paths: Paths) -> None:
@@ -167,3 +174,46 @@ def test_a_refusal_after_connections_were_admitted_again_is_said_again(paths: Pa
 
     seen = with_server(paths, body)
     assert len([e for e in seen if e["event"] == "control.refused"]) == 2
+
+
+# --- the caps follow the fd limit ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("soft", "cap"),
+    [(resource.RLIM_INFINITY, 1024), (1 << 20, 1024), (1024, 256), (16, 8), (40, 10)],
+)
+def test_the_connection_cap_is_a_quarter_of_the_fd_limit_within_bounds(
+    monkeypatch: pytest.MonkeyPatch, soft: int, cap: int
+) -> None:
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (soft, resource.RLIM_INFINITY))
+    assert connections.client_cap() == cap
+
+
+@pytest.mark.parametrize(
+    ("limits", "raised"),
+    [
+        ((1024, 4096), (4096, 4096)),  # as far as the hard limit allows
+        ((1024, resource.RLIM_INFINITY), (8192, resource.RLIM_INFINITY)),
+        ((8192, 1 << 20), None),  # high enough already
+        ((1 << 16, 1 << 20), None),  # never lowered
+        ((resource.RLIM_INFINITY, resource.RLIM_INFINITY), None),
+    ],
+)
+def test_the_daemon_raises_its_soft_fd_limit_never_lowers_it(
+    monkeypatch: pytest.MonkeyPatch, limits: tuple[int, int], raised: tuple[int, int] | None
+) -> None:
+    asked: list[tuple[int, int]] = []
+    monkeypatch.setattr(resource, "getrlimit", lambda _: limits)
+    monkeypatch.setattr(resource, "setrlimit", lambda kind, lim: asked.append(lim))
+    connections.raise_fd_limit()
+    assert asked == ([] if raised is None else [raised])
+
+
+def test_a_limit_that_cannot_be_raised_is_left_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(kind: int, lim: tuple[int, int]) -> None:
+        raise ValueError("not allowed")
+
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (1024, 4096))
+    monkeypatch.setattr(resource, "setrlimit", refuse)
+    connections.raise_fd_limit()  # no error: the caps follow the limit as it is
