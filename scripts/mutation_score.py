@@ -146,6 +146,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("agentd/fileio.py", "x_write_atomic", r'encode\("UTF-8"\)'): "the same codec",
     ("agentd/fileio.py", "x_hold", r'decode\("UTF-8"'): "the same codec",
     ("agentd/fileio.py", "x_tail_lines", r'decode\("UTF-8"'): "the same codec",
+    ("agentd/fileio.py", "x_tail_window", r'decode\("UTF-8"'): "the same codec",
+    ("agentd/fileio.py", "x_tail_lines", r'count\(b"\\n", None,'): "count's start None is 0",
+    ("agentd/fileio.py", "x_tail_window", r"if begin > start:"): (
+        "at begin == start it reads 0 bytes and adds no line: the same result"
+    ),
+    ("agentd/fileio.py", "x_tail_window", r"if \(cut >= 0\) or True"): (
+        "with no newline in the window its bytes split into no whole line either way"
+    ),
     ("agentd/fileio.py", "x_tail_lines", r"final_nl = f\.read\((None|2)\)"): (
         "read at the last byte's offset: any size returns that one byte"
     ),
