@@ -280,8 +280,8 @@ def _outcome(end: SessionEnd) -> Outcome:
         # A sentinel about compaction or a full context is the `context`
         # outcome; any other restart sentinel is a hand-over.
         return Outcome.CONTEXT if _CONTEXT_NAME.search(trigger.arg) else Outcome.HANDOFF
-    if _is_manual(trigger):
-        return Outcome.STOPPED if end.action == "stop" else Outcome.MANUAL
+    if _is_manual(trigger):  # a restart: ``decide`` gave a stop its outcome before
+        return Outcome.MANUAL
     return Outcome.HANDOFF
 
 

@@ -67,6 +67,7 @@ def status_on_disk(paths: Paths, name: str, problem: dict[str, Any]) -> dict[str
         "pid": None,
         "session": max((int(r.get("session", 0)) for r in records), default=0),
         "uptime_s": 0.0,
+        "output_bytes": 0,  # the same keys as status_of's: scripts read any unit alike
         "restarts": kept.restarts,
         "last_reason": reason,
         "last_at": iso(at) if at is not None else None,

@@ -21,7 +21,7 @@ STOP = {"grace": "300ms"}
 
 
 def _restart(d: Served, home: Path, serve: list[Served], sig: int = signal.SIGTERM) -> Served:
-    assert d.stop(sig) == 0 or sig == signal.SIGKILL
+    assert d.stop(sig) == (0 if sig == signal.SIGTERM else -signal.SIGKILL)  # killed: by it
     again = Served(home)
     serve.append(again.ready())
     return again

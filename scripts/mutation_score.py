@@ -1,0 +1,387 @@
+#!/usr/bin/env python3
+"""The mutation score of the pure cores and the guarantees, per module (mutmut).
+
+usage: scripts/mutation_score.py [--list] [--only GROUP ...] [--jobs N] [--work DIR]
+                                 [--survivors]
+
+`scripts/mutations.py` names the bugs we thought of; this runs mutmut, which
+makes every one-token bug it can (an operator, a constant, a string, a
+dropped call or argument) in the modules of each group below, and runs only
+that group's tests against each (of those, only the tests that call the
+mutated function: mutmut records which do on a first clean run). A mutant
+is *killed* when a test fails, times out or crashes; it *survived* when they
+all pass. Mutants that change nothing a caller could see are listed in
+``EQUIVALENT`` with why, and counted apart; a survivor that is not listed
+there is a test we still owe.
+
+Each group runs in a copy of the repository, from scratch (``--work DIR``
+keeps the copies in DIR, to look further with ``mutmut results`` and ``mutmut
+show NAME`` there).
+The tests of a group run in-process (mutmut forks a worker per mutant); the
+subprocesses a test starts import the unmutated package, so a group's tests
+are ones that call its code in the test's own process. Prints a table per
+module and the total; exits 1 if the score of the chosen groups is below
+``TARGET`` or a group could not run. With ``--jobs 1`` (the default) about an
+hour for every group on 2 busy cores: run it on demand, not in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET = 0.90
+COPIED = ("agentd", "tests", "docs", "scripts", "README.md", "pyproject.toml")
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    modules: tuple[str, ...]  # files under agentd/ to mutate
+    tests: tuple[str, ...]  # the tests about them (paths or node ids)
+
+
+GROUPS = (
+    Group(
+        "memory-writes",
+        ("agentd/fileio.py",),
+        (
+            "tests/test_guards_fileio.py",
+            "tests/memory/test_guards_writes.py",
+            # its in-process tests: the end-to-end one fails under load in mutmut's run
+            "tests/test_logfiles.py::test_the_event_log_rotates_by_size_and_reopens_a_deleted_file",
+            "tests/test_logfiles.py::test_history_keeps_its_newer_half_past_max_bytes",
+        ),
+    ),
+    Group(
+        "decisions",
+        ("agentd/memory/formats/decisions.py",),
+        (
+            "tests/memory/test_guards_writes.py",
+            "tests/memory/test_guards_decisions.py",
+            "tests/memory/test_state_verbs.py",
+        ),
+    ),
+    Group(
+        "budget-fit",
+        ("agentd/memory/bootstrap/fit.py", "agentd/supervisor/budget.py"),
+        (
+            "tests/memory/test_priority.py",
+            "tests/supervisor/test_budget.py",
+        ),
+    ),
+    Group(
+        "matcher-echo",
+        ("agentd/terminal/matcher.py", "agentd/terminal/echo.py"),
+        (
+            "tests/terminal/test_matcher.py",
+            "tests/terminal/test_guards_echo.py",
+        ),
+    ),
+    Group(
+        "process-ending",
+        ("agentd/process/ending.py",),
+        ("tests/process/test_tree.py", "tests/process/test_guards_grace.py"),
+    ),
+    Group(
+        "policy",
+        ("agentd/supervisor/policy.py",),
+        (
+            "tests/supervisor/test_policy.py",
+            "tests/supervisor/test_refusal.py",
+            "tests/supervisor/test_guards_policy.py",
+        ),
+    ),
+    Group(
+        "triggers",
+        ("agentd/supervisor/triggers.py",),
+        ("tests/supervisor/test_guards_triggers.py",),
+    ),
+    Group(
+        "pauses-reclaim",
+        ("agentd/supervisor/records/reclaim.py", "agentd/supervisor/records/history.py"),
+        ("tests/supervisor/test_records.py", "tests/supervisor/test_guards_pauses.py"),
+    ),
+    Group(
+        "control-caps",
+        ("agentd/daemon/control/connections.py",),
+        ("tests/daemon/test_guards_caps.py",),
+    ),
+)
+
+# Mutants no test can kill because nothing a caller sees changes: (module, the
+# function, a regex the mutated line matches) -> why. Matched against mutmut's diff.
+EQUIVALENT: dict[tuple[str, str, str], str] = {
+    (
+        "agentd/supervisor/policy.py",
+        "xǁRestartPolicyǁ_failure",
+        r"zip\(history, failed, (strict=(None|False))?\s*\)",
+    ): ("`failed` is built from `history` one for one: zip's strict check never fires"),
+    ("agentd/supervisor/triggers.py", "xǁTriggersǁ_check_idle", r"if remaining < 0:"): (
+        "at exactly 0 left it re-arms a 0 s timer, whose check then fires: the same end"
+    ),
+    ("agentd/daemon/control/connections.py", "xǁClientsǁ__init__", r"_refusing = (True|None)"): (
+        "a refusal needs a full cap, so an admission came first, and it sets the flag False"
+    ),
+    ("agentd/memory/formats/decisions.py", "x__field", r"_label\(None\)"): (
+        "not equivalent but out of mutmut's reach: it runs at import, building the line's "
+        "pattern, before mutmut picks a mutant (a bad label there fails every test)"
+    ),
+    ("agentd/memory/formats/decisions.py", "x_scan_file", r'decode\("UTF-8"'): "the same codec",
+    ("agentd/fileio.py", "x_append_line", r"os\.pread\(fd, 2, size - 1\)"): (
+        "a read of 2 bytes at the last byte's offset returns that one byte"
+    ),
+    ("agentd/fileio.py", "x_append_line", r'encode\("UTF-8"\)'): "the same codec",
+    ("agentd/fileio.py", "x_write_atomic", r'encode\("UTF-8"\)'): "the same codec",
+    ("agentd/fileio.py", "x_hold", r'decode\("UTF-8"'): "the same codec",
+    ("agentd/fileio.py", "x_tail_lines", r'decode\("UTF-8"'): "the same codec",
+    ("agentd/fileio.py", "x_tail_window", r'decode\("UTF-8"'): "the same codec",
+    ("agentd/fileio.py", "x_tail_lines", r'count\(b"\\n", None,'): "count's start None is 0",
+    ("agentd/fileio.py", "x_tail_window", r"if begin > start:"): (
+        "at begin == start it reads 0 bytes and adds no line: the same result"
+    ),
+    ("agentd/fileio.py", "x_tail_window", r"if \(cut >= 0\) or True"): (
+        "with no newline in the window its bytes split into no whole line either way"
+    ),
+    ("agentd/fileio.py", "x_tail_lines", r"final_nl = f\.read\((None|2)\)"): (
+        "read at the last byte's offset: any size returns that one byte"
+    ),
+    ("agentd/fileio.py", "x_hold", r"os\.read\(fd, 4097\)"): (
+        "a holder's line is `PID NOTE`, far shorter than either read size"
+    ),
+    ("agentd/fileio.py", "x_hold", r"os\.ftruncate\(fd, 1\)"): (
+        "the line then written from offset 0 is longer than the 1 byte kept: it covers it"
+    ),
+    ("agentd/fileio.py", "x_write_atomic", r"os\.urandom\(7\)"): (
+        "the temp name's random part is 56 bits, not 48: still unique"
+    ),
+    ("agentd/fileio.py", "x_write_atomic", r"os\.O_EXCL & os\.O_CLOEXEC"): (
+        "without O_EXCL and O_CLOEXEC: no one can have put a file at a 48-bit random name "
+        "first, and the fd lives only through one write (no exec in between)"
+    ),
+}
+
+
+@dataclass
+class Mutant:
+    module: str
+    name: str  # mutmut's name, e.g. agentd.fileio.x_write_atomic__mutmut_3
+    status: str  # killed, survived, timeout, no tests, ...
+    diff: str = ""
+    equivalent: str = ""
+
+    @property
+    def function(self) -> str:
+        return self.name.rsplit(".", 1)[-1].split("__mutmut_")[0]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--list", action="store_true", help="list the groups and exit")
+    parser.add_argument("--only", action="append", default=[], metavar="GROUP")
+    parser.add_argument("--jobs", type=int, default=1, help="mutants run at once (default 1)")
+    parser.add_argument("--work", type=Path, help="keep each group's copy in DIR/GROUP")
+    parser.add_argument("--survivors", action="store_true", help="print each survivor's diff")
+    parser.add_argument(
+        "--no-run", action="store_true", help="report the last run kept in --work DIR, run nothing"
+    )
+    args = parser.parse_args(argv)
+    if args.list:
+        for g in GROUPS:
+            print(f"{g.name:16} {' '.join(g.modules)}\n{'':16} tests: {' '.join(g.tests)}")
+        return 0
+    names = {g.name for g in GROUPS}
+    unknown = sorted(set(args.only) - names)
+    if unknown:
+        print(f"mutation_score: no such group: {', '.join(unknown)} (see --list)", file=sys.stderr)
+        return 2
+    chosen = [g for g in GROUPS if not args.only or g.name in args.only]
+    if args.no_run and args.work is None:
+        print("mutation_score: --no-run reads a kept run: give its --work DIR", file=sys.stderr)
+        return 2
+    work = args.work or Path(tempfile.mkdtemp(prefix="mutscore-"))
+    failed = False
+    found: list[Mutant] = []
+    for group in chosen:
+        print(f"== {group.name}: mutating {' '.join(group.modules)}", flush=True)
+        if args.no_run:
+            mutants: list[Mutant] | None = read_results(work / group.name, group)
+        else:
+            mutants = run_group(group, work / group.name, args.jobs)
+        if mutants is None:
+            failed = True
+            continue
+        found += mutants
+        print(table(mutants, by="module"), flush=True)
+    if args.work is None:
+        shutil.rmtree(work, ignore_errors=True)
+    print()
+    print(table(found, by="module"))
+    if args.survivors:
+        for m in found:
+            if m.status != "killed" and not m.equivalent:
+                print(f"\n# {m.name}: {m.status}\n{m.diff}")
+    score = ratio(found)
+    print(f"\nkilled {score:.1%} of the mutants that change behaviour (target {TARGET:.0%})")
+    return 1 if failed or score < TARGET else 0
+
+
+def run_group(group: Group, copy: Path, jobs: int) -> list[Mutant] | None:
+    """Run mutmut over ``group`` in ``copy`` (made if new); its mutants, None on failure."""
+    missing = [t for t in group.tests if not (REPO / t.split("::")[0]).exists()]
+    missing += [m for m in group.modules if not (REPO / m).is_file()]
+    if missing:
+        print(f"mutation_score: {group.name}: no such file: {' '.join(missing)}", file=sys.stderr)
+        return None
+    # Every run from scratch: mutmut keeps a verdict while the mutated function is
+    # unchanged, even when the tests changed, and a score must be of the tests as they are.
+    shutil.rmtree(copy / "mutants", ignore_errors=True)
+    copy_repo(copy)  # pyproject.toml fresh from the repository, then mutmut's settings
+    with (copy / "pyproject.toml").open("a", encoding="utf-8") as f:
+        f.write(mutmut_config(group))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTD_", "PYTEST_"))}
+    env["PYTHONPYCACHEPREFIX"] = str(copy / ".pyc")
+    mutmut = Path(sys.executable).with_name("mutmut")
+    log = copy / "mutmut.log"
+    with log.open("w") as out:
+        proc = subprocess.run(
+            [str(mutmut), "run", "--max-children", str(max(1, jobs))],
+            cwd=copy,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    if proc.returncode != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-15:]
+        print(f"mutation_score: {group.name}: mutmut exited {proc.returncode}:", file=sys.stderr)
+        print("\n".join(tail), file=sys.stderr)
+        return None
+    return read_results(copy, group)
+
+
+def mutmut_config(group: Group) -> str:
+    def toml_list(items: tuple[str, ...] | list[str]) -> str:
+        return "[" + ", ".join(json.dumps(i) for i in items) + "]"
+
+    return (
+        "\n[tool.mutmut]\n"
+        'source_paths = ["agentd/"]\n'
+        f"only_mutate = {toml_list(group.modules)}\n"
+        f"pytest_add_cli_args_test_selection = {toml_list(group.tests)}\n"
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-n", "0", "--timeout=300"]\n'
+        f"also_copy = {toml_list(['docs/', 'scripts/', 'README.md'])}\n"
+        "use_git_change_detection = false\n"
+    )
+
+
+def copy_repo(dst: Path) -> None:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache")
+    dst.mkdir(parents=True, exist_ok=True)
+    for name in COPIED:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, dst / name, ignore=ignore, dirs_exist_ok=True)
+        else:
+            shutil.copy2(src, dst / name)
+
+
+def read_results(copy: Path, group: Group) -> list[Mutant]:
+    mutants: list[Mutant] = []
+    statuses = _statuses()
+    for module in group.modules:
+        meta = json.loads((copy / "mutants" / f"{module}.meta").read_text(encoding="utf-8"))
+        found = [
+            Mutant(module, name, statuses.get(code, "suspicious"))
+            for name, code in sorted(meta["exit_code_by_key"].items(), key=lambda kv: _order(kv[0]))
+        ]
+        survived = [m.name for m in found if m.status != "killed"]
+        diffs = _diffs(copy / "mutants" / module, module, survived)
+        for m in found:
+            m.diff = diffs.get(m.name, "")
+            m.equivalent = equivalent(m) if m.status != "killed" else ""
+        mutants += found
+    return mutants
+
+
+def _diffs(mutated: Path, module: str, names: list[str]) -> dict[str, str]:
+    """Each mutant's diff against the original function (mutmut's ``show``, one parse)."""
+    import libcst as cst
+    from mutmut.mutation.diff_apply import read_mutant_function, read_original_function
+
+    tree = cst.parse_module(mutated.read_text(encoding="utf-8"))
+    out = {}
+    for name in names:
+        before, after = (
+            cst.Module([f(tree, name)]).code.strip().splitlines()
+            for f in (read_original_function, read_mutant_function)
+        )
+        out[name] = "\n".join(difflib.unified_diff(before, after, module, module, lineterm="", n=1))
+    return out
+
+
+def _order(name: str) -> tuple[str, int]:
+    head, _, number = name.rpartition("__mutmut_")
+    return head, int(number) if number.isdigit() else 0
+
+
+def _statuses() -> dict[int | None, str]:
+    from mutmut.stats import status_by_exit_code
+
+    return {
+        code: ("killed" if s in ("timeout", "segfault") else s)
+        for code, s in status_by_exit_code.items()
+    }
+
+
+def equivalent(m: Mutant) -> str:
+    added = [
+        line[1:]
+        for line in m.diff.splitlines()
+        if line.startswith("+") and not line.startswith("+++")
+    ]
+    for (module, function, pattern), why in EQUIVALENT.items():
+        if (
+            module == m.module
+            and function == m.function
+            and any(re.search(pattern, line) for line in added)
+        ):
+            return why
+    return ""
+
+
+def ratio(mutants: list[Mutant]) -> float:
+    counted = [m for m in mutants if not m.equivalent]
+    killed = sum(1 for m in counted if m.status == "killed")
+    return killed / len(counted) if counted else 1.0
+
+
+def table(mutants: list[Mutant], *, by: str) -> str:
+    rows = [
+        "| module | mutants | killed | survived | no test | equivalent | score |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    modules = list(dict.fromkeys(m.module for m in mutants))
+    for module in [*modules, "total"] if len(modules) > 1 else modules:
+        ms = [m for m in mutants if module in ("total", m.module)]
+        c = Counter("equivalent" if m.equivalent else m.status for m in ms)
+        rows.append(
+            f"| {module} | {len(ms)} | {c['killed']} | {c['survived']} | {c['no tests']} "
+            f"| {c['equivalent']} | {ratio(ms):.0%} |"
+        )
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
