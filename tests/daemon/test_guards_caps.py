@@ -143,7 +143,15 @@ def test_with_every_place_busy_a_new_connection_is_refused_and_it_is_said_once(
     )
 
 
-def test_a_refusal_after_connections_were_admitted_again_is_said_again(paths: Paths) -> None:
+@pytest.mark.parametrize(("every", "said"), [(connections.REFUSED_EVERY, 1), (0.0, 4)])
+def test_refusals_are_said_once_per_uid_a_minute_across_spells(
+    paths: Paths, monkeypatch: pytest.MonkeyPatch, every: float, said: int
+) -> None:
+    """Four refusals in two spells, a connection admitted between them: one event
+    while they come within ``REFUSED_EVERY`` (a flood that alternates says nothing
+    more), each one said once that much time has passed since the last."""
+    monkeypatch.setattr(connections, "REFUSED_EVERY", every)
+
     async def busy_all() -> list[asyncio.StreamWriter]:
         writers = []
         for _ in range(PER_UID):
@@ -173,7 +181,7 @@ def test_a_refusal_after_connections_were_admitted_again_is_said_again(paths: Pa
             assert (await ping(paths.socket))["ok"]
 
     seen = with_server(paths, body)
-    assert len([e for e in seen if e["event"] == "control.refused"]) == 2
+    assert len([e for e in seen if e["event"] == "control.refused"]) == said
 
 
 # --- the caps follow the fd limit ------------------------------------------------------------

@@ -105,7 +105,7 @@ def test_each_sentinel_action_asks_for_what_its_unit_file_says(tmp_path: Path) -
 
     seen = run(u, body)
     assert got["after notify and ignore"] is None
-    assert got["pause"] == Trigger(Reason.sentinel("limit"), "pause", NOW + 1200)
+    assert got["pause"] == Trigger(Reason.sentinel("limit"), "pause", NOW + 1200, pause_left=1200)
     assert seen.notified == ["sentinel:ping"]
     names = [(f["name"], f["action"], f["at_byte"]) for e, f in seen.events]
     assert names == [
@@ -147,7 +147,7 @@ def test_a_pause_ends_at_the_reset_time_the_agent_printed(tmp_path: Path) -> Non
         got.append(t.trigger)
 
     seen = run(u, body)
-    assert got == [Trigger(Reason.sentinel("limit"), "pause", NOW + 2 * 3600)]
+    assert got == [Trigger(Reason.sentinel("limit"), "pause", NOW + 2 * 3600, pause_left=2 * 3600)]
     assert [e for e, _ in seen.events] == ["session.sentinel"]
 
 
@@ -162,9 +162,10 @@ def test_a_reset_time_that_cannot_be_read_pauses_for_pause_for_and_says_so(
         got.append(t.trigger)
 
     seen = run(u, body)
-    assert got == [Trigger(Reason.sentinel("limit"), "pause", NOW + 1200)]
-    event, warning = seen.events[-1]
-    assert event == "session.sentinel"
+    assert got == [Trigger(Reason.sentinel("limit"), "pause", NOW + 1200, pause_left=1200)]
+    warnings = [f for e, f in seen.events if e == "session.sentinel" and "error" in f]
+    assert len(warnings) == 1, seen.events  # said once, beside the sentinel's own event
+    warning = warnings[0]
     assert warning["level"] == "warning" and warning["name"] == "limit"
     assert "'when the moon is blue'" in warning["error"] and "pause_for" in warning["error"]
 
@@ -177,7 +178,7 @@ def test_a_pause_rule_the_unit_does_not_name_pauses_for_an_hour(tmp_path: Path) 
         got.append(t.trigger)
 
     run(unit(tmp_path), body)
-    assert got == [Trigger(Reason.sentinel("elsewhere"), "pause", NOW + 3600)]
+    assert got == [Trigger(Reason.sentinel("elsewhere"), "pause", NOW + 3600, pause_left=3600)]
 
 
 def test_the_prompt_rule_and_the_handoff_rule_end_nothing(tmp_path: Path) -> None:
@@ -229,7 +230,12 @@ def test_the_output_budget_counts_todays_earlier_tokens_and_pauses_until_midnigh
         got.append(t.trigger)
 
     seen = run(u, body, usage=Usage(sessions=3, runtime_s=60, tokens=4000))
-    assert got == [None, Trigger(Reason.budget("max_output_tokens_per_day"), "pause", MIDNIGHT)]
+    assert got == [
+        None,
+        Trigger(
+            Reason.budget("max_output_tokens_per_day"), "pause", MIDNIGHT, pause_left=MIDNIGHT - NOW
+        ),
+    ]
     event, fields = seen.events[-1]
     assert event == "unit.budget"
     assert fields["budget"] == "max_output_tokens_per_day"
@@ -249,7 +255,9 @@ def test_the_runtime_budget_ends_a_session_when_todays_earlier_runtime_leaves_no
         got.append(await t.fired)  # at once: the hour was used up earlier today
 
     seen = run(u, body, usage=Usage(sessions=9, runtime_s=3600 + 5, tokens=0))
-    assert got == [Trigger(Reason.budget("max_runtime_per_day"), "pause", MIDNIGHT)]
+    assert got == [
+        Trigger(Reason.budget("max_runtime_per_day"), "pause", MIDNIGHT, pause_left=MIDNIGHT - NOW)
+    ]
     assert seen.events[-1][1]["used"] == 3600 and seen.events[-1][1]["limit"] == 3600
 
 
