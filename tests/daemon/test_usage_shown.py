@@ -114,7 +114,12 @@ def test_status_history_dashboard_and_top_show_each_sessions_usage(
             at = head.index("TOKENS")
             return row[at : at + 3] == [f"{EVERY:,}", COST, percent]
 
-        poll_for(shown, timeout=90, what="top's TOKENS, COST, CTX columns")
+        poll_for(
+            shown,
+            timeout=90,
+            what="top's TOKENS, COST, CTX columns",
+            seen=lambda: tmux("capture-pane", "-p"),  # the screen, when it fails
+        )
         tmux("send-keys", "q")
         poll_for(lambda: tmux("list-sessions") == "", what="top to quit")
 
