@@ -49,9 +49,9 @@ VERBS: dict[str, list[str]] = {
 }
 
 
-def console_script() -> Path | None:
-    """The ``agentctl`` pip installed beside this interpreter, if any."""
-    path = Path(sys.executable).parent / "agentctl"
+def console_script(name: str = "agentctl") -> Path | None:
+    """The console script ``name`` pip installed beside this interpreter, if any."""
+    path = Path(sys.executable).parent / name
     return path if path.is_file() else None
 
 
@@ -130,19 +130,33 @@ def phase_agentctl(cfg: Config, root: Path, baseline: Path | None) -> dict[str, 
     )
     try:
         wait_for(serve.records, timeout=60, what="the idle unit under agentd serve")
-        argvs = commands(state)
-        times: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in argvs}
-        for round_ in range(cfg.ctl_runs + 1):
-            for label, argv in argvs.items():
-                wall, cpu = time_run(argv, env, work)
-                if round_:  # round 0 warms the caches
-                    times[label][0].append(wall)
-                    times[label][1].append(cpu)
+        times = timed(commands(state), env, work, cfg.ctl_runs)
     finally:
         serve.stop()
-    script = console_script()
+    return summary(times, cfg.ctl_runs, console_script())
+
+
+def timed(
+    argvs: dict[str, list[str]], env: dict[str, str], cwd: Path, runs: int
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Label -> (walls, cpus) of ``runs`` rounds, each running every command once in
+    turn, after a round that warms the caches."""
+    times: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in argvs}
+    for round_ in range(runs + 1):
+        for label, argv in argvs.items():
+            wall, cpu = time_run(argv, env, cwd)
+            if round_:  # round 0 warms the caches
+                times[label][0].append(wall)
+                times[label][1].append(cpu)
+    return times
+
+
+def summary(
+    times: dict[str, tuple[list[float], list[float]]], runs: int, script: Path | None
+) -> dict[str, Any]:
+    """The floor, and each ``VERB (ENTRY)`` label's figures under its entry and verb."""
     out: dict[str, Any] = {
-        "runs": cfg.ctl_runs,
+        "runs": runs,
         "floor": figures(*times.pop(FLOOR)),
         "console_script": str(script) if script else None,
     }

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench_ctl import FLOOR, figures, time_run
+from bench_ctl import FLOOR, console_script, summary, timed
 from bench_util import child_env, write_unit
 
 if TYPE_CHECKING:
@@ -23,16 +23,10 @@ if TYPE_CHECKING:
 VERBS: dict[str, list[str]] = {"--version": ["--version"], "check": ["check"]}
 
 
-def console_script() -> Path | None:
-    """The ``agentd`` pip installed beside this interpreter, if any."""
-    path = Path(sys.executable).parent / "agentd"
-    return path if path.is_file() else None
-
-
 def commands(unit: Path) -> dict[str, list[str]]:
     """Label -> argv, the floor first."""
     entries = {"module": [sys.executable, "-m", "agentd.cli"]}
-    script = console_script()
+    script = console_script("agentd")
     if script is not None:
         entries = {"script": [str(script)], **entries}
     out = {FLOOR: [sys.executable, "-c", "pass"]}
@@ -47,21 +41,5 @@ def phase_startup(cfg: Config, root: Path, baseline: Path | None) -> dict[str, A
     unit = write_unit(home, "small", [sys.executable, "-c", "pass"])
     env = child_env(AGENTD_HOME=str(home))
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as bench_ctl: an install has its .pyc files
-    argvs = commands(unit)
-    times: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in argvs}
-    for round_ in range(cfg.ctl_runs + 1):
-        for label, argv in argvs.items():
-            wall, cpu = time_run(argv, env, home)
-            if round_:  # round 0 warms the caches
-                times[label][0].append(wall)
-                times[label][1].append(cpu)
-    script = console_script()
-    out: dict[str, Any] = {
-        "runs": cfg.ctl_runs,
-        "floor": figures(*times.pop(FLOOR)),
-        "console_script": str(script) if script else None,
-    }
-    for label, (walls, cpus) in times.items():
-        verb, entry = label[:-1].split(" (")
-        out.setdefault(entry, {})[verb] = figures(walls, cpus)
-    return out
+    times = timed(commands(unit), env, home, cfg.ctl_runs)
+    return summary(times, cfg.ctl_runs, console_script("agentd"))
