@@ -84,16 +84,15 @@ class Lifecycle:
             return
         self.value = new
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        text = json.dumps(_to_json(new), indent=1) + "\n"
         if (new.state, new.enabled) != (old.state, old.enabled):
             self._later = False  # what a pending write would have written is in this one
-            write_atomic(self.path, text, mode=0o600)
+            self._write()
             return
         # only the restart count, at each session's start: not now, off the respawn's way
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            self._write_count(text)
+            self._write()
             return
         if not self._later:
             self._later = True
@@ -103,15 +102,17 @@ class Lifecycle:
         if not self._later:
             return
         self._later = False
-        text = json.dumps(_to_json(self.value), indent=1) + "\n"
         try:
-            self._write_count(text)
+            self._write()
         except OSError as exc:
             if self._health is not None:
                 self._health.failed(f"lifecycle:{self.path.stem}", self.path, exc)
 
-    def _write_count(self, text: str) -> None:
-        write_atomic(self.path, text, mode=0o600)  # fsync'd too: an eviction finds it
+    def _write(self) -> None:
+        """The values as they are now, fsync'd (the restart count too: an eviction with
+        no grace finds it)."""
+        text = json.dumps(_to_json(self.value), indent=1) + "\n"
+        write_atomic(self.path, text, mode=0o600)
 
 
 def read(path: Path) -> Remembered:
