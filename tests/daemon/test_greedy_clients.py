@@ -12,7 +12,7 @@ import select
 import socket
 import subprocess
 import sys
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from pathlib import Path
 
 import pytest
@@ -26,6 +26,24 @@ FLOOD = 5000
 
 def fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def connections(pid: int, path: Path) -> int:
+    """The control connections the daemon holds open: its fds that are sockets
+    connected at ``path`` (an accepted socket carries the listener's path in
+    /proc/net/unix; state 03 is connected, the listener's is 01)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with suppress(OSError):  # closed meanwhile
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+    count = 0
+    for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
+        fields = line.split()  # Num RefCount Protocol Flags Type St Inode Path
+        if len(fields) == 8 and fields[7] == str(path) and fields[5] == "03":
+            count += fields[6] in inodes
+    return count
 
 
 def status_answered(d: Served) -> bool:
@@ -75,6 +93,9 @@ def test_half_open_connections_and_clients_that_never_read(
     d = Served(dhome).ready()
     serve.append(d)
     poll_for(lambda: d.status("a")["state"] == "running", what="unit a running")
+    # The baseline with no client connected: the daemon closes its end of the last
+    # status request's connection a moment after the client has closed its own.
+    poll_for(lambda: connections(d.proc.pid, d.socket) == 0, what="no control connection")
     baseline = fds(d.proc.pid)
     answered: list[bool] = []
     with ExitStack() as held:
@@ -115,13 +136,21 @@ def test_half_open_connections_and_clients_that_never_read(
         )
         assert res.returncode == 0, res.stderr
         # Everything is given back: the flood ends, the non-readers (still connected)
-        # are dropped by the write deadline.
+        # are dropped by the write deadline. The follower stays: what it was sent
+        # fits in its socket's buffer, so it reads nothing late; it holds one fd.
         flooder.communicate(timeout=30)
         poll_for(
-            lambda: fds(d.proc.pid) <= baseline,
+            lambda: connections(d.proc.pid, d.socket) == 1 and fds(d.proc.pid) <= baseline + 1,
             timeout=WRITE_DEADLINE + 20,
-            what="fds back to baseline",
+            what="the follower's connection alone left (fds back to baseline + 1)",
+            seen=lambda: (connections(d.proc.pid, d.socket), fds(d.proc.pid), baseline),
         )
+    # The follower closed (the ExitStack): its fd goes too.
+    poll_for(
+        lambda: connections(d.proc.pid, d.socket) == 0 and fds(d.proc.pid) <= baseline,
+        what="fds back to baseline",
+        seen=lambda: (connections(d.proc.pid, d.socket), fds(d.proc.pid), baseline),
+    )
     assert answered and all(answered), answered  # asked during the flood and after, always answered
     assert d.stop() == 0
     assert "Traceback" not in d.stderr
