@@ -33,6 +33,22 @@ def test_every_example_names_its_version_and_source(name: str) -> None:
             assert record.get("source"), f"{name}: {rule}: {record['line']!r} has no source"
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", cli_preset_names())
+def test_the_files_an_example_names_as_its_source_exist(name: str) -> None:
+    """A source names a test or a capture: renaming one leaves no stale pointer."""
+    for rule, records in cli_preset_example_records(name).items():
+        for record in records:
+            source = str(record["source"])
+            for path in re.findall(r"tests/[\w/]+\.py", source):
+                assert (ROOT / path).is_file(), f"{name}: {rule}: {source!r}: no {path}"
+            for capture in re.findall(r"^capture (\S+\.raw)", source):
+                found = [d / capture for d in (ROOT / "tests" / "fixtures").iterdir() if d.is_dir()]
+                assert any(f.is_file() for f in found), f"{name}: {rule}: no capture {capture}"
+
+
 def _rules_with_numbers(name: str) -> list[Rule]:
     return [r for r in rules(unit(name)) if r.pattern.groupindex]
 
