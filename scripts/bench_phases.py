@@ -330,7 +330,7 @@ def fork_server_memory(pid: int) -> dict[str, float] | None:
 
 
 def idle_many(cfg: Config, root: Path, count: int) -> dict[str, Any]:
-    """The daemon with ``count`` idle sessions: needs ``agentd serve`` (SPEC 8)."""
+    """The daemon with ``count`` idle sessions: needs ``agentd serve``."""
     probe = subprocess.run(
         [sys.executable, "-m", "agentd.cli", "serve", "--help"],
         cwd=REPO,

@@ -58,7 +58,7 @@ def test_exit_42_restarts_and_session_2_gets_the_state(home: Path, tmp_path: Pat
     assert second["reason"] == "exit:42"
     assert "Rewrite invoice totals in src/billing.py" in second["args"][0]
     assert "session 2" in second["args"][0] and "exit:42" in second["args"][0]
-    # the env contract (SPEC 5)
+    # the session environment (README "What a session gets")
     assert second["unit"] == "a"
     assert second["state_dir"] == str(work / ".agent")
     assert second["cwd"] == str(work)
