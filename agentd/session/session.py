@@ -158,8 +158,11 @@ class Session:
     def eof(self) -> bool:
         return self._eof.is_set()
 
-    def close(self) -> None:
-        """Release the pty and watchers; call after ``end``."""
+    def close(self, *, keep_pty: bool = False) -> None:
+        """Release the pty and watchers; call after ``end``. ``keep_pty``: the pty's
+        master stays open, for the caller to close (``child.close``) off the way to the
+        next session: the kernel's close of a pty waits for its buffer's flush work
+        (a kernel thread: milliseconds on a busy machine)."""
         self._close_pidfd()
         if self._reading:
             self._drain(FINAL_DRAIN_BYTES)
@@ -175,7 +178,7 @@ class Session:
             self._frame_timer.cancel()
             self._frame_timer = None
         self._after_write.clear()
-        if self.child.reaped:
+        if self.child.reaped and not keep_pty:
             self.child.close()
         hits = self.matcher.flush()
         if hits:
