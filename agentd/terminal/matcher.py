@@ -265,7 +265,8 @@ class LineMatcher:
         """Match a logical line (the screen's Settler); returns its new mark."""
         if how is Settle.PARTIAL and len(text) > PARTIAL_MAX:
             return mark
-        if how is Settle.FINAL and mark.final is not None and self._unchanged(text, mark):
+        final = mark.final  # the text first: a changed line costs one comparison
+        if how is Settle.FINAL and final and final[0] == text and self._unchanged(final[1], mark):
             return mark._replace(dirty=False)  # as matched before (rows.Mark.final)
         since, shown = mark.echo_at, mark.echo
         if how is not Settle.FINAL:
@@ -287,11 +288,12 @@ class LineMatcher:
         # the epoch after the match: an echo looked for in it counts
         return Mark(names, since, shown, final=(text, (self._rules.version, self._echo.version)))
 
-    def _unchanged(self, text: str, mark: Mark) -> bool:
-        """Was the line matched as final with this text, the rules and the echo as they
-        are now (no echo awaited, the line no echo), and no resize redraw going on?"""
+    def _unchanged(self, epoch: tuple[int, int], mark: Mark) -> bool:
+        """Was the line, with the text it has, matched as final in ``epoch``, the rules
+        and the echo as they are now (no echo awaited, the line no echo), and no resize
+        redraw going on?"""
         return (
-            mark.final == (text, (self._rules.version, self._echo.version))
+            epoch == (self._rules.version, self._echo.version)
             and mark.echo_at is None
             and not self._echo.active
             and self._resize_redraw is None
