@@ -953,6 +953,8 @@ class Service:
         if run.handoff is not None:
             run.handoff.close()
         exited_by_itself = trigger is None
+        if exited_by_itself and run.usage is not None:
+            run.usage.read_final()  # its CLI has exited: read while the tree is ended
         reason = str(trigger.reason) if trigger else _exit_reason(session.child)
         # from STARTING or RUNNING; after a failed end it is STOPPING already (no change)
         self._set_state(State.STOPPING, reason)

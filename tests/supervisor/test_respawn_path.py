@@ -2,7 +2,8 @@
 what must come first: the old tree ended, the history's record of how it ended
 durable, the next session's record written. What the ended session leaves that
 can wait (closing its pty, drawing and keeping its last screen) is done once the
-next session is spawned; the history's fsync runs on a thread meanwhile."""
+next session is spawned; the history's fsync runs on a thread meanwhile. The
+usage records of a CLI that exited by itself are read while its tree is ended."""
 
 from __future__ import annotations
 
@@ -18,12 +19,14 @@ import pytest
 from agentd.config.unitfile import load_unit
 from agentd.events import EventLog
 from agentd.paths import Paths
+from agentd.session import session as session_module
 from agentd.session.child import Child
 from agentd.session.screen import ScreenCapture
 from agentd.supervisor.api import Supervisor
 from agentd.supervisor.records.history import History
 from agentd.supervisor.records.sessions import Recorded, SessionRecords
 from agentd.supervisor.states import State
+from agentd.supervisor.usage.sources import Source
 from tests.support import async_wait_for, fake, write_unit
 
 QUICK = {"min_uptime": "0s", "delay": "0s", "max_delay": "200ms", "burst": 1000}
@@ -78,23 +81,7 @@ def test_an_ended_sessions_leftovers_wait_for_the_next_spawn_and_its_end_is_dura
     monkeypatch.setattr(ScreenCapture, "draw", draw)
     monkeypatch.setattr(os, "fsync", fsync)
 
-    async def run() -> None:
-        sup = Supervisor(paths, EventLog(paths.events_file))
-        sup.attach()
-        sup.add(load_unit(path))
-        try:
-            svc = sup.get("r")
-            svc.start()
-            await async_wait_for(
-                svc.wait(lambda s: s == State.DONE),
-                timeout=30,
-                what="the unit done",
-                seen=lambda: steps,
-            )
-        finally:
-            await sup.shutdown()
-
-    asyncio.run(run())
+    asyncio.run(run_to_done(paths, path, "r", lambda: steps))
     second = steps.index(("begin", 2))
     ended = steps.index(("appended", "outcome", 1))
     assert ended < second
@@ -102,3 +89,48 @@ def test_an_ended_sessions_leftovers_wait_for_the_next_spawn_and_its_end_is_dura
     # session 1's pty is closed and its screen drawn once session 2 was spawned
     assert ("pty closed",) not in steps[:second] and ("pty closed",) in steps[second:]
     assert ("drawn", 1) in steps[second:]
+
+
+async def run_to_done(paths: Paths, path: Path, name: str, seen: Any) -> None:
+    sup = Supervisor(paths, EventLog(paths.events_file))
+    sup.attach()
+    sup.add(load_unit(path))
+    try:
+        svc = sup.get(name)
+        svc.start()
+        await async_wait_for(
+            svc.wait(lambda s: s == State.DONE), timeout=30, what="the unit done", seen=seen
+        )
+    finally:
+        await sup.shutdown()
+
+
+@pytest.mark.slow
+def test_a_cli_that_exited_by_itself_has_its_usage_read_while_its_tree_is_ended(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    unit = {
+        "command": fake("exit:0"),
+        "env": {"HOME": str(tmp_path)},  # where the CLI's records would be: none
+        "inject": {"mode": "none"},
+        "usage": {"source": "claude-transcript"},
+    }
+    path = write_unit(home, "u", unit)
+    reading = threading.Event()  # the last read of its records began
+    began: list[bool] = []  # for each tree ended: had that read begun by then?
+    real_read, real_end = Source.read, session_module.end_session_tree
+
+    def read(self: Source, *, final: bool = False) -> Any:
+        if final:
+            reading.set()
+        return real_read(self, final=final)
+
+    async def end_session_tree(**kw: Any) -> Any:
+        ended = await real_end(**kw)
+        began.append(await asyncio.to_thread(reading.wait, 5))
+        return ended
+
+    monkeypatch.setattr(Source, "read", read)
+    monkeypatch.setattr(session_module, "end_session_tree", end_session_tree)
+    asyncio.run(run_to_done(Paths.resolve(home), path, "u", lambda: began))
+    assert began == [True]
