@@ -158,8 +158,11 @@ class Session:
     def eof(self) -> bool:
         return self._eof.is_set()
 
-    def close(self) -> None:
-        """Release the pty and watchers; call after ``end``."""
+    def close(self, *, keep_pty: bool = False) -> None:
+        """Release the pty and watchers; call after ``end``. ``keep_pty``: the pty's
+        master stays open, for the caller to close (``child.close``) off the way to the
+        next session: the kernel's close of a pty waits for its buffer's flush work
+        (a kernel thread: milliseconds on a busy machine)."""
         self._close_pidfd()
         if self._reading:
             self._drain(FINAL_DRAIN_BYTES)
@@ -175,7 +178,7 @@ class Session:
             self._frame_timer.cancel()
             self._frame_timer = None
         self._after_write.clear()
-        if self.child.reaped:
+        if self.child.reaped and not keep_pty:
             self.child.close()
         hits = self.matcher.flush()
         if hits:
@@ -223,7 +226,7 @@ class Session:
         if not data:
             self._on_eof()
             return False
-        self._handle(data, batch)
+        batch.append(data)
         return True
 
     def _drain(self, limit: int) -> None:
@@ -236,7 +239,7 @@ class Session:
                     self._on_eof()
                 break
             got += len(data)
-            self._handle(data, batch)
+            batch.append(data)
             if len(batch) >= READS_PER_WAKEUP:
                 self._match(batch)
         self._match(batch)
@@ -248,27 +251,25 @@ class Session:
             self._loop.remove_reader(self.child.fd)
             self._reading = False
 
-    def _handle(self, data: bytes, batch: list[bytes]) -> None:
+    def _match(self, batch: list[bytes]) -> None:
+        """Take what was read since as one: the screen ring, the watchers, the
+        matcher, then the transcript. One pass of each a wakeup, not one a read
+        (each has a fixed cost; the hits are acted on after the wakeup either
+        way, as nothing else runs in between). Matched first: a transcript that
+        cannot be written (a full disk) loses nothing of what the matcher sees."""
+        if not batch:
+            return
+        data = b"".join(batch) if len(batch) > 1 else batch[0]
         self.bytes_out += len(data)
         self.last_output_at = self.clock()
         self._track_paste_mode(data)
         self.screen.feed(data)
         if self._on_raw is not None:
             self._on_raw(data)
-        batch.append(data)
-
-    def _match(self, batch: list[bytes]) -> None:
-        """Feed the matcher what was read since, then the transcript: one feed a
-        wakeup, not one a read (a feed has a fixed cost; its hits are acted on
-        after the wakeup either way, as nothing else runs in between). Matched
-        first: a transcript that cannot be written (a full disk) loses nothing
-        of what the matcher sees."""
-        if batch:
-            hits = self.matcher.feed(b"".join(batch) if len(batch) > 1 else batch[0])
-            for data in batch:  # read by read: the transcript rotates between them
-                self.transcript.write(data)  # never raises: a failed write is counted
-            batch.clear()
-            self._on_output(hits)
+        hits = self.matcher.feed(data)
+        self.transcript.write_reads(batch, data)  # never raises: a failed write is counted
+        batch.clear()
+        self._on_output(hits)
 
     def _track_paste_mode(self, data: bytes) -> None:
         keep = len(BRACKETED_ON) - 1

@@ -71,6 +71,20 @@ class Transcript:
             data = self._redactor.redact(data)
         self._append(data)
 
+    def write_reads(self, reads: list[bytes], joined: bytes) -> None:
+        """``reads`` in a row (``joined``: all of them), redacted as one (the same
+        bytes as read by read) and written in one go where they fit in the file;
+        else about read by read, so that the file rotates between them."""
+        data = self._redactor.redact(joined) if self._redactor is not None else joined
+        if self.max_bytes <= 0 or self._size + len(data) <= self.max_bytes or len(reads) < 2:
+            self._append(data)
+            return
+        at = 0
+        for read in reads[:-1]:
+            self._append(data[at : at + len(read)])
+            at += len(read)
+        self._append(data[at:])
+
     def note(self, text: str) -> None:
         """A marker line, e.g. ``--- agentd 2026-11-30T14:32:00Z session 3 started ---``."""
         if self._redactor is not None:

@@ -235,7 +235,14 @@ class Service:
         self._timer: asyncio.TimerHandle | None = None
         # the next session's process, started ahead: (its number, its marker, the launch)
         self._launch: tuple[int, str, Launch] | None = None
-        # the last ended session's screen, drawn and written while the next one starts
+        # what the last ended session leaves for after the next spawn: its pty, to close
+        # (the kernel waits for its flush work), and its screen, taken at its end, to
+        # draw and write (the emulator's run holds the GIL for milliseconds)
+        self._screen_due: tuple[SessionRun, ScreenCapture, str, str] | None = None
+        self._pty_due: Child | None = None
+        # the history's fsync of a session's end and outcome, on a thread while the next
+        # bootstrap renders; awaited before the next session's record (``_history_synced``)
+        self._syncing: asyncio.Future[OSError | None] | None = None
         self._keeping: asyncio.Task[None] | None = None
         # another unit holds its state dir: why, and the next try (``start``)
         self.conflict: str | None = None
@@ -567,12 +574,16 @@ class Service:
                         "next": decision.next,
                         "detail": decision.detail or None,
                         "reset_at": iso(decision.until) if decision.until is not None else None,
-                    }
+                    },
+                    durable=False,
                 )
+                self._sync_history_soon()  # with the end: durable before the next session
                 if decision.next != "start" or self._stop_requested:
                     if decision.next != "backoff" or self._stop_requested:
                         await self._kept()  # no session comes soon: its screen first
                     self._settle(decision)
+                    if not self._next_is_near():
+                        self._keep_due()  # drawn during the wait; else once the next runs
                     return
                 reason = decision.reason
                 self.restarts += 1
@@ -590,6 +601,7 @@ class Service:
             self._force_state(State.FAILED, "internal-error", f"{type(exc).__name__}: {exc}")
             raise
         finally:
+            self._sync_history_soon()  # an end whose outcome was not written (a bug) too
             if not self._next_is_near():
                 self._drop_launch()  # started ahead for a session that will not come soon
 
@@ -617,6 +629,27 @@ class Service:
             at=iso(wall()),
         ):
             self.last_reason, self.last_at = LOST, wall()
+
+    def _sync_history_soon(self) -> None:
+        """Make what the history holds unsynced durable, on a thread (an fsync takes
+        milliseconds, tens on a busy disk: the next bootstrap renders meanwhile)."""
+        history = self._history
+        if history.unsynced and (self._syncing is None or self._syncing.done()):
+            syncing = asyncio.ensure_future(asyncio.to_thread(history.fsync))
+
+            def told(done: asyncio.Future[OSError | None]) -> None:  # on the loop
+                if not done.cancelled() and (failed := done.result()) is not None:
+                    history.failed(failed)
+
+            syncing.add_done_callback(told)
+            self._syncing = syncing
+
+    async def _history_synced(self) -> None:
+        """Wait until the history's records are durable (before a session may run)."""
+        syncing, self._syncing = self._syncing, None
+        if syncing is not None:
+            await asyncio.shield(syncing)
+        self._history.sync()  # anything written since, here (nothing, as a rule)
 
     def _decide(self, end: SessionEnd) -> Decision:
         unit = self._definition.unit  # the one the session used
@@ -753,6 +786,7 @@ class Service:
             )
             env = usage.env  # where its CLI keeps its usage records, fixed for this session
             transcript.note(f"{iso(self._wall())} session {number} starting ({reason})")
+            await self._history_synced()  # how the one before ended, durable before this runs
             # before the agent may run: a kill -9 of agentd leaves what ends it
             self._records.begin(
                 Recorded(
@@ -845,6 +879,7 @@ class Service:
         handoff.arm(session)
         if self._stop_requested:  # asked before there were triggers to fire
             triggers.fire(Trigger(MANUAL, "stop"))
+        self._keep_due()  # the screen of the session before, now that this one runs
         either: list[asyncio.Future[Any]] = [session.exited, triggers.fired]
         await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         trigger = triggers.trigger
@@ -918,6 +953,8 @@ class Service:
         if run.handoff is not None:
             run.handoff.close()
         exited_by_itself = trigger is None
+        if exited_by_itself and run.usage is not None:
+            run.usage.read_final()  # its CLI has exited: read while the tree is ended
         reason = str(trigger.reason) if trigger else _exit_reason(session.child)
         # from STARTING or RUNNING; after a failed end it is STOPPING already (no change)
         self._set_state(State.STOPPING, reason)
@@ -927,7 +964,7 @@ class Service:
             self._emit(name, unit=unit.name, session=number, signal=signal_name(sig), pids=pids)
 
         await session.end(int(unit.stop.signal), unit.stop.grace, on_signal=on_signal)
-        session.close()
+        session.close(keep_pty=True)  # its pty is closed once the next session is spawned
         self._records.finish(unit.name, None)
         if session.cgroup is not None:  # empty now; its rmdir (ms) is not on the way to the next
             asyncio.get_running_loop().run_in_executor(None, cgroups.remove, session.cgroup)
@@ -961,32 +998,48 @@ class Service:
                 "output_bytes": session.bytes_out,
                 "tokens": tokens,
                 "usage": spent,
-            }
+            },
+            durable=False,  # with the outcome that follows: one fsync, not two, on the way
         )
         run.transcript.note(f"{iso(self._wall())} session {number} ended ({reason})")
         await self._kept()  # the one before, if it is still being written: in order
         # Off the way to the next session (two trips to a thread and the emulator's
-        # run over the output: milliseconds); awaited before the unit settles.
-        self._keeping = asyncio.ensure_future(self._keep_screen(run, reason))
+        # run over the output, which holds the GIL: milliseconds): the screen as it is
+        # now, drawn once the next session is spawned (or the unit settles).
+        capture = run.screen.capture(mask=run.redactor.spans)  # wrapped secrets too
+        self._screen_due = (run, capture, reason, iso(self._wall()))
+        self._pty_due = child if child.reaped else None
+
+    def _keep_due(self) -> None:
+        """What the last ended session left for later: close its pty, and start keeping
+        its screen."""
+        pty, self._pty_due = self._pty_due, None
+        if pty is not None:
+            pty.close()
+        due, self._screen_due = self._screen_due, None
+        if due is not None:
+            self._keeping = asyncio.ensure_future(self._keep_screen(*due))
 
     async def _kept(self) -> None:
         """Wait until the last ended session's screen is kept (or given up)."""
+        self._keep_due()
         keeping, self._keeping = self._keeping, None
         if keeping is not None:
             await keeping
 
-    async def _keep_screen(self, run: SessionRun, reason: str) -> None:
-        """Keep the ended session's last screen with the history, its secrets hidden
-        (``records.screens``): drawn and written off the loop."""
+    async def _keep_screen(
+        self, run: SessionRun, capture: ScreenCapture, reason: str, ended_at: str
+    ) -> None:
+        """Keep the ended session's last screen (``capture``) with the history, its
+        secrets hidden (``records.screens``): drawn and written off the loop."""
         logs_dir = self.paths.unit_logs(run.unit.name)
         try:
-            capture = run.screen.capture(mask=run.redactor.spans)  # wrapped secrets too
             drawn = await asyncio.wait_for(asyncio.to_thread(capture.draw), SCREEN_DRAW_WAIT)
             shown = {
                 **drawn.as_json(),
                 "rows": [run.redactor.redact_text(row) for row in drawn.rows],
                 "reason": reason,
-                "ended_at": iso(self._wall()),
+                "ended_at": ended_at,
             }
             await asyncio.to_thread(screens.keep, logs_dir, shown, health=self.events.health)
         except Exception as exc:  # the screen is a convenience: the session's end goes on

@@ -108,7 +108,7 @@ def _plain_lines(block: str) -> tuple[str, int | None]:
     """The lines of ``block`` (each ending in LF) the bulk can do, as text
     without what a fresh row ignores, and how many come before the first it
     cannot do (None: it can do all)."""
-    plain = block.replace(_ERASE_CR, "\n") if _ERASE_CR in block else block
+    plain = block.replace(_ERASE_CR, "\n")  # one pass when there is none (no copy)
     bad = -1
     if "\r" in plain or "\x1b" in plain:  # fine at the start of a line
         plain = _LEADING.sub("\n", "\n" + plain)[1:]

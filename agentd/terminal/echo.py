@@ -53,12 +53,14 @@ class EchoFilter:
         self._pos = 0
         self._misses = 0
         self._seen: set[str] = set()
+        self.version = 0  # counts the calls that may change what it says of a line
 
     @property
     def active(self) -> bool:
         return self._pos < len(self._want)
 
     def expect(self, text: str) -> None:
+        self.version += 1
         self._base += self._pos
         self._want = self._want[self._pos :] + _normalise(text)
         self._pos = 0
@@ -70,6 +72,7 @@ class EchoFilter:
         """Is this final line echo? Moves the cursor past it if so. Returns
         that, and where the line was found (to pass as ``since`` next time,
         with the line as it was then as ``before``)."""
+        self.version += 1
         norm = _normalise(line)
         if not norm:
             return False, since

@@ -265,6 +265,9 @@ class LineMatcher:
         """Match a logical line (the screen's Settler); returns its new mark."""
         if how is Settle.PARTIAL and len(text) > PARTIAL_MAX:
             return mark
+        final = mark.final  # the text first: a changed line costs one comparison
+        if how is Settle.FINAL and final and final[0] == text and self._unchanged(final[1], mark):
+            return mark._replace(dirty=False)  # as matched before (rows.Mark.final)
         since, shown = mark.echo_at, mark.echo
         if how is not Settle.FINAL:
             echo = self._echo.peek(text, since)
@@ -280,7 +283,21 @@ class LineMatcher:
             hits = [h for h in hits if not (self._redrawn(h) or _left_over(h, shown))]
         self._fire([h for h in hits if h.fired_as not in mark.fired])
         names = frozenset(h.fired_as for h in hits)
-        return Mark(names if how is Settle.FINAL else mark.fired | names, since, shown)
+        if how is not Settle.FINAL:
+            return Mark(mark.fired | names, since, shown)
+        # the epoch after the match: an echo looked for in it counts
+        return Mark(names, since, shown, final=(text, (self._rules.version, self._echo.version)))
+
+    def _unchanged(self, epoch: tuple[int, int], mark: Mark) -> bool:
+        """Was the line, with the text it has, matched as final in ``epoch``, the rules
+        and the echo as they are now (no echo awaited, the line no echo), and no resize
+        redraw going on?"""
+        return (
+            epoch == (self._rules.version, self._echo.version)
+            and mark.echo_at is None
+            and not self._echo.active
+            and self._resize_redraw is None
+        )
 
     def _block(self, text: str, fired: frozenset[str], unfinished: int) -> dict[int, Mark]:
         """Match lines at once (each ending in LF but the ``unfinished`` one,

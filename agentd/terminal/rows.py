@@ -26,6 +26,11 @@ class Mark(NamedTuple):
     # Changed inside a synchronized update and not matched since: matched as final
     # when the update ends (``agentd.terminal.screen``, frames).
     dirty: bool = False
+    # What ``fired`` was found in when the line was last matched as final: its text and
+    # the matcher's ``epoch`` (rules and echo) then. Matched as final again with the
+    # same text in the same epoch (a TUI writing a row again as it was), it gives the
+    # same hits, all fired already: the matcher does not search it again.
+    final: tuple[str, tuple[int, int]] | None = None
 
 
 NO_MARK = Mark()

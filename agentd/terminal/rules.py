@@ -95,6 +95,7 @@ class RuleSet:
         self._max = max_line_chars
         self._entries: list[_Entry] = []
         self.dropped: list[tuple[str, str]] = []  # (rule, why): over the time budget
+        self.version = 0  # counts the changes of the rules (added, removed, dropped)
 
     @property
     def rules(self) -> list[Rule]:
@@ -107,6 +108,7 @@ class RuleSet:
     def add(self, rule: Rule) -> None:
         """Add ``rule`` last, replacing a rule of the same name."""
         self.remove(rule.name)
+        self.version += 1
         pattern = rule.pattern
         literals = required_literals(pattern)
         probes = tuple(map(rarest_char, literals)) if literals is not None else ()
@@ -123,6 +125,7 @@ class RuleSet:
 
     def remove(self, name: str) -> None:
         self._entries = [entry for entry in self._entries if entry.rule.name != name]
+        self.version += 1
 
     def line_hits(
         self, line: str, *, partial_only: bool = False, final: bool = True, echo: bool = False
@@ -178,6 +181,7 @@ class RuleSet:
     def _drop(self, entry: _Entry, exc: MatchTimeout) -> None:
         """The rule ran over the time budget on this text: drop it for good."""
         self._entries = [e for e in self._entries if e is not entry]
+        self.version += 1
         why = (
             f"{exc}: its pattern backtracks on the agent's output (more than "
             f"{MATCH_BUDGET:g}s on one line); the sentinel is off for the rest of this "

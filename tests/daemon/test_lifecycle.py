@@ -4,11 +4,13 @@ restart count goes on."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -137,6 +139,36 @@ def test_lifecycle_writes_only_changes_and_reads_them_back(tmp_path: Path) -> No
         enabled=False, state=State.DONE, reason="exit:0", since=1_700_000_000.0, restarts=3
     )
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_the_restart_count_is_written_beside_the_loop_and_a_state_after_it_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The restart count, at each session's start: its durable write (fsync) is done
+    by another thread, so the loop goes on to the next session meanwhile; a change of
+    state written on the loop at once still ends up in the file."""
+    path = tmp_path / "lifecycle" / "u.json"
+    life = Lifecycle(path)
+    syncing: list[int] = []  # the threads that fsync'd
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        syncing.append(threading.get_ident())
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+    async def session_start() -> int:
+        life.update(restarts=1)
+        await asyncio.to_thread(
+            poll_for, lambda: read(path).restarts == 1, what="the restart count"
+        )
+        life.update(restarts=2, state=State.DONE, reason="exit:0", since=1_700_000_000.0)
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(session_start())
+    assert syncing and syncing[0] != loop_thread
+    assert read(path).restarts == 2 and read(path).state == State.DONE
 
 
 @pytest.mark.slow

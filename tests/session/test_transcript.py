@@ -136,6 +136,46 @@ def test_rotation_keeps_backups_and_bounds_sizes(tmp_path: Path) -> None:
     assert all(mode(tmp_path / f) == 0o600 for f in files)
 
 
+class CountingTranscript(Transcript):
+    """A transcript that counts its appends to the file (one ``os.write`` loop each)."""
+
+    appends = 0
+
+    def _write(self, data: bytes) -> None:
+        self.appends += 1
+        super()._write(data)
+
+
+def test_the_reads_of_a_wakeup_are_redacted_as_one_and_written_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "transcript.log"
+    t = CountingTranscript(path, max_bytes=10_000, backups=1, redactor=Redactor([KEY]))
+    data = f"export KEY={KEY}; echo done\n".encode()
+    reads = [data[:14], data[14:20], data[20:]]  # the key cut twice
+    t.write_reads(reads, data)
+    assert t.appends == 1
+    t.close()
+    assert path.read_bytes() == b"export KEY=***; echo done\n"
+
+
+def test_reads_that_do_not_fit_are_written_read_by_read_and_rotate_between(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "transcript.log"
+    t = CountingTranscript(path, max_bytes=1000, backups=3)
+    written = b"".join(b"line %04d of agent output\r\n" % i for i in range(400))
+    reads = [written[i : i + 97] for i in range(0, len(written), 97)]
+    for at in range(0, len(reads), 16):  # wakeups of up to 16 reads
+        batch = reads[at : at + 16]
+        t.write_reads(batch, b"".join(batch))
+    t.close()
+    assert t.appends == len(reads)  # 16 reads (1,552 bytes) never fit in 1,000
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["transcript.log", "transcript.log.1", "transcript.log.2", "transcript.log.3"]
+    assert all(0 < (tmp_path / f).stat().st_size <= 1000 for f in files)
+    kept = b"".join((tmp_path / f).read_bytes() for f in reversed(files))
+    assert written.endswith(kept)
+
+
 def test_zero_backups_truncates(tmp_path: Path) -> None:
     path = tmp_path / "transcript.log"
     t = Transcript(path, max_bytes=100, backups=0)

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -343,6 +344,39 @@ def test_history_records_are_fsynced_as_they_are_written(
     life.update(restarts=1)  # the restart count alone, at a session's start
     life.update(state=State.INTERRUPTED, reason="interrupted:SIGTERM", since=time.time())
     assert sum(1 for p in synced if p.startswith(str(tmp_path / "lifecycle") + "/.u.json")) == 2
+
+
+class FsyncedPaths(list[str]):
+    """Stands in for ``os.fsync``: notes the path of each fd it is given, then fsyncs it."""
+
+    def __init__(self, real: Callable[[int], None]) -> None:
+        super().__init__()
+        self._real = real
+
+    def __call__(self, fd: int) -> None:
+        self.append(os.readlink(f"/proc/self/fd/{fd}"))
+        self._real(fd)
+
+
+def test_a_session_end_is_fsynced_with_its_outcome_or_by_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ``end`` of a session and its ``outcome`` come within milliseconds, on the way
+    to the next session: one fsync makes both durable. Each is written at once (a
+    ``kill -9`` of agentd loses neither)."""
+    history = History(tmp_path / "logs" / "u" / "history.jsonl")
+    history.append({"kind": "start", "session": 1})
+    synced = FsyncedPaths(os.fsync)
+    monkeypatch.setattr(os, "fsync", synced)
+    history.append({"kind": "end", "session": 1}, durable=False)
+    assert synced == [] and [r["kind"] for r in history.recent()] == ["start", "end"]
+    history.append({"kind": "outcome", "session": 1})
+    assert synced == [str(history.path)]
+    history.sync()  # nothing left to make durable
+    assert synced == [str(history.path)]
+    history.append({"kind": "end", "session": 2}, durable=False)
+    history.sync()
+    assert synced == [str(history.path)] * 2
 
 
 def test_the_termination_message_goes_where_asked_or_nowhere(tmp_path: Path) -> None:

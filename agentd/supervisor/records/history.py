@@ -3,7 +3,10 @@
 One JSON line per event of a session's life (``start`` and ``end``), appended
 and fsync'd at once, so session numbers and history survive a daemon restart,
 a ``kill -9`` or a node lost with its pod (the last ``start`` without an
-``end`` shows what was running).
+``end`` shows what was running). A record appended with ``durable=False``
+(a session's ``end``, followed within milliseconds by its ``outcome``) is
+fsync'd with the next one, or by ``sync``: written at once all the same, so a
+``kill -9`` of agentd loses nothing; only a node lost in between would.
 
 Past ``max_bytes`` (the unit's ``logs.max_bytes``) the older half of the file
 moves to ``history.jsonl.1`` (replacing the one before) and the newer half
@@ -35,19 +38,46 @@ class History:
     path: Path
     max_bytes: int = 0  # 0: never rotated
     health: WriteHealth | None = None  # None: a failed write raises
+    unsynced: bool = False  # a record was written and not fsync'd yet
 
-    def append(self, record: dict[str, Any]) -> None:
+    def append(self, record: dict[str, Any], *, durable: bool = True) -> None:
         try:
-            self._append(record)
+            self._append(record, durable=durable)
         except OSError as exc:
-            if self.health is None:
-                raise
-            self.health.failed(f"history:{self.path.parent.name}", self.path, exc)
+            self.failed(exc)
             return
         if self.health is not None:
             self.health.ok(f"history:{self.path.parent.name}")
 
-    def _append(self, record: dict[str, Any]) -> None:
+    def sync(self) -> None:
+        """Make what was appended without ``durable`` durable now (a failure is
+        counted by ``health``, as an append's)."""
+        failed = self.fsync()
+        if failed is not None:
+            self.failed(failed)
+
+    def fsync(self) -> OSError | None:
+        """``sync`` for any thread: the error, if it failed, is returned, not told."""
+        if not self.unsynced:
+            return None
+        self.unsynced = False  # first: a record appended meanwhile sets it again
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            return exc
+        return None
+
+    def failed(self, exc: OSError) -> None:
+        """A write of the history failed: counted by ``health`` (raised without it)."""
+        if self.health is None:
+            raise exc
+        self.health.failed(f"history:{self.path.parent.name}", self.path, exc)
+
+    def _append(self, record: dict[str, Any], *, durable: bool = True) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         line = json.dumps(record, ensure_ascii=False) + "\n"
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -56,7 +86,9 @@ class History:
             if end and os.pread(fd, 1, end - 1) != b"\n":
                 line = "\n" + line  # the last record was cut (a full disk): end it first
             os.write(fd, line.encode("utf-8"))
-            os.fsync(fd)  # durable before the step it records goes on (hard evictions)
+            if durable:  # before the step it records goes on (hard evictions)
+                os.fsync(fd)
+            self.unsynced = not durable
             size = os.fstat(fd).st_size
         finally:
             os.close(fd)

@@ -19,9 +19,10 @@
 Written atomically (temp file, fsync, rename, fsync of the dir) and only when
 something changed: a pod evicted with no grace at all finds what the last step
 wrote. A change of state or enablement is written at once; the restart count
-(written at each session's start) as soon as the event loop is free (the next
-bootstrap renders meanwhile), not on the way to the next session: a durable
-rename costs a millisecond or more.
+(written at each session's start) at once too, but on a thread beside the
+event loop, not on the way to the next session: a durable rename costs a
+millisecond or more (tens on a busy disk). One write at a time, each of the
+values as they are then: the last one written is the newest.
 A missing, unreadable or torn file reads as "nothing remembered".
 """
 
@@ -31,6 +32,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -61,7 +63,8 @@ class Lifecycle:
         self.path = path
         self.value = read(path)
         self._health = health
-        self._later = False  # a restart count to write once the loop is free
+        self._later = False  # a restart count to write, on a thread beside the loop
+        self._writing = threading.Lock()  # one write of the file at a time
 
     def keep(self, **changes: Any) -> None:
         """``update``, a failure counted and reported (``health``), not raised: the
@@ -88,7 +91,7 @@ class Lifecycle:
             self._later = False  # what a pending write would have written is in this one
             self._write()
             return
-        # only the restart count, at each session's start: not now, off the respawn's way
+        # only the restart count, at each session's start: off the respawn's way
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -96,9 +99,10 @@ class Lifecycle:
             return
         if not self._later:
             self._later = True
-            loop.call_soon(self._write_later)
+            loop.run_in_executor(None, self._write_later, loop)
 
-    def _write_later(self) -> None:
+    def _write_later(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On a thread: the values as they are now, unless a write on the loop took them."""
         if not self._later:
             return
         self._later = False
@@ -106,13 +110,17 @@ class Lifecycle:
             self._write()
         except OSError as exc:
             if self._health is not None:
-                self._health.failed(f"lifecycle:{self.path.stem}", self.path, exc)
+                with contextlib.suppress(RuntimeError):  # the loop is closed: nobody to tell
+                    loop.call_soon_threadsafe(
+                        self._health.failed, f"lifecycle:{self.path.stem}", self.path, exc
+                    )
 
     def _write(self) -> None:
         """The values as they are now, fsync'd (the restart count too: an eviction with
         no grace finds it)."""
-        text = json.dumps(_to_json(self.value), indent=1) + "\n"
-        write_atomic(self.path, text, mode=0o600)
+        with self._writing:
+            text = json.dumps(_to_json(self.value), indent=1) + "\n"
+            write_atomic(self.path, text, mode=0o600)
 
 
 def read(path: Path) -> Remembered:

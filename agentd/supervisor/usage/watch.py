@@ -8,7 +8,9 @@ not answer is given up (its thread ends when it may) and no second one starts
 while it runs. ``on_update`` hears every new figure; ``final`` reads once the
 session's processes are gone (the CLIs write their totals on exit) and gives
 the session's ``usage`` record: the CLI's figures, or the screen estimate
-marked ``source: estimate`` with a note saying why there are none.
+marked ``source: estimate`` with a note saying why there are none. A session
+whose CLI exited by itself has its last read begun at once (``read_final``),
+while the rest of its tree is ended.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class UsageWatch:
         self._again = False  # output came while a read ran: read once more after it
         self._closed = False
         self._said: set[str] = set()
+        self._last: asyncio.Task[None] | None = None  # the last read, begun early
 
     def poke(self) -> None:
         """The session drew output: read its records ``POLL`` s from now (once)."""
@@ -102,22 +105,35 @@ class UsageWatch:
     def context_percent(self) -> float | None:
         return self.latest.context_percent(self.spec) if self.latest is not None else None
 
+    def read_final(self) -> None:
+        """Begin the last read now: the CLI has exited, so its totals are written
+        (``final`` waits for it); the rest of the session's tree may still be ending."""
+        if self._last is None and self.source is not None:
+            self._close()
+            self._last = asyncio.get_running_loop().create_task(self._last_read())
+
     async def final(self, estimate: int) -> dict[str, Any]:
         """The session's ``usage`` record, read after its processes are gone."""
-        self._closed = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._close()
         if self.source is None:
             return estimate_record(estimate)
-        if self._task is not None and not self._task.done():  # a read under way ends first
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(self._task), READ_TIMEOUT)
-        await self._read(final=True)
+        await (self._last if self._last is not None else self._last_read())
         self._cleanup()
         record = self._record(estimate)
         self._emit(ev.SESSION_USAGE, **record)
         return record
+
+    def _close(self) -> None:
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    async def _last_read(self) -> None:
+        if self._task is not None and not self._task.done():  # a read under way ends first
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self._task), READ_TIMEOUT)
+        await self._read(final=True)
 
     def _record(self, estimate: int) -> dict[str, Any]:
         assert self.source is not None
