@@ -13,7 +13,6 @@ loads only its own; ``agentd --version`` does not even load click
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -204,26 +203,18 @@ def check(paths: Paths, files: tuple[Path, ...], as_json: bool, color: str) -> N
     shell would. --json: [{file, unit, ok, command, problems: [{level, line,
     key, message}]}].
     """
-    import json
-
     from agentd.cli.agentd import check as checking
-    from agentd.cli.colour import Painter, wanted
-    from agentd.config.lint import ArgLimits
 
-    found = checking.targets(files, paths.units)
-    if not found:
-        raise click.ClickException(f"no unit files to check in {paths.units}")
-    reports = checking.check_files(found, paths.units, os.environ, ArgLimits.of_this_system())
-    if as_json:
-        click.echo(json.dumps(checking.as_json(reports), indent=2, ensure_ascii=False))
-    else:
-        out, err = checking.said(reports, Painter(wanted(color, sys.stderr)))
-        for line in err:
-            click.echo(line, err=True, color=True)
-        for line in out:
-            click.echo(line, color=True)
-    if not all(r.ok for r in reports):
-        sys.exit(1)
+    try:
+        code = checking.run(files, paths.units, as_json, color, _echo)
+    except checking.NothingToCheck as exc:
+        raise click.ClickException(str(exc)) from None
+    if code:
+        sys.exit(code)
+
+
+def _echo(line: str, err: bool) -> None:
+    click.echo(line, err=err, color=True)
 
 
 @main.command()
