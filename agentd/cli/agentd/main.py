@@ -27,20 +27,25 @@ from agentd.paths import Paths
 
 
 def _daemon_imports() -> None:
-    """Before the daemon's modules: asyncio without ssl. asyncio imports ssl (OpenSSL:
-    about 5 MiB and 20 ms) only to offer TLS; the daemon speaks none (its control
-    socket is a UNIX socket, its dashboard plain HTTP on loopback). Nothing changes
-    where asyncio is loaded already; ssl can still be imported later."""
+    """Before the daemon's modules: asyncio without ssl, hashlib and hmac without
+    OpenSSL. asyncio imports ssl (OpenSSL: about 5 MiB and 20 ms) only to offer TLS;
+    the daemon speaks none (its control socket is a UNIX socket, its dashboard plain
+    HTTP on loopback). hashlib and hmac (pydantic imports them, through secrets) load
+    OpenSSL's libcrypto (3.4 MiB) for digests Python has built in: SHA-256 of a lock
+    file's name, the dashboard's HMAC. Nothing changes where asyncio is loaded
+    already; ssl can still be imported later."""
     if "asyncio" in sys.modules:
         return
-    blocked = "ssl" not in sys.modules
-    if blocked:
-        sys.modules["ssl"] = None  # type: ignore[assignment]  # "import ssl" fails: not there
+    blocked = [name for name in ("ssl", "_hashlib") if name not in sys.modules]
+    for name in blocked:
+        sys.modules[name] = None  # type: ignore[assignment]  # "import ssl" fails: not there
     try:
         import asyncio  # noqa: F401
+        import hashlib  # noqa: F401
+        import hmac  # noqa: F401
     finally:
-        if blocked:
-            del sys.modules["ssl"]
+        for name in blocked:
+            del sys.modules[name]
 
 
 @click.group(
