@@ -1,5 +1,6 @@
 """What the daemon does not load: OpenSSL's libcrypto for digests Python has built in
-(hashlib and hmac, which pydantic imports through secrets, are imported without it)."""
+(hashlib and hmac, which pydantic imports through secrets, are imported without it),
+importlib.metadata for pydantic plugins its models do not take."""
 
 from __future__ import annotations
 
@@ -14,3 +15,4 @@ def test_the_daemon_hashes_without_openssl(tmp_path: Path) -> None:
     got = imported(["run", "-q", "quick"], tmp_path, AGENTD_HOME=str(tmp_path))
     assert {"agentd.supervisor.service", "hashlib", "hmac"} <= got
     assert "_hashlib" not in got
+    assert "importlib.metadata" not in got
