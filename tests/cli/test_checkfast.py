@@ -1,4 +1,4 @@
-"""The ``agentd`` console script checks unit files without click (``plain_check``):
+"""The ``agentd`` console script checks unit files without click (``checkfast``):
 a plain ``agentd check`` loads neither click nor a regex engine it does not need,
 and says what the click command says, byte for byte, with its exit code; anything
 else goes to click."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentd.cli.agentd.script import Check, plain_check
+from agentd.cli.agentd.checkfast import Check, plain_check
 from tests.cli.test_agentd_imports import imported, loaded
 from tests.cli.test_statefast import agentctl as run_code
 from tests.support import write_unit
