@@ -54,7 +54,9 @@ def _no_plugins() -> tuple[()]:
 def _from_pydantic_loader(name: str) -> Any:
     if name.startswith("__"):  # the import system's questions (__path__...): not a package
         raise AttributeError(name)
-    del sys.modules[_PLUGIN_LOADER]
+    loaded = sys.modules.get(_PLUGIN_LOADER)
+    if loaded is not None and vars(loaded).get("get_plugins") is _no_plugins:  # the stand-in
+        del sys.modules[_PLUGIN_LOADER]
     return getattr(importlib.import_module(_PLUGIN_LOADER), name)
 
 
