@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import re
 import signal
 import sys
@@ -35,14 +36,18 @@ from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as P  # type: ignore[attr-defined]
 from typing import Any, Protocol
 
-try:  # a dependency; without it every pattern runs on re, within the budget
-    import re2 as _re2  # type: ignore[import-untyped]  # (it ships no type hints)
-except ImportError:  # pragma: no cover - the package lists it
-    _re2 = None
-try:  # a dependency too: what RE2 cannot run, with a timeout in any thread
-    import regex as _regex  # type: ignore[import-untyped]  # (stubs: a separate package)
-except ImportError:  # pragma: no cover - the package lists it
-    _regex = None
+
+@functools.cache
+def _engine(name: str) -> Any:
+    """The module ``re2`` or ``regex``, imported at the first pattern compiled on it (not
+    at import: ``agentd check`` of a unit whose patterns do not backtrack, and a daemon
+    whose units have none, never load them); None where it is not installed (every
+    pattern then runs on ``re``, within the budget)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:  # pragma: no cover - the package lists both
+        return None
+
 
 MATCH_BUDGET = 0.1  # s of CPU one search may take before its rule is disabled
 # re's flags that regex takes alike (regex's VERSION0, its default, is re's behaviour)
@@ -134,27 +139,29 @@ def searcher(pattern: re.Pattern[str]) -> Searcher:
 @functools.lru_cache(maxsize=4096)
 def _compiled_re2(source: str, flags: int) -> tuple[Any, bool]:
     """(the RE2 pattern or None, whether a text with a newline must go to ``re``)."""
-    if _re2 is None:
+    re2 = _engine("re2")
+    if re2 is None:
         return None, False
     spelled, dollar = _translated(re.compile(source, flags))
     if spelled is None:
         return None, False
-    options = _re2.Options()
+    options = re2.Options()
     options.log_errors = False
     options.max_mem = RE2_MAX_MEM
     try:
-        return _re2.compile(spelled, options), dollar
-    except _re2.error:
+        return re2.compile(spelled, options), dollar
+    except re2.error:
         return None, False
 
 
 @functools.lru_cache(maxsize=4096)
 def _compiled_regex(source: str, flags: int) -> Any:
     """The pattern on ``regex``, or None (no ``regex``, or one it does not compile)."""
-    if _regex is None:
+    regex = _engine("regex")
+    if regex is None:
         return None
     try:
-        return _regex.compile(source, flags & _REGEX_FLAGS)
+        return regex.compile(source, flags & _REGEX_FLAGS)
     except Exception:  # its syntax differs here: re, below
         return None
 
@@ -235,11 +242,33 @@ def bounded(call: Any, *args: Any) -> Any:
 
 # --- Python's syntax in RE2's -------------------------------------------------------------
 
-_UNI_SPACE = "".join(f"\\x{{{c:x}}}" for c in range(sys.maxunicode + 1) if chr(c).isspace())
+
+@functools.cache
+def _unicode_spaces() -> str:
+    """Every character Python's ``\\s`` takes outside ASCII mode (``str.isspace``), as
+    items of an RE2 class; found once, at the first pattern with a ``\\s`` translated.
+
+    Each plane's 65,536 characters are decoded as one string from their code points
+    in UTF-32 and split at its spaces: what lies between two pieces are spaces (10 ms,
+    where asking each of the 1,114,112 characters took 150)."""
+    units = bytearray(4 << 16)  # a plane's code points, UTF-32-LE: the third byte is the plane
+    units[0::4] = bytes(range(256)) * 256
+    units[1::4] = b"".join(bytes([high]) * 256 for high in range(256))
+    spaces: list[int] = []
+    for plane in range((sys.maxunicode + 1) >> 16):
+        units[2::4] = bytes([plane]) * (1 << 16)
+        text = units.decode("utf-32-le", "surrogatepass")
+        after = plane << 16  # the first character not yet placed
+        for piece in text.split():  # a run of consecutive characters
+            spaces += range(after, ord(piece[0]))
+            after = ord(piece[-1]) + 1
+        spaces += range(after, (plane + 1) << 16)
+    return "".join(f"\\x{{{c:x}}}" for c in spaces)
+
+
 _CLASS_ITEMS = {  # a category inside a class, in Unicode mode (None: not expressible there)
     C.CATEGORY_DIGIT: r"\p{Nd}",
     C.CATEGORY_NOT_DIGIT: r"\P{Nd}",
-    C.CATEGORY_SPACE: _UNI_SPACE,
     C.CATEGORY_WORD: r"\p{L}\p{N}_",
 }
 _NEGATED = {C.CATEGORY_NOT_SPACE: C.CATEGORY_SPACE, C.CATEGORY_NOT_WORD: C.CATEGORY_WORD}
@@ -364,6 +393,8 @@ class _Emit:
             if code in _ASCII_ITEMS:
                 return _ASCII_ITEMS[code]
             raise _Unsupported("a negated ASCII class among others")
+        if code == C.CATEGORY_SPACE:
+            return _unicode_spaces()
         if code in _CLASS_ITEMS:
             return _CLASS_ITEMS[code]
         raise _Unsupported("a negated class among others")  # [\S\d]: rare

@@ -22,15 +22,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
+from agentd.cli.oneline import INTERRUPTED_EXIT, closed_pipe, say_error
 from agentd.config.ptysize import bounded
 from agentd.errors import describe
-
-SIGPIPE_EXIT = 128 + 13  # what a shell reports for a process ended by SIGPIPE
-INTERRUPTED_EXIT = 128 + 2  # ... by SIGINT
 
 
 class ClosedPipe(Exception):
@@ -81,22 +79,6 @@ class OneLineErrors(click.Group):
         except click.Abort:  # Ctrl-C (click turns KeyboardInterrupt into Abort)
             code = INTERRUPTED_EXIT
         sys.exit(code if isinstance(code, int) or code is None else str(code))
-
-
-def say_error(prog: str, message: str) -> None:
-    """``prog: message`` on stderr: the one style of every error of agentd and agentctl."""
-    first, *more = message.rstrip().splitlines() or [""]
-    with_prog = first if first.startswith(f"{prog}: ") else f"{prog}: {first}"
-    print("\n".join([with_prog, *more]), file=sys.stderr, flush=True)
-
-
-def closed_pipe() -> NoReturn:
-    """The reader of our output went away (``| head``): stop quietly, with the code a
-    shell gives a process ended by SIGPIPE. Python's own flush at exit would fail
-    again, so stdout points at /dev/null from here on."""
-    with open(os.devnull, "w") as devnull:
-        os.dup2(devnull.fileno(), sys.stdout.fileno())
-    raise SystemExit(SIGPIPE_EXIT)
 
 
 def terminal_size() -> tuple[int, int] | None:

@@ -4,38 +4,20 @@ everything else through the click group (``agentctl``)."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
+
+from agentd.cli.oneline import without_click
 
 
 def main() -> None:
     argv = sys.argv[1:]
-    try:
-        code = _without_click(argv)
-        if code is not None:
-            sys.stdout.flush()  # here, where a closed pipe (`| head`) can still be caught
-    except BrokenPipeError:
-        code = _closed_pipe()
-    except Exception as exc:  # as OneLineErrors does for the click commands
-        if os.environ.get("AGENTD_DEBUG"):
-            raise
-        from agentd.errors import describe
-
-        print(f"agentctl: {describe(exc)}", file=sys.stderr)
-        code = 1
+    code = without_click("agentctl", lambda: _without_click(argv))
     if code is not None:
         raise SystemExit(code)
     from agentd.cli.agentctl.group import main as click_main
 
     click_main()
-
-
-def _closed_pipe() -> int:
-    """As ``agentd.cli.common.closed_pipe`` (not imported: it loads click)."""
-    with open(os.devnull, "w") as devnull:
-        os.dup2(devnull.fileno(), sys.stdout.fileno())
-    return 128 + 13
 
 
 def _without_click(argv: Sequence[str]) -> int | None:

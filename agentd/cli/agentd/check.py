@@ -9,26 +9,35 @@ dir beside them), units that share a state dir or a git worktree (they may
 share a repository, each on its own branch). Each problem once, with one
 severity, as the daemon says it (``agentd run``, ``agentd serve``).
 
-``check_files`` gives the reports; ``said``/``as_json`` print them.
+``check_files`` gives the reports; ``said``/``as_json`` word them; ``run`` is the
+command (the click command's and the console script's, which runs a plain ``agentd
+check`` without importing click).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
-from collections.abc import Iterable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from agentd.cli.colour import Painter
+from agentd.cli.colour import Painter, wanted
 from agentd.config.lint import ArgLimits, lint
 from agentd.config.unit import Unit
 from agentd.config.unitfile import read_unit, unit_paths
 from agentd.config.yamllines import Lines, format_key, line_of
-from agentd.errors import UnitError
+from agentd.errors import AgentdError, UnitError
 
 Level = Literal["error", "warning"]
+Echo = Callable[[str, bool], None]  # (line, to stderr)
+
+
+class NothingToCheck(AgentdError):
+    """No unit file among the arguments, or in the units dir (a usage error)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,25 @@ class Report:
     @property
     def ok(self) -> bool:
         return not any(p.level == "error" for p in self.problems)
+
+
+def run(files: Iterable[Path], units_dir: Path, in_json: bool, color: str, echo: Echo) -> int:
+    """``agentd check [--json] [--color COLOR] FILES``: the reports said through ``echo``
+    (stdout: each file that loads, or the JSON; stderr: the problems, then how many
+    files are invalid); exit 1 when a file has an error."""
+    found = targets(files, units_dir)
+    if not found:
+        raise NothingToCheck(f"no unit files to check in {units_dir}")
+    reports = check_files(found, units_dir, os.environ, ArgLimits.of_this_system())
+    if in_json:
+        echo(json.dumps(as_json(reports), indent=2, ensure_ascii=False), False)
+    else:
+        out, err = said(reports, Painter(wanted(color, sys.stderr)))
+        for line in err:
+            echo(line, True)
+        for line in out:
+            echo(line, False)
+    return 0 if all(r.ok for r in reports) else 1
 
 
 def targets(args: Iterable[Path], units_dir: Path) -> list[Path]:

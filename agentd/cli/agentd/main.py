@@ -13,7 +13,6 @@ loads only its own; ``agentd --version`` does not even load click
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -28,20 +27,25 @@ from agentd.paths import Paths
 
 
 def _daemon_imports() -> None:
-    """Before the daemon's modules: asyncio without ssl. asyncio imports ssl (OpenSSL:
-    about 5 MiB and 20 ms) only to offer TLS; the daemon speaks none (its control
-    socket is a UNIX socket, its dashboard plain HTTP on loopback). Nothing changes
-    where asyncio is loaded already; ssl can still be imported later."""
+    """Before the daemon's modules: asyncio without ssl, hashlib and hmac without
+    OpenSSL. asyncio imports ssl (OpenSSL: about 5 MiB and 20 ms) only to offer TLS;
+    the daemon speaks none (its control socket is a UNIX socket, its dashboard plain
+    HTTP on loopback). hashlib and hmac (pydantic imports them, through secrets) load
+    OpenSSL's libcrypto (3.4 MiB) for digests Python has built in: SHA-256 of a lock
+    file's name, the dashboard's HMAC. Nothing changes where asyncio is loaded
+    already; ssl can still be imported later."""
     if "asyncio" in sys.modules:
         return
-    blocked = "ssl" not in sys.modules
-    if blocked:
-        sys.modules["ssl"] = None  # type: ignore[assignment]  # "import ssl" fails: not there
+    blocked = [name for name in ("ssl", "_hashlib") if name not in sys.modules]
+    for name in blocked:
+        sys.modules[name] = None  # type: ignore[assignment]  # "import ssl" fails: not there
     try:
         import asyncio  # noqa: F401
+        import hashlib  # noqa: F401
+        import hmac  # noqa: F401
     finally:
-        if blocked:
-            del sys.modules["ssl"]
+        for name in blocked:
+            del sys.modules[name]
 
 
 @click.group(
@@ -204,26 +208,18 @@ def check(paths: Paths, files: tuple[Path, ...], as_json: bool, color: str) -> N
     shell would. --json: [{file, unit, ok, command, problems: [{level, line,
     key, message}]}].
     """
-    import json
-
     from agentd.cli.agentd import check as checking
-    from agentd.cli.colour import Painter, wanted
-    from agentd.config.lint import ArgLimits
 
-    found = checking.targets(files, paths.units)
-    if not found:
-        raise click.ClickException(f"no unit files to check in {paths.units}")
-    reports = checking.check_files(found, paths.units, os.environ, ArgLimits.of_this_system())
-    if as_json:
-        click.echo(json.dumps(checking.as_json(reports), indent=2, ensure_ascii=False))
-    else:
-        out, err = checking.said(reports, Painter(wanted(color, sys.stderr)))
-        for line in err:
-            click.echo(line, err=True, color=True)
-        for line in out:
-            click.echo(line, color=True)
-    if not all(r.ok for r in reports):
-        sys.exit(1)
+    try:
+        code = checking.run(files, paths.units, as_json, color, _echo)
+    except checking.NothingToCheck as exc:
+        raise click.ClickException(str(exc)) from None
+    if code:
+        sys.exit(code)
+
+
+def _echo(line: str, err: bool) -> None:
+    click.echo(line, err=err, color=True)
 
 
 @main.command()

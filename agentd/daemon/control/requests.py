@@ -10,6 +10,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from agentd.config.fields import without_plugin_search
 from agentd.config.ptysize import PTY_MAX, PTY_MIN
 from agentd.daemon.control.protocol import MAX_REQUEST, Code, check_unit_name
 from agentd.errors import AgentdError
@@ -24,6 +25,7 @@ class ProtocolError(AgentdError):
 
 
 UnitName = Annotated[str, AfterValidator(check_unit_name)]
+without_plugin_search()  # before the first model (the unit schema's may come later)
 
 
 class Args(BaseModel):
