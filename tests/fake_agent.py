@@ -7,6 +7,8 @@ Steps run in order; arguments after ``--`` are only recorded/printed. TEXT is
 decoded with Python escapes, so ``out:\\x1b[31mred`` writes a colour code.
 
   out:TEXT        write TEXT and a newline          raw:TEXT    write TEXT, no newline
+  soon:S:TEXT     write TEXT and a newline, <epoch> in it the Unix time S seconds from now
+                  (a reset time that is ahead when agentd reads it, however late we started)
   split:TEXT      write TEXT one byte at a time, flushing between bytes
   sleep:S         sleep S seconds                   exit:N      exit with code N
   until:PATH      wait until PATH exists (the test's go-ahead; exit 124 after 60 s)
@@ -194,6 +196,9 @@ def run(step: str, extra: list[str]) -> None:
         _write(_text(arg) + "\n")
     elif verb == "raw":
         _write(_text(arg))
+    elif verb == "soon":
+        ahead, _, text = arg.partition(":")
+        _write(_text(text).replace("<epoch>", str(int(time.time()) + int(ahead))) + "\n")
     elif verb == "split":
         for b in _text(arg).encode("utf-8"):
             _write(bytes([b]))

@@ -294,15 +294,21 @@ def gone(pid: int) -> bool:
         return True
 
 
-STATUS_BOUND = 1.0  # s: the slowest status answer any probe may cause
+# s: a status request not answered by then fails the watch. The probes' freezes were
+# 30-150 s (a backtracking regex, an accept-error storm); how fast status is answered
+# under each flood is a figure of scripts/bench_hostile.py, not a correctness bound
+# here, where a loaded test machine would make it fail by chance.
+STATUS_DEADLINE = 5.0
 
 
 class StatusWatch:
-    """Asks ``status`` every 50 ms on a thread; ``worst`` is the slowest answer (s)."""
+    """Asks ``status`` every 50 ms on a thread: each must be answered, ok, within
+    ``STATUS_DEADLINE``; ``answered`` counts them, ``worst`` is the slowest (s)."""
 
     def __init__(self, socket: Path) -> None:
         self.socket = socket
         self.worst = 0.0
+        self.answered = 0
         self.failures: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -313,24 +319,26 @@ class StatusWatch:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self._thread.join(15)  # a request in flight has 10 s
+        self._thread.join(STATUS_DEADLINE + 5)  # a request in flight has its deadline
         if self._thread.is_alive():
-            self.failures.append("the status watcher did not stop within 15 s")
+            self.failures.append("the status watcher did not stop after its last request")
 
     def _run(self) -> None:
         while not self._stop.wait(0.05):
             started = time.monotonic()
             try:
-                reply = request(self.socket, b'{"cmd": "status"}', timeout=10)
-                if not reply.get("ok"):
+                reply = request(self.socket, b'{"cmd": "status"}', timeout=STATUS_DEADLINE)
+                if reply.get("ok"):
+                    self.answered += 1
+                else:
                     self.failures.append(str(reply))
-            except OSError as exc:
-                self.failures.append(repr(exc))
+            except OSError as exc:  # the deadline passed (TimeoutError), or refused
+                self.failures.append(f"{exc!r} after {time.monotonic() - started:.1f}s")
             self.worst = max(self.worst, time.monotonic() - started)
 
     def check(self) -> None:
         assert not self.failures, self.failures[:3]
-        assert self.worst < STATUS_BOUND, f"a status answer took {self.worst:.2f}s"
+        assert self.answered > 0, "no status request was made while the probe ran"
 
 
 # --- the dashboard of a served daemon (`agentd serve --http`) ------------------------------------
@@ -451,9 +459,9 @@ def run_with(
         log = EventLog(paths.events_file)
         log.subscribe(seen.append)
         sup = Supervisor(paths, log)
-        sup.attach()
-        sup.add(load_unit(path))
+        sup.attach()  # starts the fork server: what follows is undone by shutdown
         try:
+            sup.add(load_unit(path))
             await async_wait_for(
                 body(sup),
                 timeout=20,
