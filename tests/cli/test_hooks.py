@@ -54,8 +54,8 @@ def test_the_hook_returns_as_soon_as_its_parent_has_exited(tmp_path: Path, how: 
         timeout=10,
         what="the hook to note its parent's exit",
     )
-    assert got["done"] is True
-    assert 0.25 <= got["after"] < 3, got  # it waited for the CLI, and not much longer
+    assert got["done"] is True  # the parent exited, not the bound (10 s) ran out...
+    assert 0.25 <= got["after"] < 5, got  # ...it waited for the CLI, and saw it go long before
 
 
 @pytest.mark.parametrize("how", ["pidfd", "no-pidfd"])
@@ -66,4 +66,4 @@ def test_the_hook_gives_up_on_a_parent_that_stays(
         monkeypatch.delattr(os, "pidfd_open", raising=False)
     started = time.monotonic()
     assert hooks.wait_for_exit_of_parent(os.getppid(), 0.2) is False
-    assert 0.15 <= time.monotonic() - started < 2
+    assert 0.15 <= time.monotonic() - started < 5  # its own bound, not a hang
