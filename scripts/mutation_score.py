@@ -111,7 +111,12 @@ GROUPS = (
     Group(
         "pauses-reclaim",
         ("agentd/supervisor/records/reclaim.py", "agentd/supervisor/records/history.py"),
-        ("tests/supervisor/test_records.py", "tests/supervisor/test_guards_pauses.py"),
+        (
+            "tests/supervisor/test_history.py",
+            "tests/supervisor/test_reclaim.py",
+            "tests/supervisor/test_records.py",
+            "tests/supervisor/test_guards_pauses.py",
+        ),
     ),
     Group(
         "control-caps",
@@ -130,9 +135,6 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ): ("`failed` is built from `history` one for one: zip's strict check never fires"),
     ("agentd/supervisor/triggers.py", "xǁTriggersǁ_check_idle", r"if remaining < 0:"): (
         "at exactly 0 left it re-arms a 0 s timer, whose check then fires: the same end"
-    ),
-    ("agentd/daemon/control/connections.py", "xǁClientsǁ__init__", r"_refusing = (True|None)"): (
-        "a refusal needs a full cap, so an admission came first, and it sets the flag False"
     ),
     ("agentd/memory/formats/decisions.py", "x__field", r"_label\(None\)"): (
         "not equivalent but out of mutmut's reach: it runs at import, building the line's "
