@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from agentd.daemon.control import connections
+from agentd.daemon.control import connections, streams
 from agentd.daemon.control.connections import Clients
 from agentd.daemon.control.server import ControlServer
 from agentd.events import EventLog
@@ -190,7 +190,14 @@ def test_refusals_are_said_once_per_uid_a_minute_across_spells(
 
 @pytest.mark.parametrize(
     ("soft", "cap"),
-    [(resource.RLIM_INFINITY, 1024), (1 << 20, 1024), (1024, 256), (16, 8), (40, 10)],
+    [
+        (resource.RLIM_INFINITY, 1024),
+        (1 << 20, 1024),
+        (1024, 256),
+        (1027, 256),  # a whole number of connections
+        (16, 8),
+        (40, 10),
+    ],
 )
 def test_the_connection_cap_is_a_quarter_of_the_fd_limit_within_bounds(
     monkeypatch: pytest.MonkeyPatch, soft: int, cap: int
@@ -212,16 +219,19 @@ def test_the_connection_cap_is_a_quarter_of_the_fd_limit_within_bounds(
 def test_the_daemon_raises_its_soft_fd_limit_never_lowers_it(
     monkeypatch: pytest.MonkeyPatch, limits: tuple[int, int], raised: tuple[int, int] | None
 ) -> None:
-    asked: list[tuple[int, int]] = []
+    asked: list[tuple[int, tuple[int, int]]] = []
     monkeypatch.setattr(resource, "getrlimit", lambda _: limits)
-    monkeypatch.setattr(resource, "setrlimit", lambda kind, lim: asked.append(lim))
+    monkeypatch.setattr(resource, "setrlimit", lambda kind, lim: asked.append((kind, lim)))
     connections.raise_fd_limit()
-    assert asked == ([] if raised is None else [raised])
+    assert asked == ([] if raised is None else [(resource.RLIMIT_NOFILE, raised)])
 
 
-def test_a_limit_that_cannot_be_raised_is_left_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("error", [ValueError("not allowed"), PermissionError(1, "EPERM")])
+def test_a_limit_that_cannot_be_raised_is_left_as_it_is(
+    monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
     def refuse(kind: int, lim: tuple[int, int]) -> None:
-        raise ValueError("not allowed")
+        raise error
 
     monkeypatch.setattr(resource, "getrlimit", lambda _: (1024, 4096))
     monkeypatch.setattr(resource, "setrlimit", refuse)
@@ -367,7 +377,7 @@ def test_released_places_are_given_back_per_uid_and_in_all() -> None:
 
 @pytest.mark.parametrize(
     ("cap", "per_uid", "expected"),
-    [(1024, 768, 768), (1000, 768, 750), (8, 768, 6), (1, 768, 1), (1024, 4, 4)],
+    [(1024, 768, 768), (1000, 768, 750), (10, 768, 7), (8, 768, 6), (1, 768, 1), (1024, 4, 4)],
 )
 def test_one_uid_leaves_a_quarter_of_the_cap_to_the_others(
     cap: int, per_uid: int, expected: int
@@ -566,3 +576,31 @@ def test_a_connection_without_a_socket_may_make_room() -> None:
         assert not connections.stream_idle(reader, Socketless())()  # type: ignore[arg-type]
 
     asyncio.run(main())
+
+
+def test_a_follower_dropped_for_not_reading_is_not_reported_as_a_daemon_error(
+    paths: Paths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the write deadline the stream is dropped (``drain`` aborts it and raises
+    ``ConnectionResetError``): the client's doing, not a bug of the daemon's."""
+    dropped: list[int] = []
+
+    async def deadline_passed(writer: asyncio.StreamWriter) -> None:
+        dropped.append(1)
+        writer.transport.abort()
+        raise ConnectionResetError("the client does not read its reply")
+
+    monkeypatch.setattr(streams, "drain", deadline_passed)
+
+    async def body(server: ControlServer) -> None:
+        _, writer = await asyncio.open_unix_connection(str(paths.socket))
+        writer.write(b'{"cmd": "events", "args": {"follow": true}}\n')
+        await writer.drain()
+        await async_poll_for(lambda: bool(dropped), what="the stream's first write")
+        await async_poll_for(lambda: len(server.clients) == 0, what="the follower let go")
+        writer.close()
+        assert (await ping(paths.socket))["ok"]
+
+    seen = with_server(paths, body)
+    assert dropped == [1]
+    assert not [e for e in seen if e["event"] == "control.error"], seen
