@@ -136,6 +136,15 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("agentd/supervisor/triggers.py", "xǁTriggersǁ_check_idle", r"if remaining < 0:"): (
         "at exactly 0 left it re-arms a 0 s timer, whose check then fires: the same end"
     ),
+    ("agentd/daemon/control/connections.py", "x_drain", r"ConnectionResetError\("): (
+        "its text is shown nowhere: each caller ends the connection quietly on a ConnectionError"
+    ),
+    ("agentd/daemon/control/connections.py", "x_stream_idle", r'getattr\(reader, "_buffer", \)'): (
+        "every asyncio.StreamReader has a _buffer: the default is never used"
+    ),
+    ("agentd/daemon/control/connections.py", "x_stream_idle", r"poll\.poll\(1\)"): (
+        "waiting 1 ms for a request instead of none: the same answer, 1 ms later"
+    ),
     ("agentd/memory/formats/decisions.py", "x__field", r"_label\(None\)"): (
         "not equivalent but out of mutmut's reach: it runs at import, building the line's "
         "pattern, before mutmut picks a mutant (a bad label there fails every test)"
