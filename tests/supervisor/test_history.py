@@ -195,6 +195,15 @@ def test_a_history_of_one_huge_line_stays_whole(tmp_path: Path) -> None:
     assert not path.with_name("history.jsonl.1").exists()
 
 
+def test_a_history_whose_second_half_is_one_torn_line_stays_whole(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    content = b'{"kind": "start", "session": 1}\n{"kind": "end", "pad": "' + b"x" * 200
+    path.write_bytes(content)
+    History(path, max_bytes=100)._rotate()
+    assert path.read_bytes() == content
+    assert not path.with_name("history.jsonl.1").exists()
+
+
 def test_the_split_is_at_the_first_line_end_after_the_middle(tmp_path: Path) -> None:
     path = tmp_path / "history.jsonl"
     path.write_bytes(b"aaaa\nbb\ncc\ndddddddd\n")  # 21 bytes: the middle (10) is in "cc"
@@ -237,6 +246,19 @@ def test_recent_skips_blank_and_torn_lines_and_keeps_the_newest_limit(tmp_path: 
     assert history.recent(limit=2) == good[-2:]
     assert History(path).recent(limit=1000) == good
     assert history.last_session() == 5
+
+
+def test_recent_holds_the_newest_thousand_records(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    path.write_text("".join(json.dumps({"session": n}) + "\n" for n in range(1, 1502)))
+    got = History(path).recent()
+    assert [r["session"] for r in got] == list(range(502, 1502))
+
+
+def test_records_without_a_number_leave_the_next_session_at_1(tmp_path: Path) -> None:
+    history = History(tmp_path / "history.jsonl")
+    history.append({"kind": "note"})
+    assert history.last_session() == 0
 
 
 def test_the_last_session_is_the_highest_number_recorded(tmp_path: Path) -> None:
