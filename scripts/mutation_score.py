@@ -156,6 +156,17 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("agentd/daemon/control/connections.py", "x_stream_idle", r"poll\.poll\(1\)"): (
         "waiting 1 ms for a request instead of none: the same answer, 1 ms later"
     ),
+    ("agentd/daemon/control/connections.py", "xǁClientsǁwaiting", r"busy = None"): (
+        "None is as false as False"
+    ),
+    (
+        "agentd/daemon/control/connections.py",
+        "xǁClientsǁ_refuse",
+        r"len\(self\._refused\) > MAX_CLIENTS",
+    ): "old refusals forgotten one refusal later: one more entry a while, the same said",
+    ("agentd/daemon/control/connections.py", "xǁClientsǁ_refuse", r"now - t <= REFUSED_EVERY"): (
+        "a refusal exactly REFUSED_EVERY old is said again whether it is kept or forgotten"
+    ),
     ("agentd/memory/formats/decisions.py", "x__field", r"_label\(None\)"): (
         "not equivalent but out of mutmut's reach: it runs at import, building the line's "
         "pattern, before mutmut picks a mutant (a bad label there fails every test)"
