@@ -167,6 +167,15 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("agentd/daemon/control/connections.py", "xǁClientsǁ_refuse", r"now - t <= REFUSED_EVERY"): (
         "a refusal exactly REFUSED_EVERY old is said again whether it is kept or forgotten"
     ),
+    ("agentd/supervisor/records/reclaim.py", "x_reclaim_orphans", r"claim_name\(None, "): (
+        "the name is only in the text of why the lock was not taken, which is not used here"
+    ),
+    ("agentd/supervisor/records/history.py", "x_recent_events_of", r"recent\(limit=1000001\)"): (
+        "256 KiB hold fewer than 90,000 records (3 bytes at least): a million never binds"
+    ),
+    ("agentd/supervisor/records/history.py", "xǁHistoryǁ_rotate", r"if cut <= 1 or"): (
+        "cut is 1 only for a file of one byte, which cut >= len(data) leaves whole too"
+    ),
     ("agentd/memory/formats/decisions.py", "x__field", r"_label\(None\)"): (
         "not equivalent but out of mutmut's reach: it runs at import, building the line's "
         "pattern, before mutmut picks a mutant (a bad label there fails every test)"

@@ -143,8 +143,8 @@ def test_a_write_that_fails_is_counted_not_raised_and_a_later_one_ends_the_spell
     monkeypatch.setattr(os, "write", full)
     history.append({"kind": "start", "session": 1})  # lost, counted
     monkeypatch.setattr(os, "write", real)
-    assert [(e, f["what"], f["path"]) for e, f in said] == [
-        (DAEMON_DEGRADED, "history:u", str(path))
+    assert [(e, f["what"], f["path"], f["error"]) for e, f in said] == [
+        (DAEMON_DEGRADED, "history:u", str(path), os.strerror(errno.ENOSPC))
     ]
     history.append({"kind": "start", "session": 2})
     assert [e for e, _ in said] == [DAEMON_DEGRADED, DAEMON_RECOVERED]
@@ -320,8 +320,8 @@ END = {
     "at": "2026-01-02T03:04:05Z",
     "reason": "exit:0",
     "duration_s": 5.0,
-    "code": 0,
-    "signal": None,
+    "code": -15,
+    "signal": "TERM",
 }
 OUTCOME = {"kind": "outcome", "session": 1, "outcome": "completed", "detail": "d"}
 VERIFY = {
@@ -350,8 +350,8 @@ def test_a_sessions_records_merge_into_one_row() -> None:
         "ended_at": "2026-01-02T03:04:05Z",
         "reason": "exit:0",
         "duration_s": 5.0,
-        "code": 0,
-        "signal": None,
+        "code": -15,
+        "signal": "TERM",
         "error": "boom",
         "usage": usage,
         "verify": {

@@ -332,41 +332,48 @@ def test_a_reclaim_that_fails_is_reported_not_raised(
 def test_the_sessions_of_units_that_did_not_load_again_are_ended_with_their_recorded_stop(
     home: Path, lost: Lost
 ) -> None:
+    """Records are read in name order: a loaded unit's and a held one's come first."""
     records = SessionRecords(home / "run" / "sessions")
     logs, locks = home / "logs", home / "run" / "units"
     procs = {}
-    for name, sig in (("gone", signal.SIGHUP), ("loaded", signal.SIGTERM), ("held", signal.SIGINT)):
+    for name, sig in (
+        ("a-loaded", signal.SIGTERM),
+        ("b-held", signal.SIGINT),
+        ("c-gone", signal.SIGHUP),
+    ):
         marker = session_env_marker(name, 4)
         started(History(logs / name / "history.jsonl"), 4, marker)
         record(records, name, 4, marker, signal=int(sig), grace=5.0)
         procs[name] = lost.spawn(marker)
-    holder = UnitLock(locks / "held.lock")
-    assert holder.claim_name("held") is None  # an `agentd run held` elsewhere
+    holder = UnitLock(locks / "b-held.lock")
+    assert holder.claim_name("b-held") is None  # an `agentd run b-held` elsewhere
     emitted = Emitted()
     times = iter(["T-gone"])
     try:
         ended = asyncio.run(
             reclaim.reclaim_orphans(
-                records, {"loaded"}, locks=locks, logs=logs, emit=emitted, at=lambda: next(times)
+                records, {"a-loaded"}, locks=locks, logs=logs, emit=emitted, at=lambda: next(times)
             )
         )
     finally:
         holder.release()
-    assert ended == ["gone"]
-    assert lost.ended(procs["gone"]) == (0, "SIGHUP")  # its recorded stop signal
-    assert procs["loaded"].poll() is None and procs["held"].poll() is None
+    assert ended == ["c-gone"]
+    assert lost.ended(procs["c-gone"]) == (0, "SIGHUP")  # its recorded stop signal
+    assert procs["a-loaded"].poll() is None and procs["b-held"].poll() is None
     [said] = events_of(emitted, "session.orphan_killed")
-    assert (said["unit"], said["session"], said["signal"]) == ("gone", 4, "HUP")
-    assert History(logs / "gone" / "history.jsonl").recent()[-1] == {
+    assert (said["unit"], said["session"], said["signal"]) == ("c-gone", 4, "HUP")
+    assert History(logs / "c-gone" / "history.jsonl").recent()[-1] == {
         "kind": "end",
         "session": 4,
         "at": "T-gone",
         "reason": "agentd-lost",
     }
-    assert [r.unit for r in records.all()] == ["held", "loaded"]
-    assert History(logs / "held" / "history.jsonl").recent()[-1]["kind"] == "start"
-    again = UnitLock(locks / "gone.lock")  # let go once done
-    assert again.claim_name("gone") is None
+    assert [r.unit for r in records.all()] == ["a-loaded", "b-held"]
+    assert History(logs / "b-held" / "history.jsonl").recent()[-1]["kind"] == "start"
+    # the lock file says who took it and why (as every lock file does: `PID NOTE`)
+    assert (locks / "c-gone.lock").read_text() == f"{os.getpid()} reclaiming a lost session\n"
+    again = UnitLock(locks / "c-gone.lock")  # let go once done
+    assert again.claim_name("c-gone") is None
     again.release()
 
 
