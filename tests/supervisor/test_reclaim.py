@@ -20,6 +20,7 @@ import pytest
 
 from agentd.config.unit import Unit
 from agentd.config.unitfile import load_unit
+from agentd.process import cgroup as cgroups
 from agentd.process.ending import end_session_tree
 from agentd.process.tree import MARKER_VAR, session_env_marker
 from agentd.supervisor.records import reclaim
@@ -435,3 +436,37 @@ def test_one_orphan_that_cannot_be_ended_is_reported_and_the_others_are_ended(
             lock = UnitLock(locks / f"{name}.lock")
             assert lock.claim_name(name) is None  # both let go
             stack.callback(lock.release)
+
+
+@pytest.mark.parametrize("how", ["unit loads again", "orphan"])
+def test_a_lost_sessions_cgroup_goes_with_its_record(
+    home: Path, lost: Lost, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, how: str
+) -> None:
+    """The cgroup agentd made for the session (under a base that is a plain directory
+    here, with no process in it): once the session is ended it is removed."""
+    base = tmp_path / "cgroup-base"
+    base.mkdir()
+    monkeypatch.setattr(cgroups, "delegated_base", lambda: base)
+    unit = a_unit(home)
+    records = SessionRecords(home / "run" / "sessions")
+    marker = session_env_marker("u", 1)
+    own = base / cgroups.cgroup_name(marker)
+    own.mkdir()
+    records.begin(Recorded("u", 1, marker, str(own), int(signal.SIGTERM), 5.0))
+    proc = lost.spawn(marker)
+    emitted = Emitted()
+    history = History(home / "logs" / "u" / "history.jsonl")
+    if how == "orphan":
+        run = reclaim.reclaim_orphans(
+            records,
+            set(),
+            locks=home / "run" / "units",
+            logs=home / "logs",
+            emit=emitted,
+            at=lambda: AT,
+        )
+    else:
+        run = reclaim.reclaim_lost_session(history, records, unit, emit=emitted, at=AT)
+    asyncio.run(run)  # type: ignore[arg-type]
+    assert lost.ended(proc)[0] in (0, -signal.SIGKILL)
+    assert not own.exists() and records.read("u") is None
