@@ -51,10 +51,12 @@ class Lost:
     def __init__(self) -> None:
         self.procs: list[subprocess.Popen[str]] = []
 
-    def spawn(self, marker: str, *, ignore: str = "-") -> subprocess.Popen[str]:
+    def spawn(self, marker: str | None, *, ignore: str = "-") -> subprocess.Popen[str]:
+        """``marker`` None: one that cleared its environment (found by its cgroup only)."""
+        env = {k: v for k, v in os.environ.items() if k != MARKER_VAR}
         proc = subprocess.Popen(
             [sys.executable, "-c", AGENT, ignore],
-            env={**os.environ, MARKER_VAR: marker},
+            env=env if marker is None else {**env, MARKER_VAR: marker},
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -234,6 +236,9 @@ def test_an_end_is_recorded_only_to_close_that_sessions_open_start(home: Path) -
     history.append({"kind": "end", "session": 2})
     reclaim._record_end(history, 2, AT)  # closed already
     assert [r["kind"] for r in history.recent()] == ["start", "end"]
+    history.append({"kind": "start"})  # no number: not session 1's
+    reclaim._record_end(history, 1, AT)
+    assert [r["kind"] for r in history.recent()] == ["start", "end", "start"]
     history.append({"kind": "start", "session": "3"})
     reclaim._record_end(history, 3, AT)
     assert history.recent()[-1] == {"kind": "end", "session": 3, "at": AT, "reason": "agentd-lost"}
@@ -470,3 +475,39 @@ def test_a_lost_sessions_cgroup_goes_with_its_record(
     asyncio.run(run)  # type: ignore[arg-type]
     assert lost.ended(proc)[0] in (0, -signal.SIGKILL)
     assert not own.exists() and records.read("u") is None
+
+
+@pytest.mark.parametrize("how", ["unit loads again", "orphan"])
+def test_a_process_that_cleared_its_marker_is_ended_through_the_sessions_cgroup(
+    home: Path, lost: Lost, how: str
+) -> None:
+    if cgroups.delegated_base() is None:
+        pytest.skip("no delegated cgroup v2 here: agentd uses no cgroups on this machine")
+    marker = session_env_marker("u", 1)
+    own = cgroups.session_cgroup(marker)
+    assert own is not None
+    try:
+        hidden = lost.spawn(None)  # `env -i`: no marker, only its cgroup says whose it is
+        (own / "cgroup.procs").write_text(str(hidden.pid))
+        records = SessionRecords(home / "run" / "sessions")
+        records.begin(Recorded("u", 1, marker, str(own), int(signal.SIGTERM), 5.0))
+        history = History(home / "logs" / "u" / "history.jsonl")
+        if how == "orphan":
+            run = reclaim.reclaim_orphans(
+                records,
+                set(),
+                locks=home / "run" / "units",
+                logs=home / "logs",
+                emit=Emitted(),
+                at=lambda: AT,
+            )
+        else:
+            unit = a_unit(home, signal="TERM", grace="5s")
+            run = reclaim.reclaim_lost_session(history, records, unit, emit=Emitted(), at=AT)
+        asyncio.run(run)  # type: ignore[arg-type]
+        assert lost.ended(hidden) == (0, "SIGTERM")
+        assert not own.exists()
+    finally:
+        lost.close()
+        with contextlib.suppress(OSError):
+            own.rmdir()
