@@ -111,7 +111,23 @@ GROUPS = (
     Group(
         "pauses-reclaim",
         ("agentd/supervisor/records/reclaim.py", "agentd/supervisor/records/history.py"),
-        ("tests/supervisor/test_records.py", "tests/supervisor/test_guards_pauses.py"),
+        (
+            "tests/supervisor/test_history.py",
+            "tests/supervisor/test_reclaim.py",
+            "tests/supervisor/test_records.py",
+            # its in-process tests: the one beside `agentd run` waits on a subprocess that
+            # a loaded mutmut run starves (test_reclaim.py holds the lock in-process instead)
+            *(
+                f"tests/supervisor/test_guards_pauses.py::test_{name}"
+                for name in (
+                    "the_daemon_start_keeps_a_pause_an_old_daemon_left",
+                    "an_explicit_start_does_not_honour_an_old_daemons_pause",
+                    "a_pause_that_expired_meanwhile_starts_at_once_never_paused",
+                    "the_runtime_budget_ends_a_session_when_the_days_total_reaches_it",
+                    "a_lifecycle_that_cannot_be_written_makes_the_daemon_degraded",
+                )
+            ),
+        ),
     ),
     Group(
         "control-caps",
@@ -131,8 +147,34 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("agentd/supervisor/triggers.py", "xǁTriggersǁ_check_idle", r"if remaining < 0:"): (
         "at exactly 0 left it re-arms a 0 s timer, whose check then fires: the same end"
     ),
-    ("agentd/daemon/control/connections.py", "xǁClientsǁ__init__", r"_refusing = (True|None)"): (
-        "a refusal needs a full cap, so an admission came first, and it sets the flag False"
+    ("agentd/daemon/control/connections.py", "x_drain", r"ConnectionResetError\("): (
+        "its text is shown nowhere: each caller ends the connection quietly on a ConnectionError"
+    ),
+    ("agentd/daemon/control/connections.py", "x_stream_idle", r'getattr\(reader, "_buffer", \)'): (
+        "every asyncio.StreamReader has a _buffer: the default is never used"
+    ),
+    ("agentd/daemon/control/connections.py", "x_stream_idle", r"poll\.poll\(1\)"): (
+        "waiting 1 ms for a request instead of none: the same answer, 1 ms later"
+    ),
+    ("agentd/daemon/control/connections.py", "xǁClientsǁwaiting", r"busy = None"): (
+        "None is as false as False"
+    ),
+    (
+        "agentd/daemon/control/connections.py",
+        "xǁClientsǁ_refuse",
+        r"len\(self\._refused\) > MAX_CLIENTS",
+    ): "old refusals forgotten one refusal later: one more entry a while, the same said",
+    ("agentd/daemon/control/connections.py", "xǁClientsǁ_refuse", r"now - t <= REFUSED_EVERY"): (
+        "a refusal exactly REFUSED_EVERY old is said again whether it is kept or forgotten"
+    ),
+    ("agentd/supervisor/records/reclaim.py", "x_reclaim_orphans", r"claim_name\(None, "): (
+        "the name is only in the text of why the lock was not taken, which is not used here"
+    ),
+    ("agentd/supervisor/records/history.py", "x_recent_events_of", r"recent\(limit=1000001\)"): (
+        "256 KiB hold fewer than 90,000 records (3 bytes at least): a million never binds"
+    ),
+    ("agentd/supervisor/records/history.py", "xǁHistoryǁ_rotate", r"if cut <= 1 or"): (
+        "cut is 1 only for a file of one byte, which cut >= len(data) leaves whole too"
     ),
     ("agentd/memory/formats/decisions.py", "x__field", r"_label\(None\)"): (
         "not equivalent but out of mutmut's reach: it runs at import, building the line's "

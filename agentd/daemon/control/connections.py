@@ -27,7 +27,7 @@ import select
 import time
 from collections import Counter
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from agentd import events as ev
 
@@ -36,9 +36,6 @@ MAX_PER_UID = 768  # one uid (a runaway agent) leaves room for the rest
 FD_LIMIT = 8192  # the soft fd limit the daemon raises itself to (as far as the hard one allows)
 REQUEST_IDLE = 10.0  # seconds a connection may wait before sending a request
 WRITE_DEADLINE = 10.0  # seconds a client may take to read what it was sent
-# A connection waiting less than this is evicted only when no other idle one is: its
-# client may be about to send (descheduled between connect and send on a loaded machine).
-EVICT_AFTER = 0.05
 REFUSED_EVERY = 60.0  # s: a uid's refusals are said at most this often
 
 
@@ -79,7 +76,7 @@ class _Client:
     key: Key
     idle: Callable[[], bool]  # waiting for a request, none pending
     abort: Callable[[], None]  # close it now (its task ends on the reset)
-    waiting_since: float | None = field(default_factory=time.monotonic)  # None: busy
+    busy: bool = False  # being served (a request, a stream): never idle
 
 
 def stream_idle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Callable[[], bool]:
@@ -107,9 +104,15 @@ class Clients:
     counted by uid."""
 
     def __init__(
-        self, emit: Callable[..., None], *, cap: int | None = None, per_uid: int = MAX_PER_UID
+        self,
+        emit: Callable[..., None],
+        *,
+        cap: int | None = None,
+        per_uid: int = MAX_PER_UID,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._emit = emit
+        self._clock = clock
         if cap is None:
             raise_fd_limit()
             cap = client_cap()
@@ -156,13 +159,13 @@ class Clients:
         """The connection is being served (a request, a stream): not idle."""
         client = self._open.get(handle)
         if client is not None:
-            client.waiting_since = None
+            client.busy = True
 
     def waiting(self, handle: Hashable) -> None:
         """The connection waits for its next request (it goes to the end of the line)."""
         client = self._open.pop(handle, None)
         if client is not None:
-            client.waiting_since = time.monotonic()
+            client.busy = False
             self._open[handle] = client
 
     def release(self, handle: Hashable) -> None:
@@ -175,17 +178,13 @@ class Clients:
     def _evict(self, key: Key, *, any_key: bool = False) -> bool:
         """Close the connection (of ``key``, or of anyone) that has waited longest
         for a request and has none pending; False if there is none."""
-        now = time.monotonic()
         victim = None
         for handle, client in self._open.items():  # oldest first: each goes last when it waits
-            if client.waiting_since is None or (not any_key and client.key != key):
+            if client.busy or (not any_key and client.key != key):
                 continue
-            if not client.idle():
-                continue
-            if now - client.waiting_since >= EVICT_AFTER:
+            if client.idle():
                 victim = handle
                 break
-            victim = victim or handle  # just connected: it may not have had the time to ask
         if victim is None:
             return False
         abort = self._open[victim].abort
@@ -194,7 +193,7 @@ class Clients:
         return True
 
     def _refuse(self, key: Key, why: str) -> bool:
-        now = time.monotonic()
+        now = self._clock()
         if now - self._refused.get(key, -REFUSED_EVERY) >= REFUSED_EVERY:
             if len(self._refused) >= MAX_CLIENTS:  # a flood from many addresses
                 self._refused = {k: t for k, t in self._refused.items() if now - t < REFUSED_EVERY}

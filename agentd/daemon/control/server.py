@@ -184,6 +184,8 @@ class ControlServer:
             reply = error(f"unknown unit: {exc.args[0]}", Code.UNKNOWN_UNIT)
         except AgentdError as exc:
             reply = error(str(exc), Code.FAILURE)
+        except ConnectionError:  # the client is gone or was dropped (a stream it stopped reading)
+            raise
         except Exception as exc:  # a bug in a command must not take the daemon down
             self.sup.events.emit(
                 ev.CONTROL_ERROR, level="error", error=f"{type(exc).__name__}: {exc}"

@@ -222,5 +222,5 @@ def restored_pause(records: list[dict[str, Any]]) -> float | None:
     if last.get("kind") != "outcome" or last.get("next") != "paused" or not last.get("reset_at"):
         return None
     with contextlib.suppress(TypeError, ValueError):
-        return datetime.fromisoformat(str(last["reset_at"]).replace("Z", "+00:00")).timestamp()
+        return datetime.fromisoformat(str(last["reset_at"])).timestamp()  # "Z" too (3.11)
     return None
