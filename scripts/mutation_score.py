@@ -92,7 +92,11 @@ GROUPS = (
     Group(
         "process-ending",
         ("agentd/process/ending.py",),
-        ("tests/process/test_tree.py", "tests/process/test_guards_grace.py"),
+        (
+            "tests/process/test_ending_steps.py",
+            "tests/process/test_tree.py",
+            "tests/process/test_guards_grace.py",
+        ),
     ),
     Group(
         "policy",
