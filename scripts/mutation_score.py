@@ -143,6 +143,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "pattern, before mutmut picks a mutant (a bad label there fails every test)"
     ),
     ("agentd/memory/formats/decisions.py", "x_scan_file", r'decode\("UTF-8"'): "the same codec",
+    ("agentd/supervisor/budget.py", "x__count", r"value >= 0 else 0"): (
+        "a count of 0 is 0 either way"
+    ),
+    ("agentd/supervisor/budget.py", "x__day_of", r'record\.get\("at", ?(None|"XXXX")?\)'): (
+        "a record without a time: `None` or `XXXX` fails to parse as the empty string does"
+    ),
     ("agentd/fileio.py", "x_append_line", r"os\.pread\(fd, 2, size - 1\)"): (
         "a read of 2 bytes at the last byte's offset returns that one byte"
     ),
