@@ -77,6 +77,7 @@ GROUPS = (
         "budget-fit",
         ("agentd/memory/bootstrap/fit.py", "agentd/supervisor/budget.py"),
         (
+            "tests/memory/test_fit.py",
             "tests/memory/test_priority.py",
             "tests/supervisor/test_budget.py",
         ),
@@ -143,6 +144,20 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "pattern, before mutmut picks a mutant (a bad label there fails every test)"
     ),
     ("agentd/memory/formats/decisions.py", "x_scan_file", r'decode\("UTF-8"'): "the same codec",
+    ("agentd/memory/bootstrap/fit.py", "x__level", r"if n \* count >= left:"): (
+        "at n * count == left the share left / count is n, the level the loop goes on to"
+    ),
+    ("agentd/memory/bootstrap/fit.py", "x__level", r"max\(left, 1\.0\) / count"): (
+        "left < 1: a share under 1 token either way, below MIN_BODY_TOKENS: the same parts out"
+    ),
+    (
+        "agentd/memory/bootstrap/fit.py",
+        "x__level",
+        r"return max\((needs, (default=(None|1\.0))?\s*|None, default=0\.0|default=0\.0)\)",
+    ): "unreachable: called only when the needs exceed the room, the loop returns first",
+    ("agentd/memory/bootstrap/fit.py", "x__lines_fitting", r"return \(?(0|count), 1\.0\)?"): (
+        "the room returned is read only for a part of one huge line (count -1)"
+    ),
     ("agentd/supervisor/budget.py", "x__count", r"value >= 0 else 0"): (
         "a count of 0 is 0 either way"
     ),
