@@ -86,6 +86,7 @@ GROUPS = (
         "matcher-echo",
         ("agentd/terminal/matcher.py", "agentd/terminal/echo.py"),
         (
+            "tests/terminal/test_echo_filter.py",
             "tests/terminal/test_matcher.py",
             "tests/terminal/test_guards_echo.py",
         ),
