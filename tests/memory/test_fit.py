@@ -4,7 +4,7 @@ shown (``line_cost``, the estimate the budget is in)."""
 
 from __future__ import annotations
 
-from agentd.memory.bootstrap.fit import CUT, Fitted, fit, must_cost
+from agentd.memory.bootstrap.fit import CUT, MIN_BODY_TOKENS, Fitted, fit, marker_cost, must_cost
 from agentd.memory.bootstrap.parts import Block, Part, line_cost, lines_cost, newest_caption
 
 
@@ -151,7 +151,7 @@ def test_one_huge_line_shows_its_start_or_its_end() -> None:
     assert "START www" in text and "END" not in text and "next line" not in text
     assert spent(f) <= 200
 
-    f = fit([block("h", Part("must", lines=["first line", huge], keep_end=True))], 200)
+    f = fit([block("h", Part("must", lines=["first line", "next", huge], keep_end=True))], 200)
     text = texts(f)[path("h")]
     assert "www END" in text and "START" not in text and "first line" not in text
     assert spent(f) <= 200
@@ -263,3 +263,87 @@ def test_the_account_names_each_file_its_keeps_and_its_whole_cost() -> None:
     assert text is not None and text.endswith(marker("x"))  # a read cap: there is more
     assert f.cut == [path("x")]
     assert fit([block("e")], 1000).sections == []  # a file with nothing in it: no section
+
+
+def test_a_cut_part_shows_from_room_for_a_stub_of_min_body_tokens() -> None:
+    part = Part("must", lines=lines("m", 50, width=31))  # 8 tokens a line
+    at_least = frame("m") + marker_cost(part) + MIN_BODY_TOKENS
+    f = fit([block("m", part)], at_least)
+    assert shown(texts(f)[path("m")], "m") == lines("m", 1, width=31)
+    assert path("m") not in texts(fit([block("m", part)], at_least - 0.25))
+
+
+def test_a_cut_of_one_line_is_paid_before_the_rest_of_the_file() -> None:
+    now = Part("must", lines=lines("n", 20, width=47), now=True)  # 12 tokens a line
+    rest = Part("must", lines=lines("r", 10), gap=True)
+    budget = frame("m") + marker_cost(now) + 23  # room for one line of `now`
+    f = fit([block("m", rest, now)], budget)
+    text = texts(f)[path("m")]
+    assert len(shown(text, "n")) == 1 and shown(text, "r") == []
+    assert spent(f) <= budget
+
+
+def test_a_part_given_no_lines_costs_nothing_to_the_rest_of_the_file() -> None:
+    now = Part("must", lines=lines("n", 50), now=True)
+    rest = Part("must", lines=lines("r", 4))  # 20 tokens
+    f = fit([block("m", rest, now)], frame("m") + 20.5)  # too little for a cut of `now`
+    text = texts(f)[path("m")]
+    assert shown(text, "r") == lines("r", 4) and shown(text, "n") == []
+
+
+def test_a_fenced_part_cut_leaves_the_next_part_only_what_is_left() -> None:
+    now = Part("must", lines=lines("n", 20, width=119), now=True, fence="text")  # 30 a line
+    rest = Part("must", lines=lines("r", 10), gap=True)
+    for budget in (b / 4 for b in range(400, 800)):
+        f = fit([block("m", rest, now)], budget)
+        assert spent(f) <= budget, budget
+
+
+def record(tag: str, n: int, least: int, **kw: object) -> Part:
+    items = [[f"{tag}{'x' * (i % 3) * 6}"] for i in range(n)]  # 0.5, 2 or 3.5 tokens
+    caption = newest_caption("items", path(tag))
+    return Part("record", items=items, least=least, caption=caption, **kw)  # type: ignore[arg-type]
+
+
+def planned(f: Fitted, gaps: int = 0) -> float:
+    """What the fit reckoned it spent: a gap is reckoned 0.5, and not shown at a file's top."""
+    return spent(f) + 0.5 * gaps
+
+
+def test_records_fill_the_room_to_the_last_item_that_fits() -> None:
+    for kw, gaps in (({}, 0), ({"gap": True}, 1), ({"fence": "log"}, 0)):
+        for budget in (b / 4 for b in range(60, 260)):
+            f = fit([block("r", record("r", 40, 2, **kw))], budget)
+            if path("r") not in texts(f):
+                continue
+            rows = shown(texts(f)[path("r")], "r") or [
+                ln for ln in texts(f)[path("r")].split("\n") if ln.startswith("r")
+            ]
+            n = len(rows)
+            assert planned(f, gaps) <= budget, (kw, budget)
+            if n < 40:  # the next older item would not have fit
+                nxt = 0.5 + 1.5 * ((40 - n - 1) % 3)
+                caption = 0.25 if n + 1 == 10 else 0.0  # a digit more
+                assert planned(f, gaps) + nxt + caption > budget, (kw, budget, n)
+
+
+def test_every_record_gets_its_guaranteed_items_before_any_gets_more() -> None:
+    a = Part("record", items=[["a"]] * 10, least=1)
+    b = Part("record", items=[["b"]] * 10, least=3)
+    budget = frame("a") + frame("b") + 4 * 0.5  # four items, no caption (no_caption)
+    f = fit([block("a", a), block("b", b)], budget)
+    t = texts(f)
+    assert t[path("a")].split("\n")[2:] == ["a"] and t[path("b")].split("\n")[2:] == ["b"] * 3
+
+
+def test_a_left_out_record_or_free_file_says_why() -> None:
+    facts = block("m", Part("must", lines=lines("m", 100)))
+    rec = block("r", Part("record", items=[["r"]] * 5, least=2))
+    free = block("f", Part("free", lines=lines("f", 5)))
+    f = fit([facts, rec, free], 100)
+    accounts = {acc.name: acc for _, acc in f.sections}
+    assert accounts[path("r")].notes[-1] == "left out: no room left after the must-keep facts"
+    assert accounts[path("f")].notes == ["left out: nothing left for free text"]
+    f = fit([block("m", Part("must", lines=lines("m", 3))), rec, free], 20 + frame("m") + 1)
+    accounts = {acc.name: acc for _, acc in f.sections}
+    assert accounts[path("f")].notes == ["left out: free text gets only what is left"]
