@@ -159,6 +159,21 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("agentd/memory/bootstrap/fit.py", "x__lines_fitting", r"return \(?(0|count), 1\.0\)?"): (
         "the room returned is read only for a part of one huge line (count -1)"
     ),
+    ("agentd/terminal/echo.py", "xǁEchoFilterǁ_again", r"(return|else) -2$"): (
+        "-2 is 'not found' to every caller, as -1 is: they ask < 0 or >= 0"
+    ),
+    ("agentd/terminal/echo.py", "xǁEchoFilterǁ_near_cursor", r"return -2$"): (
+        "-2 is 'not found' to every caller, as -1 is: they ask < 0 or >= 0"
+    ),
+    ("agentd/terminal/echo.py", "xǁEchoFilterǁconsume", r"self\.version \+= 2"): (
+        "the version is only compared for equality: a step of 2 never repeats a value either"
+    ),
+    ("agentd/terminal/echo.py", "xǁEchoFilterǁexpect", r"self\.version \+= 2"): (
+        "the version is only compared for equality: a step of 2 never repeats a value either"
+    ),
+    ("agentd/terminal/echo.py", "xǁEchoFilterǁconsume", r'before: str = "XXXX"'): (
+        "a line of 4 word characters is never remembered (_REDRAW_MIN 8): nothing to discard"
+    ),
     ("agentd/supervisor/budget.py", "x__count", r"value >= 0 else 0"): (
         "a count of 0 is 0 either way"
     ),

@@ -161,3 +161,12 @@ def test_the_version_changes_with_every_call_that_may_change_a_verdict() -> None
     before = f.version
     f.peek("more")
     assert f.version == before  # peek changes nothing
+
+
+def test_positions_run_on_past_text_given_up_on() -> None:
+    f = echoing("alpha beta")
+    for i in range(1001):
+        f.consume(f"noise {i}")
+    assert not f.active
+    f.expect("gamma delta")
+    assert f.consume("gamma delta") == (True, 9)  # after the 9 word characters given up on
