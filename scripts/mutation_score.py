@@ -77,6 +77,7 @@ GROUPS = (
         "budget-fit",
         ("agentd/memory/bootstrap/fit.py", "agentd/supervisor/budget.py"),
         (
+            "tests/memory/test_fit.py",
             "tests/memory/test_priority.py",
             "tests/supervisor/test_budget.py",
         ),
@@ -85,6 +86,7 @@ GROUPS = (
         "matcher-echo",
         ("agentd/terminal/matcher.py", "agentd/terminal/echo.py"),
         (
+            "tests/terminal/test_echo_filter.py",
             "tests/terminal/test_matcher.py",
             "tests/terminal/test_guards_echo.py",
         ),
@@ -92,7 +94,11 @@ GROUPS = (
     Group(
         "process-ending",
         ("agentd/process/ending.py",),
-        ("tests/process/test_tree.py", "tests/process/test_guards_grace.py"),
+        (
+            "tests/process/test_ending_steps.py",
+            "tests/process/test_tree.py",
+            "tests/process/test_guards_grace.py",
+        ),
     ),
     Group(
         "policy",
@@ -181,6 +187,41 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "pattern, before mutmut picks a mutant (a bad label there fails every test)"
     ),
     ("agentd/memory/formats/decisions.py", "x_scan_file", r'decode\("UTF-8"'): "the same codec",
+    ("agentd/memory/bootstrap/fit.py", "x__level", r"if n \* count >= left:"): (
+        "at n * count == left the share left / count is n, the level the loop goes on to"
+    ),
+    ("agentd/memory/bootstrap/fit.py", "x__level", r"max\(left, 1\.0\) / count"): (
+        "left < 1: a share under 1 token either way, below MIN_BODY_TOKENS: the same parts out"
+    ),
+    (
+        "agentd/memory/bootstrap/fit.py",
+        "x__level",
+        r"return max\((needs, (default=(None|1\.0))?\s*|None, default=0\.0|default=0\.0)\)",
+    ): "unreachable: called only when the needs exceed the room, the loop returns first",
+    ("agentd/memory/bootstrap/fit.py", "x__lines_fitting", r"return \(?(0|count), 1\.0\)?"): (
+        "the room returned is read only for a part of one huge line (count -1)"
+    ),
+    ("agentd/terminal/echo.py", "xǁEchoFilterǁ_again", r"(return|else) -2$"): (
+        "-2 is 'not found' to every caller, as -1 is: they ask < 0 or >= 0"
+    ),
+    ("agentd/terminal/echo.py", "xǁEchoFilterǁ_near_cursor", r"return -2$"): (
+        "-2 is 'not found' to every caller, as -1 is: they ask < 0 or >= 0"
+    ),
+    ("agentd/terminal/echo.py", "xǁEchoFilterǁconsume", r"self\.version \+= 2"): (
+        "the version is only compared for equality: a step of 2 never repeats a value either"
+    ),
+    ("agentd/terminal/echo.py", "xǁEchoFilterǁexpect", r"self\.version \+= 2"): (
+        "the version is only compared for equality: a step of 2 never repeats a value either"
+    ),
+    ("agentd/terminal/echo.py", "xǁEchoFilterǁconsume", r'before: str = "XXXX"'): (
+        "a line of 4 word characters is never remembered (_REDRAW_MIN 8): nothing to discard"
+    ),
+    ("agentd/supervisor/budget.py", "x__count", r"value >= 0 else 0"): (
+        "a count of 0 is 0 either way"
+    ),
+    ("agentd/supervisor/budget.py", "x__day_of", r'record\.get\("at", ?(None|"XXXX")?\)'): (
+        "a record without a time: `None` or `XXXX` fails to parse as the empty string does"
+    ),
     ("agentd/fileio.py", "x_append_line", r"os\.pread\(fd, 2, size - 1\)"): (
         "a read of 2 bytes at the last byte's offset returns that one byte"
     ),

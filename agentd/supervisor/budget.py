@@ -50,7 +50,7 @@ def next_midnight(now: float) -> float:
 
 def _day_of(record: Mapping[str, Any]) -> str | None:
     try:
-        at = datetime.fromisoformat(str(record.get("at", "")).replace("Z", "+00:00"))
+        at = datetime.fromisoformat(str(record.get("at", "")))  # 3.11 reads a "Z" itself
     except ValueError:
         return None
     return at.astimezone().date().isoformat()

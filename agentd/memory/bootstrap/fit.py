@@ -329,13 +329,20 @@ def _records(plan: Plan) -> None:
                 items = s.part.items
                 if k in stopped or s.count >= len(items) or (bounded and s.count >= s.part.least):
                     continue
-                cost = lines_cost(items[len(items) - s.count - 1])
-                if s.count == 0:  # the first item brings its caption (and the heading)
-                    cost += plan.frame(s.block) + lines_cost(s.part.caption(0, s.part.total))
-                    cost += s.part.fence_cost() + (0.5 if s.part.gap else 0.0)
+                cost = lines_cost(items[len(items) - s.count - 1]) + _caption_change(s)
+                if s.count == 0:  # the first item brings the heading (and the fence)
+                    cost += plan.frame(s.block) + s.part.fence_cost() + (0.5 if s.part.gap else 0.0)
                 if cost > min(plan.room, plan.limit(s.block)):
                     stopped.add(k)  # a record shows an unbroken run of its newest items
                     continue
                 plan.pay(s.block, cost)
                 s.count += 1
                 progress = True
+
+
+def _caption_change(s: Share) -> float:
+    """What the caption of record ``s`` costs more with one item more shown (its
+    count can gain a digit, or the caption go when all are shown)."""
+    p = s.part
+    before = lines_cost(p.caption(s.count, p.total)) if s.count else 0.0
+    return lines_cost(p.caption(s.count + 1, p.total)) - before

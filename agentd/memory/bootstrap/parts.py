@@ -53,7 +53,8 @@ class Part:
         return [f"```{self.fence}", *lines, "```"] if self.fence is not None else list(lines)
 
     def fence_cost(self) -> float:
-        return 2 * line_cost("```") if self.fence is not None else 0.0
+        """Its opening (with the fence's info string) and closing lines."""
+        return line_cost(f"```{self.fence}") + line_cost("```") if self.fence is not None else 0.0
 
     def whole_cost(self) -> float:
         """The cost of the part shown whole."""
