@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from hypothesis import settings
 
 from tests.support import Served
 
@@ -25,6 +26,12 @@ from tests.support import Served
 # get the default, as from a terminal.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# Hypothesis: no deadline (a busy machine makes any example slow) and the examples a
+# test does not name itself: 100 in the suite, 1,000 with HYPOTHESIS_PROFILE=thorough.
+settings.register_profile("suite", deadline=None)
+settings.register_profile("thorough", deadline=None, max_examples=1000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
