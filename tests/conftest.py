@@ -48,6 +48,13 @@ def pytest_configure(config: pytest.Config) -> None:
         compileall.compile_dir(Path(agentd.__file__).parent, quiet=1)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests first, each group in its own order: xdist's workers then end the
+    run on quick tests side by side, not one worker alone on the last file of long ones
+    (the real CLIs' sort late by name)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def _descendants_and_marked() -> dict[int, str]:
     """Processes this test run is responsible for: our descendants and any
     process carrying an AGENTD_SESSION_ID marker that names this test process."""
