@@ -95,33 +95,44 @@ def _tmux_rows(data: bytes, cols: int, rows: int) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("capture", TUI_FIXTURES, ids=lambda p: p.name)
-def test_screen_shows_what_the_terminal_shows(
-    dhome: Path, serve: list[Served], capture: Path
-) -> None:
+def test_screen_shows_what_the_terminal_shows(dhome: Path, serve: list[Served]) -> None:
     """A TUI that redraws in place (cursor moves, diff-only repaints): the screen is
-    what a terminal shows after the same bytes, not the transcript's lines."""
-    write_unit(
-        dhome,
-        "tui",
-        {"command": fake(f"replay:{capture}", "wait"), "inject": {"mode": "none"}, "stop": STOP},
-    )
+    what a terminal shows after the same bytes, not the transcript's lines. Every
+    capture at once, one unit each, under one daemon."""
+    units = {f"tui{n}": capture for n, capture in enumerate(TUI_FIXTURES)}
+    for name, capture in units.items():
+        write_unit(
+            dhome,
+            name,
+            {
+                "command": fake(f"replay:{capture}", "wait"),
+                "inject": {"mode": "none"},
+                "stop": STOP,
+                "state": {"dir": f".agent-{name}"},
+            },
+        )
     d = Served(dhome)
     serve.append(d.ready())
-    want = terminal_rows(capture.read_bytes())
     poll_for(
-        lambda: d.status("tui")["output_bytes"] >= capture.stat().st_size,
-        what="the whole capture written",
+        lambda: all(d.status(n)["output_bytes"] >= c.stat().st_size for n, c in units.items()),
+        what="every capture written whole",
+        seen=lambda: {n: (d.status(n)["output_bytes"], c.stat().st_size) for n, c in units.items()},
     )
-    res = agentctl("screen", "tui", "--json")
-    assert res.exit_code == 0, res.output
-    got = json.loads(res.stdout)
-    assert got["rows"] == want
-    assert got["cols"] == 120 and got["session"] == 1 and len(got["cursor"]) == 2
-    text = agentctl("screen", "tui")
-    while want and not want[-1]:
-        want.pop()  # the blank rows under the last one drawn are not printed
-    assert text.stdout == "\n".join(want) + "\n"
+    wrong: dict[str, object] = {}
+    for name, capture in units.items():
+        want = terminal_rows(capture.read_bytes())
+        res = agentctl("screen", name, "--json")
+        assert res.exit_code == 0, res.output
+        got = json.loads(res.stdout)
+        if got["rows"] != want:
+            wrong[capture.name] = (got["rows"], want)
+        assert got["cols"] == 120 and got["session"] == 1 and len(got["cursor"]) == 2
+        text = agentctl("screen", name)
+        while want and not want[-1]:
+            want.pop()  # the blank rows under the last one drawn are not printed
+        if text.stdout != "\n".join(want) + "\n":
+            wrong[f"{capture.name} (text)"] = (text.stdout, want)
+    assert units and not wrong, wrong
 
 
 def test_the_screen_ring_is_bounded_and_starts_over_where_it_must() -> None:

@@ -20,8 +20,8 @@ from agentd.config.unitfile import load_unit, parse_unit
 from agentd.errors import UnitError
 from agentd.times import parse_reset_time
 
+# The examples of the profile (tests/conftest.py): 100 in the suite, more on demand.
 SETTINGS = settings(
-    max_examples=300,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

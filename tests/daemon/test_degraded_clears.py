@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from agentd.events import PROBE_EVERY
 from tests.daemon.test_hostile import fill, small_home  # noqa: F401 (a fixture)
 from tests.support import QUICK, Served, events, fake, poll_for, write_unit
 
 
+@pytest.mark.slow
 def test_a_spell_of_failed_writes_ends_once_they_would_work(small_home: Path) -> None:  # noqa: F811
     write_unit(
         small_home,

@@ -226,6 +226,7 @@ def test_a_logs_dir_that_cannot_be_written_degrades_anywhere(
     no_traceback(daemon)
 
 
+@pytest.mark.slow
 def test_a_read_only_state_dir_in_file_mode_backs_off_and_recovers(
     dhome: Path, serve: list[Served]
 ) -> None:

@@ -42,6 +42,7 @@ def marker(unit: str, session: int) -> str:
     return f"{os.environ.get('AGENTD_MARKER_PREFIX', '')}{unit}:{session}:0123456789ab"
 
 
+@pytest.mark.slow
 def test_a_record_naming_another_cgroup_is_not_obeyed(
     dhome: Path, serve: list[Served], victim: tuple[Path, subprocess.Popen[bytes]]
 ) -> None:

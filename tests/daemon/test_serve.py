@@ -250,6 +250,7 @@ def test_a_changed_unit_applies_from_its_next_session(dhome: Path, serve: list[S
     assert path.exists()
 
 
+@pytest.mark.slow
 def test_sighup_reloads_what_the_watcher_cannot_see(dhome: Path, serve: list[Served]) -> None:
     later = dhome / "later"
     write_unit(
@@ -269,6 +270,7 @@ def test_sighup_reloads_what_the_watcher_cannot_see(dhome: Path, serve: list[Ser
     )
 
 
+@pytest.mark.slow
 def test_one_bad_unit_never_stops_the_others(dhome: Path, serve: list[Served]) -> None:
     write_unit(dhome, "good", {"command": fake("wait"), "stop": {"grace": "300ms"}})
     ww = write_unit(dhome, "open", {"command": fake("wait")})

@@ -21,6 +21,7 @@ def other_home() -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_a_state_dir_in_use_by_another_home_refuses_the_second(
     dhome: Path, other_home: Path, serve: list[Served], tmp_path: Path
 ) -> None:

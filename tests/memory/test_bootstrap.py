@@ -511,6 +511,7 @@ json_values = st.recursive(
 state_keys = st.sampled_from([*sorted(STATE), "other"])
 
 
+@pytest.mark.slow
 # tmp_path is shared by the examples on purpose: each one overwrites state.json.
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

@@ -82,6 +82,7 @@ def styles(draw: st.DrawFn) -> hw.Style:
     )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=40,
     deadline=None,

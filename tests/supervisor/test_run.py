@@ -277,6 +277,7 @@ def test_secret_env_value_never_reaches_the_transcript(home: Path) -> None:
     assert secret not in (home / "logs" / "agentd.jsonl").read_text()
 
 
+@pytest.mark.slow
 def test_malformed_state_json_still_restarts_with_a_warning(home: Path, tmp_path: Path) -> None:
     rec = tmp_path / "rec.jsonl"
     work = home / "work"
@@ -302,6 +303,7 @@ def test_malformed_state_json_still_restarts_with_a_warning(home: Path, tmp_path
     assert any("not valid JSON" in w for w in warns)
 
 
+@pytest.mark.slow
 def test_echoed_bootstrap_never_triggers_a_sentinel(home: Path, tmp_path: Path) -> None:
     """A mission about compaction, echoed back, must not restart the unit forever."""
     rec = tmp_path / "rec.jsonl"

@@ -16,6 +16,7 @@ import os
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -63,6 +64,7 @@ def test_the_capture_reads_100_then_8_and_asks_once_at_8() -> None:
     assert "8% context left · ⚠ 2 warnings" in hits[-1].line
 
 
+@pytest.mark.slow
 def test_the_capture_in_every_chunk_size_and_at_every_cut_in_its_footer_frames() -> None:
     """Byte by byte, in chunks of every size up to 96, and cut in two at every byte
     of the frames that redraw the footer: always 100 then 8, one handoff at 8."""

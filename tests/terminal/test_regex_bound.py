@@ -94,6 +94,7 @@ def patterns() -> st.SearchStrategy[str]:
     return st.recursive(atom, grow, max_leaves=6)
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(patterns(), TEXT, st.sampled_from([0, re.IGNORECASE, re.MULTILINE, re.ASCII]))
 def test_translated_patterns_match_as_re_does(source: str, text: str, flags: int) -> None:

@@ -90,6 +90,7 @@ def test_a_long_clipboard_write_is_skipped_without_being_held() -> None:
     assert f.feed(b"A" * 100_000 + b"\x07y") == b"y"
 
 
+@pytest.mark.slow
 def test_attach_relays_no_clipboard_write_and_no_query(dhome: Path, serve: list[Served]) -> None:
     hostile = r"\x1b]52;c;aGk=\x07\x1b[6n\x1b[21t\x1b]11;?\x07\x1bP+q544e\x1b\\AFTER"
     d = serve_units(dhome, serve, {"t": "ready> "}, t=["prompt:ready> ", f"out:{hostile}", "wait"])
