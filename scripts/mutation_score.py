@@ -114,19 +114,10 @@ GROUPS = (
         (
             "tests/supervisor/test_history.py",
             "tests/supervisor/test_reclaim.py",
+            # not test_guards_pauses.py: it reaches these through whole sessions in a
+            # Supervisor, and a mutant that breaks reclaim makes it wait out its 20 s
+            # bounds (30 s a mutant); its pauses read restored_pause, tested here
             "tests/supervisor/test_records.py",
-            # its in-process tests: the one beside `agentd run` waits on a subprocess that
-            # a loaded mutmut run starves (test_reclaim.py holds the lock in-process instead)
-            *(
-                f"tests/supervisor/test_guards_pauses.py::test_{name}"
-                for name in (
-                    "the_daemon_start_keeps_a_pause_an_old_daemon_left",
-                    "an_explicit_start_does_not_honour_an_old_daemons_pause",
-                    "a_pause_that_expired_meanwhile_starts_at_once_never_paused",
-                    "the_runtime_budget_ends_a_session_when_the_days_total_reaches_it",
-                    "a_lifecycle_that_cannot_be_written_makes_the_daemon_degraded",
-                )
-            ),
         ),
     ),
     Group(

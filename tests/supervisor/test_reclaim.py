@@ -65,9 +65,11 @@ class Lost:
         return proc
 
     def ended(self, proc: subprocess.Popen[str]) -> tuple[int, str]:
-        """How it ended: its exit status and the signal it said it got."""
+        """How it ended (a reclaim returns once its processes are gone): its exit status
+        and the signal it said it got."""
         assert proc.stdout is not None
-        code = proc.wait(30)
+        code = proc.poll()
+        assert code is not None, "still running after the reclaim returned"
         return code, proc.stdout.read().strip()
 
     def close(self) -> None:
