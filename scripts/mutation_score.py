@@ -167,6 +167,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("agentd/supervisor/records/history.py", "xǁHistoryǁ_rotate", r"if cut <= 1 or"): (
         "cut is 1 only for a file of one byte, which cut >= len(data) leaves whole too"
     ),
+    ("agentd/supervisor/records/history.py", "xǁHistoryǁfsync", r"self\.unsynced = None"): (
+        "None is as false as False"
+    ),
     ("agentd/memory/formats/decisions.py", "x__field", r"_label\(None\)"): (
         "not equivalent but out of mutmut's reach: it runs at import, building the line's "
         "pattern, before mutmut picks a mutant (a bad label there fails every test)"

@@ -122,9 +122,11 @@ class History:
         for raw in lines:
             if raw.strip():
                 try:
-                    out.append(json.loads(raw))
+                    record = json.loads(raw)
                 except ValueError:
                     continue  # a torn last line after a crash is skipped, not fatal
+                if isinstance(record, dict):  # a damaged or hand-edited line: skipped too
+                    out.append(record)
         return out[-limit:]
 
     def last_session(self) -> int:
@@ -221,6 +223,6 @@ def restored_pause(records: list[dict[str, Any]]) -> float | None:
     last = records[-1] if records else {}
     if last.get("kind") != "outcome" or last.get("next") != "paused" or not last.get("reset_at"):
         return None
-    with contextlib.suppress(TypeError, ValueError):
+    with contextlib.suppress(ValueError):
         return datetime.fromisoformat(str(last["reset_at"])).timestamp()  # "Z" too (3.11)
     return None
