@@ -170,6 +170,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("agentd/supervisor/records/history.py", "xǁHistoryǁfsync", r"self\.unsynced = None"): (
         "None is as false as False"
     ),
+    (
+        "agentd/supervisor/records/reclaim.py",
+        "x_from_history",
+        r"\), None, (None|1), 0\.0\)\)$|\), None, 0, (None|1\.0)\)\)$",
+    ): "a session found in the history is ended with its unit's stop: these are never read",
     ("agentd/memory/formats/decisions.py", "x__field", r"_label\(None\)"): (
         "not equivalent but out of mutmut's reach: it runs at import, building the line's "
         "pattern, before mutmut picks a mutant (a bad label there fails every test)"
