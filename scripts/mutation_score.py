@@ -172,9 +172,18 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ),
     (
         "agentd/supervisor/records/reclaim.py",
-        "x_from_history",
+        "x__from_history",
         r"\), None, (None|1), 0\.0\)\)$|\), None, 0, (None|1\.0)\)\)$",
     ): "a session found in the history is ended with its unit's stop: these are never read",
+    ("agentd/supervisor/records/history.py", "xǁHistoryǁ_append", r"ensure_ascii=None"): (
+        "None is as false as False"
+    ),
+    ("agentd/supervisor/records/history.py", "xǁHistoryǁ_append", r"os\.pread\(fd, 2, end - 1\)"): (
+        "a read of 2 bytes at the last byte's offset returns that one byte"
+    ),
+    ("agentd/supervisor/records/history.py", "xǁHistoryǁ_append", r'encode\("UTF-8"\)'): (
+        "the same codec"
+    ),
     ("agentd/memory/formats/decisions.py", "x__field", r"_label\(None\)"): (
         "not equivalent but out of mutmut's reach: it runs at import, building the line's "
         "pattern, before mutmut picks a mutant (a bad label there fails every test)"

@@ -77,7 +77,7 @@ class History:
             raise exc
         self.health.failed(f"history:{self.path.parent.name}", self.path, exc)
 
-    def _append(self, record: dict[str, Any], *, durable: bool = True) -> None:
+    def _append(self, record: dict[str, Any], *, durable: bool) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         line = json.dumps(record, ensure_ascii=False) + "\n"
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
