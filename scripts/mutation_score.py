@@ -184,6 +184,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("agentd/supervisor/records/history.py", "xǁHistoryǁ_append", r'encode\("UTF-8"\)'): (
         "the same codec"
     ),
+    ("agentd/supervisor/records/history.py", "xǁHistoryǁfsync", r"os\.O_RDONLY & os\.O_CLOEXEC"): (
+        "os.open makes every fd non-inheritable anyway (PEP 446): O_CLOEXEC adds nothing"
+    ),
     ("agentd/memory/formats/decisions.py", "x__field", r"_label\(None\)"): (
         "not equivalent but out of mutmut's reach: it runs at import, building the line's "
         "pattern, before mutmut picks a mutant (a bad label there fails every test)"
