@@ -120,19 +120,10 @@ GROUPS = (
         (
             "tests/supervisor/test_history.py",
             "tests/supervisor/test_reclaim.py",
+            # not test_guards_pauses.py: it reaches these through whole sessions in a
+            # Supervisor, and a mutant that breaks reclaim makes it wait out its 20 s
+            # bounds (30 s a mutant); its pauses read restored_pause, tested here
             "tests/supervisor/test_records.py",
-            # its in-process tests: the one beside `agentd run` waits on a subprocess that
-            # a loaded mutmut run starves (test_reclaim.py holds the lock in-process instead)
-            *(
-                f"tests/supervisor/test_guards_pauses.py::test_{name}"
-                for name in (
-                    "the_daemon_start_keeps_a_pause_an_old_daemon_left",
-                    "an_explicit_start_does_not_honour_an_old_daemons_pause",
-                    "a_pause_that_expired_meanwhile_starts_at_once_never_paused",
-                    "the_runtime_budget_ends_a_session_when_the_days_total_reaches_it",
-                    "a_lifecycle_that_cannot_be_written_makes_the_daemon_degraded",
-                )
-            ),
         ),
     ),
     Group(
@@ -181,6 +172,26 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ),
     ("agentd/supervisor/records/history.py", "xǁHistoryǁ_rotate", r"if cut <= 1 or"): (
         "cut is 1 only for a file of one byte, which cut >= len(data) leaves whole too"
+    ),
+    ("agentd/supervisor/records/history.py", "xǁHistoryǁfsync", r"self\.unsynced = None"): (
+        "None is as false as False"
+    ),
+    (
+        "agentd/supervisor/records/reclaim.py",
+        "x__from_history",
+        r"\), None, (None|1), 0\.0\)\)$|\), None, 0, (None|1\.0)\)\)$",
+    ): "a session found in the history is ended with its unit's stop: these are never read",
+    ("agentd/supervisor/records/history.py", "xǁHistoryǁ_append", r"ensure_ascii=None"): (
+        "None is as false as False"
+    ),
+    ("agentd/supervisor/records/history.py", "xǁHistoryǁ_append", r"os\.pread\(fd, 2, end - 1\)"): (
+        "a read of 2 bytes at the last byte's offset returns that one byte"
+    ),
+    ("agentd/supervisor/records/history.py", "xǁHistoryǁ_append", r'encode\("UTF-8"\)'): (
+        "the same codec"
+    ),
+    ("agentd/supervisor/records/history.py", "xǁHistoryǁfsync", r"os\.O_RDONLY & os\.O_CLOEXEC"): (
+        "os.open makes every fd non-inheritable anyway (PEP 446): O_CLOEXEC adds nothing"
     ),
     ("agentd/memory/formats/decisions.py", "x__field", r"_label\(None\)"): (
         "not equivalent but out of mutmut's reach: it runs at import, building the line's "

@@ -32,14 +32,19 @@ def lines_of(path: Path) -> list[dict[str, Any]]:
 
 
 class Fsyncs:
-    """``os.fsync`` counted per path (``fsync_dir``'s and the history's own)."""
+    """``os.fsync`` counted per path (``fsync_dir``'s and the history's own), and the
+    descriptors a session spawned meanwhile would inherit (none may be)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.paths: list[str] = []
+        self.inheritable: list[str] = []
         real = os.fsync
 
         def fsync(fd: int) -> None:
-            self.paths.append(os.readlink(f"/proc/self/fd/{fd}"))
+            path = os.readlink(f"/proc/self/fd/{fd}")
+            self.paths.append(path)
+            if os.get_inheritable(fd):
+                self.inheritable.append(path)
             real(fd)
 
         monkeypatch.setattr(os, "fsync", fsync)
@@ -90,6 +95,7 @@ def test_a_record_appended_without_durable_is_fsyncd_by_sync_once(
     assert lines_of(path)[-1] == {"kind": "end", "session": 1}
     history.sync()
     assert synced.paths == [str(path)] and not history.unsynced
+    assert synced.inheritable == []  # an fsync off the loop may meet a spawn on it
     history.sync()  # nothing new since: nothing to do
     assert history.fsync() is None
     assert synced.paths == [str(path)]
@@ -246,6 +252,20 @@ def test_recent_skips_blank_and_torn_lines_and_keeps_the_newest_limit(tmp_path: 
     assert history.recent(limit=2) == good[-2:]
     assert History(path).recent(limit=1000) == good
     assert history.last_session() == 5
+
+
+def test_a_line_that_is_json_but_not_a_record_is_skipped(tmp_path: Path) -> None:
+    """A hand-edited or damaged history must not stop the unit from loading."""
+    path = tmp_path / "history.jsonl"
+    path.write_text('{"kind": "start", "session": 1}\n12\n["end"]\n"x"\nnull\n')
+    history = History(path)
+    assert history.recent() == [{"kind": "start", "session": 1}]
+    assert history.last_session() == 1
+    path.write_text('{"kind": "end", "session": 1, "reason": "exit:0"}\n7\n')
+    records = History(path).recent()
+    assert last_end(records) == ("exit:0", None)
+    assert restored_pause(records) is None
+    assert sessions(records)[0]["reason"] == "exit:0"
 
 
 def test_recent_holds_the_newest_thousand_records(tmp_path: Path) -> None:

@@ -65,9 +65,11 @@ class Lost:
         return proc
 
     def ended(self, proc: subprocess.Popen[str]) -> tuple[int, str]:
-        """How it ended: its exit status and the signal it said it got."""
+        """How it ended (a reclaim returns once its processes are gone): its exit status
+        and the signal it said it got."""
         assert proc.stdout is not None
-        code = proc.wait(30)
+        code = proc.poll()
+        assert code is not None, "still running after the reclaim returned"
         return code, proc.stdout.read().strip()
 
     def close(self) -> None:
@@ -195,6 +197,7 @@ def test_a_session_an_older_agentd_left_is_found_in_its_history(home: Path, lost
         {"kind": "start", "session": 2, "marker": ""},
         {"kind": "start", "session": 3, "marker": "MARKER"},  # another session's marker
         {"kind": "start", "session": 2, "marker": "OTHER"},  # another unit's marker
+        {"kind": "start", "marker": "FIRST"},  # no number: no session, whatever its marker
     ],
 )
 def test_nothing_is_ended_without_a_session_left_of_this_unit(
@@ -205,7 +208,8 @@ def test_nothing_is_ended_without_a_session_left_of_this_unit(
     marker = session_env_marker("u", 2)
     other = session_env_marker("v", 2)
     if last is not None:
-        replaced = {"MARKER": marker, "OTHER": other}
+        first = session_env_marker("u", 1)
+        replaced = {"MARKER": marker, "OTHER": other, "FIRST": first}
         history.append(
             {
                 **last,

@@ -77,7 +77,7 @@ class History:
             raise exc
         self.health.failed(f"history:{self.path.parent.name}", self.path, exc)
 
-    def _append(self, record: dict[str, Any], *, durable: bool = True) -> None:
+    def _append(self, record: dict[str, Any], *, durable: bool) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         line = json.dumps(record, ensure_ascii=False) + "\n"
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -122,9 +122,11 @@ class History:
         for raw in lines:
             if raw.strip():
                 try:
-                    out.append(json.loads(raw))
+                    record = json.loads(raw)
                 except ValueError:
                     continue  # a torn last line after a crash is skipped, not fatal
+                if isinstance(record, dict):  # a damaged or hand-edited line: skipped too
+                    out.append(record)
         return out[-limit:]
 
     def last_session(self) -> int:
@@ -221,6 +223,6 @@ def restored_pause(records: list[dict[str, Any]]) -> float | None:
     last = records[-1] if records else {}
     if last.get("kind") != "outcome" or last.get("next") != "paused" or not last.get("reset_at"):
         return None
-    with contextlib.suppress(TypeError, ValueError):
+    with contextlib.suppress(ValueError):
         return datetime.fromisoformat(str(last["reset_at"])).timestamp()  # "Z" too (3.11)
     return None
