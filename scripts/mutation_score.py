@@ -88,7 +88,14 @@ GROUPS = (
         (
             "tests/terminal/test_echo_filter.py",
             "tests/terminal/test_matcher.py",
+            "tests/terminal/test_matcher_bulk.py",
             "tests/terminal/test_guards_echo.py",
+            # the matcher's fast in-process tests of screens, redraws and captures
+            "tests/terminal/test_echo_case.py",
+            "tests/terminal/test_real_captures.py",
+            "tests/terminal/test_resize.py",
+            "tests/terminal/test_rows_again.py",
+            "tests/terminal/test_screen.py",
         ),
     ),
     Group(
@@ -173,6 +180,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ),
     ("agentd/terminal/echo.py", "xǁEchoFilterǁconsume", r'before: str = "XXXX"'): (
         "a line of 4 word characters is never remembered (_REDRAW_MIN 8): nothing to discard"
+    ),
+    ("agentd/memory/bootstrap/fit.py", "x__records", r"progress = None"): (
+        "None is false as False is: the loop ends the same"
     ),
     ("agentd/supervisor/budget.py", "x__count", r"value >= 0 else 0"): (
         "a count of 0 is 0 either way"

@@ -1,0 +1,121 @@
+"""Plain lines scrolling up a full screen (the bulk path, ``agentd.terminal.bulk``)
+hit as lines drawn one by one do: each sentinel once, in order, a rule with
+named groups only on a finished line, echo and redraws never."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from agentd.terminal.matcher import LineMatcher
+from agentd.terminal.rules import Hit, Rule
+
+DONE = Rule("done", re.compile(r"DONE \w+"))
+RESET = Rule("reset", re.compile(r"reset at (?P<t>\d+(am|pm)?)"))
+
+
+def full(rules: list[Rule], rows: int = 3) -> LineMatcher:
+    """A matcher whose small screen is full: what comes next scrolls."""
+    m = LineMatcher(rules, rows=rows, cols=80)
+    assert m.feed(b"".join(b"fill %d\r\n" % i for i in range(rows))) == []
+    return m
+
+
+def seen(hits: list[Hit]) -> list[tuple[str, str]]:
+    return [(h.rule.name, h.line) for h in hits]
+
+
+def test_sentinels_in_scrolled_lines_fire_once_each_in_order() -> None:
+    m = full([DONE])
+    chunk = b"x1\r\nDONE one\r\nx2\r\nDONE two\r\nDONE one\r\n"
+    assert seen(m.feed(chunk)) == [
+        ("done", "DONE one"),
+        ("done", "DONE two"),
+        ("done", "DONE one"),  # another line: fires again
+    ]
+    assert m.feed(b"more\r\n") == [] and m.flush() == []
+
+
+def test_the_first_scrolled_line_does_not_fire_again_for_what_it_fired_drawn_so_far() -> None:
+    m = full([DONE])
+    assert seen(m.feed(b"DONE early")) == [("done", "DONE early")]  # fires as drawn
+    assert m.feed(b"\r\nx\r\ny\r\nz\r\n") == []  # ended and scrolled away: not again
+    assert seen(m.feed(b"DONE late\r\nq\r\n")) == [("done", "DONE late")]
+
+
+def test_an_unfinished_last_line_fires_without_groups_and_waits_with_them() -> None:
+    m = full([DONE, RESET])
+    hits = m.feed(b"a\r\nb\r\nDONE now\r\nreset at 3")
+    assert seen(hits) == [("done", "DONE now")]  # `reset at 3` is not final yet
+    hits = m.feed(b"pm\r\nnext\r\n")
+    assert [(h.rule.name, h.groups) for h in hits] == [("reset", {"t": "3pm"})]
+
+
+def test_an_unfinished_last_line_fires_in_the_chunk_that_draws_it() -> None:
+    m = full([DONE])
+    assert seen(m.feed(b"a\r\nb\r\nDONE here")) == [("done", "DONE here")]
+    assert m.feed(b"\r\n") == []
+
+
+def test_a_group_rule_on_a_finished_scrolled_line() -> None:
+    m = full([RESET])
+    hits = m.feed(b"a\r\nreset at 7am\r\nb\r\nreset at 9\r\n")
+    assert [h.groups["t"] for h in hits] == ["7am", "9"]
+
+
+def test_echo_scrolled_past_does_not_fire_but_the_agents_own_line_does() -> None:
+    m = full([DONE])
+    m.expect_echo("When finished print DONE work and stop.\n")
+    assert m.feed(b"When finished print DONE work and stop.\r\n") == []
+    assert m.feed(b"a\r\nb\r\nc\r\n") == []
+    # a TUI redrawing the prompt it showed: still echo
+    assert m.feed(b"When finished print DONE work and stop.\r\n") == []
+    assert seen(m.feed(b"DONE work\r\n")) == [("done", "DONE work")]
+
+
+@pytest.mark.parametrize("rows", [2, 3, 10])
+def test_scrolled_lines_hit_as_lines_fed_one_at_a_time(rows: int) -> None:
+    lines = [f"line {i} DONE x{i % 4}" if i % 3 == 0 else f"line {i}" for i in range(60)]
+    lines += ["reset at 5pm", "tail"]
+    data = "".join(f"{ln}\r\n" for ln in lines).encode()
+    whole = full([DONE, RESET], rows)
+    one_by_one = full([DONE, RESET], rows)
+    got = seen(whole.feed(data))
+    want = [h for ln in lines for h in seen(one_by_one.feed(f"{ln}\r\n".encode()))]
+    assert got == want and len(got) == 21
+    assert whole.tokens == one_by_one.tokens
+
+
+# -- the screen's size, and what carries over to a new one -----------------------------
+
+
+def test_the_default_screen_is_120_by_40() -> None:
+    m = LineMatcher()
+    m.feed(b"x" * 120)
+    assert m.cursor == (0, 120) and len(m.display()) == 40
+    m.feed(b"y")
+    assert m.cursor == (1, 1)
+
+
+def test_max_line_chars_must_be_positive() -> None:
+    assert LineMatcher(max_line_chars=1).feed(b"ok\r\n") == []
+    with pytest.raises(ValueError, match="max_line_chars must be positive"):
+        LineMatcher(max_line_chars=0)
+
+
+def test_a_resize_goes_on_at_the_new_size_with_the_same_line_limit_and_counts() -> None:
+    m = LineMatcher([DONE], max_line_chars=12, cols=80, rows=10)
+    m.feed(b"some text here\r\n")
+    before = m.tokens
+    assert before > 0
+    m.resize(30, 5)
+    assert len(m.display()) == 5
+    m.feed(b"z" * 30)
+    assert m.cursor == (0, 30)
+    m.feed(b"\r\n")
+    hits = m.feed(b"a long line that says DONE now\r\n")
+    assert [h.line for h in hits] == ["ays DONE now"]  # its newest 12 characters
+    assert m.tokens > before + 10  # what the old screen had, and the new one's
+    m.flush()
+    assert m.tokens > before + 10
