@@ -184,6 +184,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("agentd/memory/bootstrap/fit.py", "x__records", r"progress = None"): (
         "None is false as False is: the loop ends the same"
     ),
+    (
+        "agentd/process/ending.py",
+        "xǁ_Endingǁ__init__",
+        r"self\._(tracked_any|group_alive) = None",
+    ): ("only ever read as `not ...`: None is as false as False"),
     ("agentd/supervisor/budget.py", "x__count", r"value >= 0 else 0"): (
         "a count of 0 is 0 either way"
     ),

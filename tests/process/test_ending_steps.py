@@ -464,9 +464,10 @@ def test_kill_now_sigkills_bottom_up(world: World) -> None:
     world.add(SID)
     world.add(SID + 1, ppid=SID)
     world.add(SID + 2, ppid=SID + 1, denied=True)
-    assert kill_now(leader=SID, marker="m", sid=SID) == [SID + 1, SID]
+    cgroup = Path("/sys/fs/cgroup/s")
+    assert kill_now(leader=SID, marker="m", sid=SID, cgroup=cgroup) == [SID + 1, SID]
     assert [(p, s) for _, p, s in world.sent] == [(SID + 1, KILL), (SID, KILL)]
-    assert world.scans == [{"leader": SID, "marker": "m", "sid": SID, "cgroup": None}]
+    assert world.scans == [{"leader": SID, "marker": "m", "sid": SID, "cgroup": cgroup}]
 
 
 def test_cancelled_midway_kills_everything_found_at_once(world: World) -> None:
@@ -498,3 +499,12 @@ def test_it_refuses_to_end_its_own_session(world: World) -> None:
     with pytest.raises(ValueError, match="agentd's own"):
         end(world, sid=os.getsid(0))
     assert world.groups == [] and world.scans == []
+
+
+def test_a_member_that_died_of_the_group_signal_is_reported_signalled(world: World) -> None:
+    world.add(SID, on_term="ignore")
+    # in the snapshot (its group as the scan saw it), though the killpg before it ended it
+    world.add(SID + 1, ppid=SID, stale=True)
+    result = end(world, grace=0.2)
+    assert result.signalled == [SID + 1, SID]
+    assert TERM not in world.signals_to(SID + 1)
