@@ -345,6 +345,13 @@ def test_an_exit_at_once_ends_the_wait_at_the_first_look(world: World) -> None:
     world.add(SID + 1, pgid=SID + 1)  # found by the scan, gone on its SIGTERM
     result = end(world)
     assert world.sleeps == [] and result.signalled == [SID + 1]
+    assert len(world.scans) == 2  # one look more (none forked while dying), and done
+
+
+def test_no_session_and_no_process_is_one_scan_and_done(world: World) -> None:
+    result = end(world, leader=None, sid=None)
+    assert (result.signalled, result.killed, result.survivors) == ([], [], [])
+    assert len(world.scans) == 1 and world.killpgs == [] and world.sleeps == []
 
 
 def test_nothing_to_end_returns_without_waiting(world: World) -> None:
