@@ -189,6 +189,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "xǁ_Endingǁ__init__",
         r"self\._(tracked_any|group_alive) = None",
     ): ("only ever read as `not ...`: None is as false as False"),
+    ("agentd/memory/bootstrap/fit.py", "x_marker_cost", r'path="X" \* 40'): (
+        "a path of 40 X costs what one of 40 x does: the same length"
+    ),
     ("agentd/supervisor/budget.py", "x__count", r"value >= 0 else 0"): (
         "a count of 0 is 0 either way"
     ),
