@@ -192,6 +192,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("agentd/memory/bootstrap/fit.py", "x_marker_cost", r'path="X" \* 40'): (
         "a path of 40 X costs what one of 40 x does: the same length"
     ),
+    (
+        "agentd/terminal/matcher.py",
+        "xǁLineMatcherǁ_block",
+        r"end = len\(text\) if (\(unfinished >= 0\) or True|unfinished (> 0|>= 1)|.* \+ 1$)",
+    ): (
+        "the block's end only takes in the LF after its last line (an empty line, never "
+        "matched); its unfinished line is never its first (a chunk with no LF is not scrolled)"
+    ),
     ("agentd/supervisor/budget.py", "x__count", r"value >= 0 else 0"): (
         "a count of 0 is 0 either way"
     ),

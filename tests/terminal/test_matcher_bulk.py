@@ -18,7 +18,7 @@ RESET = Rule("reset", re.compile(r"reset at (?P<t>\d+(am|pm)?)"))
 def full(rules: list[Rule], rows: int = 3) -> LineMatcher:
     """A matcher whose small screen is full: what comes next scrolls."""
     m = LineMatcher(rules, rows=rows, cols=80)
-    assert m.feed(b"".join(b"fill %d\r\n" % i for i in range(rows))) == []
+    m.feed(b"".join(b"fill %d\r\n" % i for i in range(rows)))
     return m
 
 
@@ -119,3 +119,53 @@ def test_a_resize_goes_on_at_the_new_size_with_the_same_line_limit_and_counts() 
     assert m.tokens > before + 10  # what the old screen had, and the new one's
     m.flush()
     assert m.tokens > before + 10
+
+
+# -- more than one hit in a block --------------------------------------------------------
+
+ALSO = Rule("also", re.compile(r"ALSO"))
+ANY = Rule("any", re.compile(r"\w*"))  # matches the empty string too
+
+
+def test_empty_lines_never_hit_even_a_rule_that_matches_nothing() -> None:
+    m = full([ANY])
+    assert seen(m.feed(b"a\r\n\r\nb\r\n")) == [("any", "a"), ("any", "b")]
+
+
+def test_a_group_rule_waiting_on_the_unfinished_line_holds_back_no_other_hit() -> None:
+    m = full([RESET, DONE])
+    assert seen(m.feed(b"a\r\nb\r\nreset at 3 DONE now")) == [("done", "reset at 3 DONE now")]
+
+
+def test_a_redrawn_echo_line_holds_back_no_sentinel_after_it_in_the_chunk() -> None:
+    m = full([DONE])
+    m.expect_echo("When finished print DONE work and stop.\n")
+    assert m.feed(b"When finished print DONE work and stop.\r\na\r\n") == []
+    chunk = b"When finished print DONE work and stop.\r\nDONE work\r\n"
+    assert seen(m.feed(chunk)) == [("done", "DONE work")]
+
+
+def test_a_line_with_two_hits_fires_each_once() -> None:
+    m = full([DONE, ALSO])
+    hits = m.feed(b"a\r\nb\r\nDONE now and ALSO")
+    assert sorted(seen(hits)) == [("also", "DONE now and ALSO"), ("done", "DONE now and ALSO")]
+    assert m.feed(b"\r\nc\r\n") == [] and m.flush() == []
+
+
+# -- frames --------------------------------------------------------------------------------
+
+PROMPT = Rule("prompt", re.compile(r"^> Continue\?"), partial=True)
+
+
+def test_a_prompt_inside_an_open_frame_is_not_read_until_the_frame_ends() -> None:
+    m = LineMatcher([PROMPT])
+    assert m.feed(b"\x1b[?2026h> Continue?") == [] and m.in_frame
+    assert m.check_partial() == []  # half-drawn, maybe
+    assert seen(m.feed(b"\x1b[?2026l")) == [("prompt", "> Continue?")]  # as the frame ends
+
+
+def test_a_frame_left_open_is_ended_by_end_frame() -> None:
+    m = LineMatcher([DONE])
+    assert m.feed(b"\x1b[?2026hDONE here\r\n") == [] and m.in_frame
+    assert seen(m.end_frame()) == [("done", "DONE here")]
+    assert not m.in_frame
