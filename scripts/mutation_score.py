@@ -200,6 +200,13 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "the block's end only takes in the LF after its last line (an empty line, never "
         "matched); its unfinished line is never its first (a chunk with no LF is not scrolled)"
     ),
+    ("agentd/memory/bootstrap/fit.py", "x__records", r"stopped\.add\(None\)"): (
+        "a record's next item that did not fit is tried again at the same cost in less room: "
+        "it never fits later"
+    ),
+    ("agentd/memory/bootstrap/fit.py", "x_must_cost", r"Plan\(blocks, None\)"): (
+        "must_cost reads the frames and limits of its plan, never its room"
+    ),
     ("agentd/supervisor/budget.py", "x__count", r"value >= 0 else 0"): (
         "a count of 0 is 0 either way"
     ),

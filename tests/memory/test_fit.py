@@ -347,3 +347,13 @@ def test_a_left_out_record_or_free_file_says_why() -> None:
     f = fit([block("m", Part("must", lines=lines("m", 3))), rec, free], 20 + frame("m") + 1)
     accounts = {acc.name: acc for _, acc in f.sections}
     assert accounts[path("f")].notes == ["left out: free text gets only what is left"]
+
+
+def test_a_record_with_no_room_for_its_newest_item_does_not_hold_back_the_others() -> None:
+    huge = Part("record", items=[["h" * 4000]], least=1)
+    b = Part("record", items=[["b"]] * 10, least=3)
+    c = Part("record", items=[["c"]] * 10, least=1)
+    budget = frame("b") + frame("c") + 4 * 0.5  # four items: b's three and c's one
+    t = texts(fit([block("h", huge), block("b", b), block("c", c)], budget))
+    assert path("h") not in t
+    assert t[path("b")].split("\n")[2:] == ["b"] * 3 and t[path("c")].split("\n")[2:] == ["c"]
