@@ -207,6 +207,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("agentd/memory/bootstrap/fit.py", "x_must_cost", r"Plan\(blocks, None\)"): (
         "must_cost reads the frames and limits of its plan, never its room"
     ),
+    ("agentd/process/ending.py", "xǁ_Endingǁ__init__", r'self\._group_sig: int \| None = ""'): (
+        "only compared with a signal number: the empty string equals none, as None does"
+    ),
+    ("agentd/process/ending.py", "xǁ_Endingǁkill_now", r"if pid in self\.killed\)"): (
+        "kill_now runs when the ending is cancelled or failed: no EndResult reads `killed` then"
+    ),
     ("agentd/supervisor/budget.py", "x__count", r"value >= 0 else 0"): (
         "a count of 0 is 0 either way"
     ),
