@@ -204,7 +204,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "a record's next item that did not fit is tried again at the same cost in less room: "
         "it never fits later"
     ),
-    ("agentd/memory/bootstrap/fit.py", "x_must_cost", r"Plan\(blocks, None\)"): (
+    ("agentd/memory/bootstrap/fit.py", "x_must_cost", r"Plan\(blocks, (None|1\.0)\)"): (
         "must_cost reads the frames and limits of its plan, never its room"
     ),
     ("agentd/process/ending.py", "xǁ_Endingǁ__init__", r'self\._group_sig: int \| None = ""'): (
@@ -212,6 +212,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ),
     ("agentd/process/ending.py", "xǁ_Endingǁkill_now", r"if pid in self\.killed\)"): (
         "kill_now runs when the ending is cancelled or failed: no EndResult reads `killed` then"
+    ),
+    ("agentd/memory/bootstrap/fit.py", "xǁPlanǁlimit", r'float\("INF"\)'): (
+        'float("INF") is float("inf")'
     ),
     ("agentd/supervisor/budget.py", "x__count", r"value >= 0 else 0"): (
         "a count of 0 is 0 either way"
