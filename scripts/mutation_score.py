@@ -210,6 +210,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("agentd/process/ending.py", "xǁ_Endingǁ__init__", r'self\._group_sig: int \| None = ""'): (
         "only compared with a signal number: the empty string equals none, as None does"
     ),
+    ("agentd/process/ending.py", "xǁ_Endingǁsend", r'self\._group_sig = ""'): (
+        "only compared with a signal number: the empty string equals none, as None does"
+    ),
     ("agentd/process/ending.py", "xǁ_Endingǁkill_now", r"if pid in self\.killed\)"): (
         "kill_now runs when the ending is cancelled or failed: no EndResult reads `killed` then"
     ),

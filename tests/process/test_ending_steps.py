@@ -264,7 +264,7 @@ def test_a_leader_that_died_of_the_group_signal_is_reported_signalled(world: Wor
     result = end(world)
     assert result.signalled == [SID] and result.killed == [] and result.survivors == []
     assert world.batches == [(TERM, [SID])]
-    assert world.sleeps == []
+    assert world.sleeps == [] and len(world.scans) == 2  # one look more: none forked dying
 
 
 def test_the_leader_is_not_added_when_it_does_not_lead_the_group(world: World) -> None:
