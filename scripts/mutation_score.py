@@ -219,6 +219,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("agentd/memory/bootstrap/fit.py", "xǁPlanǁlimit", r'float\("INF"\)'): (
         'float("INF") is float("inf")'
     ),
+    ("agentd/terminal/matcher.py", "xǁLineMatcherǁcheck_partial", r"_rules_new = (None|True)"): (
+        "a forced look at an unchanged line finds only the hits it fired already (None is "
+        "false): it costs time, it changes no hit"
+    ),
     ("agentd/supervisor/budget.py", "x__count", r"value >= 0 else 0"): (
         "a count of 0 is 0 either way"
     ),

@@ -169,3 +169,43 @@ def test_a_frame_left_open_is_ended_by_end_frame() -> None:
     assert m.feed(b"\x1b[?2026hDONE here\r\n") == [] and m.in_frame
     assert seen(m.end_frame()) == [("done", "DONE here")]
     assert not m.in_frame
+
+
+# -- across screens: resizes and the end of the stream -----------------------------------
+
+
+def test_the_token_count_spans_every_screen() -> None:
+    parts = [b"first screen's text\r\n", b"the second one's\r\n", b"and a third\r\n"]
+    resized = LineMatcher(cols=80, rows=10)
+    for i, data in enumerate(parts):
+        resized.feed(data)
+        if i < 2:
+            resized.resize(60 + i, 8)
+    whole = LineMatcher(cols=80, rows=10)
+    whole.feed(b"".join(parts))
+    assert resized.tokens == whole.tokens > 0
+    resized.flush()
+    assert resized.tokens == whole.tokens
+
+
+def test_a_character_cut_at_the_end_of_the_stream_shows_as_the_terminal_would() -> None:
+    m = LineMatcher([Rule("bad", re.compile("caf\ufffd"))])
+    assert m.feed(b"caf\xc3") == []  # maybe the rest of it comes next
+    assert seen(m.flush()) == [("bad", "caf\ufffd")]  # it does not: a broken character
+
+
+def test_after_a_resize_and_the_end_of_a_stream_the_next_one_hits_afresh() -> None:
+    m = LineMatcher([DONE], cols=80, rows=10)
+    assert seen(m.feed(b"DONE one\r\n")) == [("done", "DONE one")]
+    m.resize(60, 8)
+    m.flush()
+    assert seen(m.feed(b"DONE one\r\n")) == [("done", "DONE one")]
+
+
+def test_a_prompt_rule_added_later_is_looked_for_on_the_line_as_it_is() -> None:
+    m = LineMatcher([PROMPT])
+    assert seen(m.feed(b"> Continue? [y/n]")) == [("prompt", "> Continue? [y/n]")]
+    assert m.check_partial() == []
+    m.add_rule(Rule("yes-no", re.compile(r"\[y/n\]$"), partial=True))
+    assert seen(m.check_partial()) == [("yes-no", "> Continue? [y/n]")]
+    assert m.check_partial() == []
