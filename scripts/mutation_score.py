@@ -223,6 +223,13 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "a forced look at an unchanged line finds only the hits it fired already (None is "
         "false): it costs time, it changes no hit"
     ),
+    ("agentd/terminal/matcher.py", "xǁLineMatcherǁ__init__", r"_rules_new = (None|True)"): (
+        "a forced look at an unchanged line finds only the hits it fired already (None is "
+        "false): it costs time, it changes no hit"
+    ),
+    ("agentd/terminal/matcher.py", "xǁLineMatcherǁfeed", r"final=None\)"): (
+        "None is as false as False"
+    ),
     ("agentd/supervisor/budget.py", "x__count", r"value >= 0 else 0"): (
         "a count of 0 is 0 either way"
     ),
