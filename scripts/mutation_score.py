@@ -88,7 +88,14 @@ GROUPS = (
         (
             "tests/terminal/test_echo_filter.py",
             "tests/terminal/test_matcher.py",
+            "tests/terminal/test_matcher_bulk.py",
             "tests/terminal/test_guards_echo.py",
+            # the matcher's fast in-process tests of screens, redraws and captures
+            "tests/terminal/test_echo_case.py",
+            "tests/terminal/test_real_captures.py",
+            "tests/terminal/test_resize.py",
+            "tests/terminal/test_rows_again.py",
+            "tests/terminal/test_screen.py",
         ),
     ),
     Group(
@@ -226,6 +233,55 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ),
     ("agentd/terminal/echo.py", "xǁEchoFilterǁconsume", r'before: str = "XXXX"'): (
         "a line of 4 word characters is never remembered (_REDRAW_MIN 8): nothing to discard"
+    ),
+    ("agentd/memory/bootstrap/fit.py", "x__records", r"progress = None"): (
+        "None is false as False is: the loop ends the same"
+    ),
+    (
+        "agentd/process/ending.py",
+        "xǁ_Endingǁ__init__",
+        r"self\._(tracked_any|group_alive) = None",
+    ): ("only ever read as `not ...`: None is as false as False"),
+    ("agentd/memory/bootstrap/fit.py", "x_marker_cost", r'path="X" \* 40'): (
+        "a path of 40 X costs what one of 40 x does: the same length"
+    ),
+    (
+        "agentd/terminal/matcher.py",
+        "xǁLineMatcherǁ_block",
+        r"end = len\(text\) if (\(unfinished >= 0\) or True|unfinished (> 0|>= 1)|.* \+ 1$)",
+    ): (
+        "the block's end only takes in the LF after its last line (an empty line, never "
+        "matched); its unfinished line is never its first (a chunk with no LF is not scrolled)"
+    ),
+    ("agentd/memory/bootstrap/fit.py", "x__records", r"stopped\.add\(None\)"): (
+        "a record's next item that did not fit is tried again at the same cost in less room: "
+        "it never fits later"
+    ),
+    ("agentd/memory/bootstrap/fit.py", "x_must_cost", r"Plan\(blocks, (None|1\.0)\)"): (
+        "must_cost reads the frames and limits of its plan, never its room"
+    ),
+    ("agentd/process/ending.py", "xǁ_Endingǁ__init__", r'self\._group_sig: int \| None = ""'): (
+        "only compared with a signal number: the empty string equals none, as None does"
+    ),
+    ("agentd/process/ending.py", "xǁ_Endingǁsend", r'self\._group_sig = ""'): (
+        "only compared with a signal number: the empty string equals none, as None does"
+    ),
+    ("agentd/process/ending.py", "xǁ_Endingǁkill_now", r"if pid in self\.killed\)"): (
+        "kill_now runs when the ending is cancelled or failed: no EndResult reads `killed` then"
+    ),
+    ("agentd/memory/bootstrap/fit.py", "xǁPlanǁlimit", r'float\("INF"\)'): (
+        'float("INF") is float("inf")'
+    ),
+    ("agentd/terminal/matcher.py", "xǁLineMatcherǁcheck_partial", r"_rules_new = (None|True)"): (
+        "a forced look at an unchanged line finds only the hits it fired already (None is "
+        "false): it costs time, it changes no hit"
+    ),
+    ("agentd/terminal/matcher.py", "xǁLineMatcherǁ__init__", r"_rules_new = (None|True)"): (
+        "a forced look at an unchanged line finds only the hits it fired already (None is "
+        "false): it costs time, it changes no hit"
+    ),
+    ("agentd/terminal/matcher.py", "xǁLineMatcherǁfeed", r"final=None\)"): (
+        "None is as false as False"
     ),
     ("agentd/supervisor/budget.py", "x__count", r"value >= 0 else 0"): (
         "a count of 0 is 0 either way"

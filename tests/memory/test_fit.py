@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from agentd.memory.bootstrap.fit import CUT, MIN_BODY_TOKENS, Fitted, fit, marker_cost, must_cost
 from agentd.memory.bootstrap.parts import Block, Part, line_cost, lines_cost, newest_caption
+from agentd.tokens import estimate_tokens
 
 
 def lines(tag: str, n: int, width: int = 19) -> list[str]:
@@ -347,3 +348,56 @@ def test_a_left_out_record_or_free_file_says_why() -> None:
     f = fit([block("m", Part("must", lines=lines("m", 3))), rec, free], 20 + frame("m") + 1)
     accounts = {acc.name: acc for _, acc in f.sections}
     assert accounts[path("f")].notes == ["left out: free text gets only what is left"]
+
+
+def test_a_record_with_no_room_for_its_newest_item_does_not_hold_back_the_others() -> None:
+    huge = Part("record", items=[["h" * 4000]], least=1)
+    b = Part("record", items=[["b"]] * 10, least=3)
+    c = Part("record", items=[["c"]] * 10, least=1)
+    budget = frame("b") + frame("c") + 4 * 0.5  # four items: b's three and c's one
+    t = texts(fit([block("h", huge), block("b", b), block("c", c)], budget))
+    assert path("h") not in t
+    assert t[path("b")].split("\n")[2:] == ["b"] * 3 and t[path("c")].split("\n")[2:] == ["c"]
+
+
+def test_a_files_heading_is_paid_once_for_all_its_parts() -> None:
+    mixed = block(
+        "x",
+        Part("must", lines=lines("m", 2)),
+        Part("record", items=[["r"]] * 200, least=1),
+    )
+    for budget in (b / 4 for b in range(100, 140)):
+        f = fit([mixed], budget)
+        assert budget - 0.5 < spent(f) <= budget, budget  # filled to the last item
+
+
+def test_max_tokens_bounds_all_of_a_files_parts_together() -> None:
+    capped = block(
+        "x",
+        Part("must", lines=lines("m", 2)),
+        Part("record", items=[["r"]] * 200, least=1),
+        max_tokens=40,
+    )
+    f = fit([capped], 1000)
+    assert 40 - 0.5 < spent(f) <= 40
+
+
+def test_a_record_shown_whole_is_not_reported_cut() -> None:
+    f = fit([block("r", Part("record", items=[["r"]] * 3, least=3))], 1000)
+    assert f.cut == [] and texts(f)[path("r")].split("\n")[2:] == ["r"] * 3
+    f = fit([block("m", Part("must", lines=lines("m", 3)))], 1000)
+    assert f.cut == []
+
+
+def test_a_files_text_ends_with_its_last_line_as_written() -> None:
+    x = Part("must", lines=["a line", "ends in X", ""])
+    br = Part("must", lines=["a markdown break  "])
+    t = texts(fit([block("x", x), block("b", br)], 1000))
+    assert t[path("x")] == "## x\n\na line\nends in X"
+    assert t[path("b")] == "## b\n\na markdown break  "
+
+
+def test_the_left_out_line_is_accounted_at_its_cost() -> None:
+    f = fit([block("a", Part("must", lines=lines("a", 40)))], 0.5)
+    [(text, acc)] = [(t, a) for t, a in f.sections if a.name == "left-out"]
+    assert text is not None and acc.total == estimate_tokens(text) and acc.keep == "fixed"
