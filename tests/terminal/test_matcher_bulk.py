@@ -100,7 +100,7 @@ def test_the_default_screen_is_120_by_40() -> None:
 
 def test_max_line_chars_must_be_positive() -> None:
     assert LineMatcher(max_line_chars=1).feed(b"ok\r\n") == []
-    with pytest.raises(ValueError, match="^max_line_chars must be positive$"):
+    with pytest.raises(ValueError, match=r"^max_line_chars must be positive$"):
         LineMatcher(max_line_chars=0)
 
 
