@@ -14,7 +14,7 @@ import pytest
 from agentd.daemon.dashboard.timeline import COLOURS
 from tests.support import Served, Tmux, agentctl, dashboard_daemon, poll_for, write_unit
 
-pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
+pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
 CHECK = "test -s done.txt"
 AGENTCTL = f"{sys.executable} -m agentd.cli.agentctl"
@@ -100,8 +100,9 @@ def test_status_history_dashboard_and_top_show_the_check(
                 (c := cells()).get("shown", [])[7:8] == ["passed"]
                 and c.get("slow", [])[7:8] == ["checking"]
             ),
-            timeout=30,
+            timeout=60,  # top's own start-up (click, its screen) on loaded cores
             what="top's CHECK column",
+            seen=lambda: tmux("capture-pane", "-p"),
         )
         tmux("send-keys", "q")
         poll_for(lambda: tmux("list-sessions") == "", what="top to quit")
