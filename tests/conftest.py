@@ -48,6 +48,16 @@ def pytest_configure(config: pytest.Config) -> None:
         compileall.compile_dir(Path(agentd.__file__).parent, quiet=1)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: two workers a core. Most of a test's time is spent waiting for the
+    processes it started (a daemon, an agent, a real CLI) to answer; with one worker a
+    core the cores idle through those waits (on 2 idle cores: 6 min 23 s for 9.4
+    CPU-minutes, against 4 min 42 s with two a core)."""
+    return 2 * (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    )
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The slow tests first, each group in its own order: xdist's workers then end the
     run on quick tests side by side, not one worker alone on the last file of long ones

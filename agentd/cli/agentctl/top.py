@@ -32,6 +32,7 @@ from agentd.cli.agentctl.output import check_said
 from agentd.daemon.control.client import Client, RemoteError, Unreachable
 from agentd.paths import Paths
 from agentd.spent import context_cell, cost_cell, tokens_cell
+from agentd.terminal.cells import width as char_width
 from agentd.times import span
 
 ACTIVITY = 2.0  # seconds between refreshes of output rates and screen lines
@@ -83,7 +84,6 @@ class Top(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one(DataTable).add_columns(*COLUMNS)
         self.refresh_units(activity=True)
         self.set_interval(ACTIVITY, self._tick)
 
@@ -126,10 +126,17 @@ class Top(App[None]):
         self._statuses = statuses
         table = self.query_one(DataTable)
         chosen = self._chosen()
-        table.clear()
         now = time.monotonic()
-        for s in statuses:
-            table.add_row(*self._cells(s, now), key=s["unit"])
+        rows = [self._cells(s, now) for s in statuses]
+        # Each column as wide as its widest cell, set here: DataTable widens its own
+        # only when its message queue runs empty, and under a stream of events (a
+        # loaded machine, many units) it showed every cell cut to its header's width.
+        table.clear(columns=True)
+        for i, label in enumerate(COLUMNS):
+            width = max([len(label)] + [sum(map(char_width, cells[i])) for cells in rows])
+            table.add_column(label, key=label, width=width)
+        for s, cells in zip(statuses, rows, strict=True):
+            table.add_row(*cells, key=s["unit"])
         names = [s["unit"] for s in statuses]
         if chosen in names:
             table.move_cursor(row=names.index(chosen))
