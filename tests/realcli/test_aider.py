@@ -125,8 +125,9 @@ def test_a_missing_message_file_fails_the_unit_with_the_reason(
         unit = project.unit(model.url)
         unit["command"] = [*unit["command"][:-1], str(missing)]  # --message-file nope.txt
         write_unit(home, "am", unit)
+        # aider 0.86 goes on to chat after the error: whether agentd's SIGTERM comes
+        # first is a race on loaded cores, so what the unit does is asserted, not that
         failed = run_until(home, "am", lambda: state_change(home, "failed"), what="failed")
-        assert not model.chats(), "aider sent a request"
     hit = sentinel(home)
     assert hit is not None
     print(f"aider: {hit['name']} on {hit['line'].strip()!r}")
