@@ -324,7 +324,7 @@ class StatusWatch:
             self.failures.append("the status watcher did not stop after its last request")
 
     def _run(self) -> None:
-        while not self._stop.wait(0.05):
+        while True:  # one request at least, however short the probe
             started = time.monotonic()
             try:
                 reply = request(self.socket, b'{"cmd": "status"}', timeout=STATUS_DEADLINE)
@@ -335,6 +335,8 @@ class StatusWatch:
             except OSError as exc:  # the deadline passed (TimeoutError), or refused
                 self.failures.append(f"{exc!r} after {time.monotonic() - started:.1f}s")
             self.worst = max(self.worst, time.monotonic() - started)
+            if self._stop.wait(0.05):
+                return
 
     def check(self) -> None:
         assert not self.failures, self.failures[:3]
