@@ -32,7 +32,7 @@ from agentd.cli.agentctl.output import check_said
 from agentd.daemon.control.client import Client, RemoteError, Unreachable
 from agentd.paths import Paths
 from agentd.spent import context_cell, cost_cell, tokens_cell
-from agentd.terminal.cells import width as char_width
+from agentd.terminal.cells import to_cells
 from agentd.times import span
 
 ACTIVITY = 2.0  # seconds between refreshes of output rates and screen lines
@@ -133,7 +133,7 @@ class Top(App[None]):
         # loaded machine, many units) it showed every cell cut to its header's width.
         table.clear(columns=True)
         for i, label in enumerate(COLUMNS):
-            width = max([len(label)] + [sum(map(char_width, cells[i])) for cells in rows])
+            width = max([len(label)] + [len(to_cells(cells[i])) for cells in rows])
             table.add_column(label, key=label, width=width)
         for s, cells in zip(statuses, rows, strict=True):
             table.add_row(*cells, key=s["unit"])
