@@ -116,6 +116,19 @@ def record(records: SessionRecords, unit: str, session: int, marker: str, **how:
     )
 
 
+def reclaimed_as_owner(
+    home: Path, history: History, records: SessionRecords, unit: Unit, emitted: Emitted
+) -> bool:
+    """``reclaim_if_owner`` as the daemon that loads unit ``u`` runs it: holding its lock."""
+    lock = UnitLock(home / "run" / "units" / "u.lock")
+    try:
+        return asyncio.run(
+            reclaim.reclaim_if_owner(lock, history, records, unit, emit=emitted, at=AT)
+        )
+    finally:
+        lock.release()
+
+
 # --- a unit that loads again -----------------------------------------------------------------
 
 
@@ -130,13 +143,7 @@ def test_the_lost_session_of_a_unit_that_loads_again_is_ended_and_said(
     record(records, "u", 3, marker, signal=int(signal.SIGHUP))  # the unit's own stop wins
     proc = lost.spawn(marker)
     emitted = Emitted()
-    lock = UnitLock(home / "run" / "units" / "u.lock")
-    try:
-        assert asyncio.run(
-            reclaim.reclaim_if_owner(lock, history, records, unit, emit=emitted, at=AT)
-        )
-    finally:
-        lock.release()
+    assert reclaimed_as_owner(home, history, records, unit, emitted)
     assert lost.ended(proc) == (0, "SIGINT")  # the unit's stop signal
     [said] = events_of(emitted, "session.orphan_killed")
     assert said == {
@@ -269,13 +276,9 @@ def test_an_end_that_cannot_be_written_does_not_stop_the_reclaim(
 
     monkeypatch.setattr(os, "write", full)
     emitted = Emitted()
-    lock = UnitLock(home / "run" / "units" / "u.lock")
     try:
-        assert asyncio.run(
-            reclaim.reclaim_if_owner(lock, history, records, unit, emit=emitted, at=AT)
-        )
+        assert reclaimed_as_owner(home, history, records, unit, emitted)
     finally:
-        lock.release()
         monkeypatch.undo()
     assert lost.ended(proc) == (0, "SIGINT")
     assert not events_of(emitted, "unit.error")
@@ -319,13 +322,7 @@ def test_a_reclaim_that_fails_is_reported_not_raised(
 
     monkeypatch.setattr(reclaim, "end_session_tree", broken)
     emitted = Emitted()
-    lock = UnitLock(home / "run" / "units" / "u.lock")
-    try:
-        assert not asyncio.run(
-            reclaim.reclaim_if_owner(lock, history, records, unit, emit=emitted, at=AT)
-        )
-    finally:
-        lock.release()
+    assert not reclaimed_as_owner(home, history, records, unit, emitted)
     assert emitted == [
         {
             "event": "unit.error",
