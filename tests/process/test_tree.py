@@ -207,47 +207,54 @@ def test_cancelled_ending_still_kills_what_it_found(spawn: Spawn) -> None:
     poll_for(lambda: _gone(child), what=f"child {child} gone")
 
 
-# On SIGTERM the leader forks a child that leaves the session (setsid) and only
-# then dies. The child holds SIGTERM blocked until it has noted its pid, and
-# drops one that reached it through the old group before setsid (SIG_IGN
-# discards a pending signal): only a re-scan can find it.
+# On SIGTERM the leader starts a child in a session of its own (posix_spawn with
+# setsid: never a member of the leader's group, which the group signals reach)
+# and only then dies. The child is born with SIGTERM blocked and unblocks it once
+# it has noted its pid, so a signal sent early waits instead of killing it
+# unnoted; only a scan after the group signal can find it. (A fork that called
+# setsid itself was in the group for a moment, and on loaded cores a scan could
+# land in that moment: the group's signal then reached it, and the SIG_IGN it
+# used to drop such a signal also dropped that one, so it was SIGKILLed.)
+LATE_CHILD = r"""
+import os, signal, sys, time
+with open(os.environ["FAKE_PIDS"], "a") as f:
+    f.write(f"{os.getpid()}\n")
+os.write(int(sys.argv[1]), b"x")
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+time.sleep(60)
+"""
 FORK_WHILE_DYING = r"""
-import os, signal, time
-
-def note(pid):
-    with open(os.environ["FAKE_PIDS"], "a") as f:
-        f.write(f"{pid}\n")
+import os, signal, sys, time
 
 def on_term(*_):
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # one child, however many come
     r, w = os.pipe()
-    if os.fork() == 0:
-        os.setsid()
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        note(os.getpid())
-        os.write(w, b"x")
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-        time.sleep(60)
-        os._exit(0)
+    os.set_inheritable(w, True)
+    os.posix_spawn(
+        sys.executable, [sys.executable, "-c", LATE_CHILD, str(w)], os.environ,
+        setsid=True, setsigmask={signal.SIGTERM}, setsigdef={signal.SIGTERM},
+    )
     os.read(r, 1)
     os._exit(0)
 
 signal.signal(signal.SIGTERM, on_term)
-note(os.getpid())
+with open(os.environ["FAKE_PIDS"], "a") as f:
+    f.write(f"{os.getpid()}\n")
 time.sleep(60)
 """
 
 
 def test_child_forked_while_dying_is_found_and_signalled(spawn: Spawn) -> None:
-    leader, marker, pids_file = spawn([sys.executable, "-c", FORK_WHILE_DYING])
+    leader, marker, pids_file = spawn(
+        [sys.executable, "-c", f"LATE_CHILD = {LATE_CHILD!r}\n{FORK_WHILE_DYING}"]
+    )
     _wait_pids(pids_file, 1)  # the SIGTERM handler is installed
 
     result = _end(marker, leader=leader.pid, sid=leader.pid, grace=20.0)
 
     assert leader.wait(timeout=10) == 0
     [_, late_child] = _read_pids(pids_file)
-    assert late_child in result.signalled  # found by a re-scan, not in the first snapshot
+    assert late_child in result.signalled  # found by a scan after the group signal
     assert result.killed == [] and result.survivors == []
     assert _gone(late_child)
 
