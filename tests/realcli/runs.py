@@ -27,9 +27,18 @@ def agentd_run(home: Path, unit: str) -> Iterator[None]:
 def run_until(
     home: Path, unit: str, probe: Callable[[], T], *, what: str, timeout: float = 90
 ) -> T:
-    """`agentd run UNIT` until ``probe()`` is truthy (its value), then stopped."""
+    """`agentd run UNIT` until ``probe()`` is truthy (its value), then stopped; on a
+    timeout the failure shows the daemon's last events (what the unit did instead)."""
     with agentd_run(home, unit):
-        return poll_for(probe, timeout=timeout, what=what)
+        return poll_for(probe, timeout=timeout, what=what, seen=lambda: last_events(home))
+
+
+def last_events(home: Path, n: int = 15) -> list[str]:
+    """The daemon's last ``n`` events, one short line each."""
+    return [
+        " ".join(f"{k}={v!r:.160}" for k, v in e.items() if k not in ("level", "unit"))
+        for e in events(home)[-n:]
+    ]
 
 
 def state_change(home: Path, to: str) -> dict[str, Any] | None:
