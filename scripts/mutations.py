@@ -86,6 +86,13 @@ MUTATIONS = [
         T_PROC,
     ),
     m(
+        "left-group-not-signalled",
+        ENDING,
+        "            if proctable.os_id(os.getpgid, proc.pid) != self._sid:\n",
+        "            if False:\n",
+        T_PROC,
+    ),
+    m(
         "state-changed-always-true",
         SERVICE,
         "state_changed=state_after != state_before or state_after is None,",

@@ -163,16 +163,20 @@ class _Ending:
         """
         ordered = order_bottom_up(procs)
         grouped = self._group_sig == sig and self._sid is not None
-        sent = [
-            proc.pid
-            for proc in ordered
-            if (grouped and _pgid(proc) == self._sid) or _send(proc, sig)
-        ]
+        in_group = [proc for proc in ordered if grouped and _pgid(proc) == self._sid]
+        via_group = {proc.pid for proc in in_group}
+        sent = [proc.pid for proc in ordered if proc.pid in via_group or _send(proc, sig)]
         leader = self._leader
         if grouped and leader is not None and leader == self._sid and leader not in sent:
             sent.append(leader)  # it leads the group: it got sig, maybe died of it since
         self._group_sig = None  # later batches are new processes: signal each
         self._signal_group(sig)
+        # One forked after the first killpg and seen in the group may have left it
+        # (setsid) before this killpg: it got neither. By pid, then: a second sig
+        # to one that left just after the killpg, rather than none and SIGKILL later.
+        for proc in in_group:
+            if proctable.os_id(os.getpgid, proc.pid) != self._sid:
+                _send(proc, sig)
         if sig not in (signal.SIGKILL, signal.SIGCONT):
             # As systemd does: a stopped process (^Z in the pty) would keep ``sig``
             # pending until grace runs out and it gets SIGKILL; SIGCONT lets it act.

@@ -10,11 +10,12 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import psutil
 import pytest
 
+from agentd.process import ending as ending_module
 from agentd.process import table as proctable
 from agentd.process.ending import EndResult, OnSignal, end_session_tree
 from agentd.process.tree import (
@@ -257,6 +258,72 @@ def test_child_forked_while_dying_is_found_and_signalled(spawn: Spawn) -> None:
     assert late_child in result.signalled  # found by a scan after the group signal
     assert result.killed == [] and result.survivors == []
     assert _gone(late_child)
+
+
+# On SIGTERM the leader forks a child (in its group, born after the group's first
+# signal) and dies. The child notes its pid, waits for the test's go-ahead on a
+# FIFO, leaves the group (setsid) and notes its pid again: the test gives the
+# go-ahead right after the scan that saw it in the group, so the group's closing
+# signal misses it.
+LEAVES_AFTER_THE_SCAN = r"""
+import os, signal, sys, time
+
+def note(path):
+    with open(path, "a") as f:
+        f.write(f"{os.getpid()}\n")
+
+def on_term(*_):
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    if os.fork() == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        note(os.environ["FAKE_PIDS"])
+        with open(sys.argv[1], "rb") as go:
+            go.read(1)
+        os.setsid()
+        note(sys.argv[2])
+        time.sleep(60)
+    os._exit(0)
+
+signal.signal(signal.SIGTERM, on_term)
+note(os.environ["FAKE_PIDS"])
+time.sleep(60)
+"""
+
+
+def test_a_child_seen_in_the_group_that_leaves_it_before_the_group_signal_gets_sigterm(
+    spawn: Spawn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counted as signalled with its group, it must not be left to SIGKILL after grace."""
+    go, left = tmp_path / "go", tmp_path / "left"
+    os.mkfifo(go)
+    leader, marker, pids_file = spawn(
+        [sys.executable, "-c", LEAVES_AFTER_THE_SCAN, str(go), str(left)]
+    )
+    _wait_pids(pids_file, 1)  # the SIGTERM handler is installed
+    scan = ending_module.find_session_processes
+    scans = 0
+
+    def scan_then_leave(**where: Any) -> list[psutil.Process]:
+        nonlocal scans
+        scans += 1
+        if scans > 1:
+            return scan(**where)
+        [_, child] = _wait_pids(pids_file, 2)  # forked on the group's first signal
+        found = scan(**where)
+        assert child in [p.pid for p in found] and os.getpgid(child) == leader.pid
+        go.write_bytes(b"x")  # it may leave the group now
+        assert _wait_pids(left, 1) == [child]
+        return found
+
+    monkeypatch.setattr(ending_module, "find_session_processes", scan_then_leave)
+    result = _end(marker, leader=leader.pid, sid=leader.pid, grace=5.0)
+
+    assert leader.wait(timeout=10) == 0
+    [_, child] = _read_pids(pids_file)
+    assert child in result.signalled
+    assert result.killed == [] and result.survivors == []  # SIGTERM, not SIGKILL after grace
+    assert _gone(child)
 
 
 # Three levels: the leader forks a middle process that leaves the session
