@@ -25,7 +25,12 @@ from pathlib import Path
 import psutil
 
 from agentd.process import table as proctable
-from agentd.process.tree import find_session_processes, order_bottom_up, refuse_own_session
+from agentd.process.tree import (
+    find_session_processes,
+    order_bottom_up,
+    refuse_own_session,
+    session_number_is_ours,
+)
 
 RESCAN_EVERY = 0.5  # s between re-scans while waiting: catch children forked while dying
 KILL_ROUND = 1.0  # s to wait for SIGKILLed processes before scanning and killing again
@@ -111,7 +116,9 @@ class _Ending:
         cgroup: Path | None = None,
     ) -> None:
         self._cgroup = cgroup
-        self._leader = leader
+        # The leader as a process (pid and start time): its pid is passed on while that
+        # process is unreaped, and no longer once its owner reaps it during the wait.
+        self._leader_proc = _unreaped(leader)
         self._marker = marker
         self._sid = sid
         self._exclude = exclude
@@ -140,6 +147,14 @@ class _Ending:
                 self._tracked_any = True
                 fresh.append(proc)
         return fresh
+
+    @property
+    def _leader(self) -> int | None:
+        """The leader's pid while it is unreaped (alive or a zombie), else None."""
+        proc = self._leader_proc
+        if proc is not None and not proc.is_running():  # reaped; its pid may be reused
+            self._leader_proc = proc = None
+        return None if proc is None else proc.pid
 
     def alive(self) -> list[psutil.Process]:
         """Tracked processes still running; forget the rest."""
@@ -237,7 +252,9 @@ class _Ending:
         # Also catches a process forked into the group between scan and signal.
         # The sid is the leader's pid, hence also its group's id; the kernel does
         # not hand that number to a new process while any member still lives.
-        if self._sid is None:
+        if self._sid is None or not session_number_is_ours(
+            self._sid, leader=self._leader, marker=self._marker
+        ):
             return False
         try:
             os.killpg(self._sid, sig)
@@ -252,6 +269,13 @@ def _pgid(proc: psutil.Process) -> int | None:
     if isinstance(info, dict) and info.get("pgid") is not None:
         return int(info["pgid"])
     return proctable.os_id(os.getpgid, proc.pid)
+
+
+def _unreaped(pid: int | None) -> psutil.Process | None:
+    try:
+        return None if pid is None else psutil.Process(pid)
+    except psutil.Error:  # reaped already
+        return None
 
 
 def _send(proc: psutil.Process, sig: int) -> bool:

@@ -4,7 +4,8 @@ A session's processes are found three ways, because each alone misses some:
 
 - the leader and its descendants (the ordinary tree);
 - every process in the leader's session (``getsid() == sid``), which catches
-  processes whose parent already exited and that were re-parented;
+  processes whose parent already exited and that were re-parented (while that
+  number is still the session's: ``session_number_is_ours``);
 - every process of our uid whose inherited environment carries the session's
   marker ``AGENTD_SESSION_ID=<marker>``, plus their descendants, which catches
   double-forked ``setsid`` daemons that left both the tree and the session;
@@ -66,7 +67,10 @@ def find_session_processes(
     """
     refuse_own_session(sid)
     table = proctable.scan()
-    roots = _roots(table, leader=leader, marker=marker, sid=sid)
+    ours = sid is not None and session_number_is_ours(
+        sid, leader=leader, marker=marker, exists=sid in table
+    )
+    roots = _roots(table, leader=leader, marker=marker, sid=sid if ours else None)
     roots.update(pid for pid in cgroups.members(cgroup) if pid in table)
     members = _with_descendants(roots, _children_map(table))
     members -= _protected(table, exclude)
@@ -83,6 +87,29 @@ def find_session_processes(
         proc.info = {"pid": pid, "ppid": row.ppid, "pgid": row.pgid, "status": row.status}
         found.append(proc)
     return found
+
+
+def session_number_is_ours(
+    sid: int, *, leader: int | None, marker: str, exists: bool | None = None
+) -> bool:
+    """Whether ``sid`` (the leader's pid, so also its session's and group's number)
+    still names the session we started.
+
+    The kernel gives no new process that number while the leader is unreaped or any
+    process is still in its session or group. Once the leader is reaped and the last
+    of them gone, it may: with the common ``pid_max`` of 32768 a busy machine hands
+    it out again within minutes, and the new holder may lead a session or group of
+    its own (another agent, a shell, a daemon), which a scan by session or a
+    ``killpg`` would then take for ours. So: ours while the leader is unreaped
+    (``leader`` given), or no process has the number (only our members can hold it
+    then), or the process that has it carries our marker. ``exists``: whether a
+    process has the number, if the caller's scan knows.
+    """
+    if leader is not None:
+        return True
+    if exists is None:
+        exists = psutil.pid_exists(sid)
+    return not exists or (bool(marker) and proctable.has_marker(sid, MARKER_VAR, marker))
 
 
 def order_bottom_up(procs: Iterable[psutil.Process]) -> list[psutil.Process]:

@@ -68,7 +68,7 @@ class Proc:
         self.deliver(sig)
 
     def is_running(self) -> bool:
-        return True  # a zombie is running to psutil; the status tells
+        return not (self.dead and self.reaped)  # a zombie is running to psutil
 
     def status(self) -> str:
         if self.dead and self.reaped:
@@ -124,6 +124,22 @@ class World:
         self.on_scan: Callable[[int], None] = lambda n: None
         self.cancel_at_sleep: int | None = None
         self.batches: list[tuple[int, list[int]]] = []  # what on_signal was told
+        self.number_taken = False  # the session's number is another process's now
+
+    # ending._unreaped: the leader as a process, while it is unreaped
+    def unreaped(self, pid: int | None) -> Proc | None:
+        if pid is None:
+            return None
+        for p in self.procs:
+            if p.pid == pid:
+                return p if p.is_running() else None
+        return Proc(self, pid, 1, SID)  # one the test does not model: taken as unreaped
+
+    # tree.session_number_is_ours
+    def number_is_ours(
+        self, sid: int, *, leader: int | None, marker: str, exists: bool | None = None
+    ) -> bool:
+        return leader is not None or not self.number_taken
 
     def add(self, pid: int, *, ppid: int = 1, pgid: int = SID, **kw: Any) -> Proc:
         proc = Proc(self, pid, ppid, pgid, **kw)
@@ -189,6 +205,8 @@ class World:
 def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     w = World()
     monkeypatch.setattr(ending, "find_session_processes", w.scan)
+    monkeypatch.setattr(ending, "_unreaped", w.unreaped)
+    monkeypatch.setattr(ending, "session_number_is_ours", w.number_is_ours)
     monkeypatch.setattr(ending, "time", SimpleNamespace(monotonic=w.monotonic))
     monkeypatch.setattr(ending, "asyncio", SimpleNamespace(sleep=w.sleep))
     monkeypatch.setattr(ending, "os", SimpleNamespace(killpg=w.killpg, getpgid=w.getpgid))
@@ -535,3 +553,30 @@ def test_one_in_no_group_forking_while_dying_is_followed_too(world: World) -> No
     world.later(0.01, fork_and_die)
     result = end(world, leader=None)
     assert result.signalled == [SID + 1, SID + 9] and result.killed == []
+
+
+# -- a session's number once its leader is reaped -------------------------------------
+
+
+def test_a_leader_reaped_during_the_wait_is_no_longer_a_root_of_the_scans(world: World) -> None:
+    """Its pid may be another process's after that: the tree walk must not start there."""
+    leader = world.add(SID, on_term=0.3)  # exits 0.3 s after SIGTERM, reaped at once
+    world.add(SID + 1, ppid=SID, pgid=SID + 1, on_term="ignore")  # keeps the wait going
+
+    def reaped() -> None:
+        leader.reaped = True
+
+    world.later(0.3, reaped)
+    end(world, grace=2.0)
+    assert [scan["leader"] for scan in world.scans[:2]] == [SID, None]  # the first, then 0.5 s
+
+
+def test_no_group_signal_once_the_session_number_is_another_process(world: World) -> None:
+    """The leader was reaped and its number handed out again: killpg would hit a group
+    that is not ours; the session's processes found by their marker are signalled one
+    by one."""
+    world.number_taken = True
+    world.add(SID + 1, pgid=SID + 1)  # found by the marker
+    result = end(world, leader=None)
+    assert world.killpgs == []  # not even tried (the scan's side: test_tree.py)
+    assert result.signalled == [SID + 1] and world.signals_to(SID + 1) == [TERM]
