@@ -253,6 +253,15 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "the block's end only takes in the LF after its last line (an empty line, never "
         "matched); its unfinished line is never its first (a chunk with no LF is not scrolled)"
     ),
+    ("agentd/terminal/matcher.py", "xǁLineMatcherǁ__init__", r"self\._rules_new = (None|True)"): (
+        "never read before add_rule sets it: with no rule at all check_partial returns first"
+    ),
+    ("agentd/terminal/matcher.py", "xǁLineMatcherǁcheck_partial", r"self\._rules_new = None"): (
+        "only passed on as settle's force, read as a truth value: None is as false as False"
+    ),
+    ("agentd/terminal/matcher.py", "xǁLineMatcherǁfeed", r"final=None"): (
+        "ChunkCut.whole reads final as a truth value: None is as false as False"
+    ),
     ("agentd/memory/bootstrap/fit.py", "x__records", r"stopped\.add\(None\)"): (
         "a record's next item that did not fit is tried again at the same cost in less room: "
         "it never fits later"

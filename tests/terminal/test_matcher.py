@@ -14,7 +14,7 @@ from agentd.config.presets import load_cli_preset
 from agentd.terminal.ansi import strip_ansi
 from agentd.terminal.matcher import PARTIAL_MAX, LineMatcher
 from agentd.terminal.regexlit import required_literal, required_literals
-from agentd.terminal.rules import Hit, Rule
+from agentd.terminal.rules import Hit, Rule, RuleSet
 from tests.support import FIXTURES, LOCAL_FIXTURES
 
 CAPTURED = LOCAL_FIXTURES / "captured"
@@ -276,6 +276,33 @@ def test_prompt_rules_fire_when_drawn_and_check_partial_also_reads_groups() -> N
     assert m.feed(b"Continue? ") == []
     assert [(h.rule.name, h.groups) for h in m.check_partial()] == [("asked", {"what": "Continue"})]
     assert m.feed(b"\r\n") == []
+
+
+def test_check_partial_looks_again_only_when_the_line_or_the_rules_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Called after every read: a prompt that waits on screen is searched once, not at
+    every call, until a rule is added (which may match it)."""
+    searches: list[str] = []
+    line_hits = RuleSet.line_hits
+
+    def counted(self: RuleSet, text: str, **kw: bool) -> list[Hit]:
+        if kw.get("partial_only"):
+            searches.append(text)
+        return line_hits(self, text, **kw)
+
+    monkeypatch.setattr(RuleSet, "line_hits", counted)
+    asked = Rule("asked", re.compile(r"(?P<what>\w+)\? $"), echo_check=False, partial=True)
+    m = LineMatcher([asked])
+    assert m.feed(b"Continue? ") == []
+    assert names(m.check_partial()) == ["asked"]
+    for _ in range(5):
+        assert m.check_partial() == []
+    assert searches == ["Continue? "]
+    m.add_rule(Rule("sure", re.compile(r"Continue\? $"), echo_check=False, partial=True))
+    assert names(m.check_partial()) == ["sure"]
+    assert m.check_partial() == []
+    assert searches == ["Continue? ", "Continue? "]
 
 
 def test_check_partial_ignores_a_long_line() -> None:
