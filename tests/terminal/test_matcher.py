@@ -305,6 +305,33 @@ def test_check_partial_looks_again_only_when_the_line_or_the_rules_changed(
     assert searches == ["Continue? ", "Continue? "]
 
 
+def test_check_partial_reads_a_prompt_of_exactly_the_longest_length() -> None:
+    prompt = b"x" * (PARTIAL_MAX - len("Continue? ")) + b"Continue? "
+    m = LineMatcher([Rule("asked", re.compile(r"(?P<what>\w+)\? $"), partial=True)])
+    assert m.feed(prompt) == []  # named groups: it waits for the line to be final
+    assert names(m.check_partial()) == ["asked"]  # PARTIAL_MAX characters: still a prompt
+
+
+def test_check_partial_reports_no_rule_but_the_prompt_rules() -> None:
+    usage = Rule("usage", re.compile(r"usage limit reached, reset at (?P<at>\S+)"))
+    m = LineMatcher([usage, Rule("asked", re.compile(r"\? $"), partial=True)])
+    assert m.feed(b"usage limit reached, reset at 3pm") == []
+    assert m.check_partial() == []  # not a prompt rule: waits for its line to end
+    assert [h.groups["at"] for h in m.feed(b"\r\n")] == ["3pm"]
+
+
+def test_the_token_estimate_does_not_depend_on_how_the_reads_were_cut() -> None:
+    text = "中文的输出 and some words\r\n再来一行\r\n".encode()
+    whole = LineMatcher()
+    whole.feed(text)
+    for cut in (3, 9, 20, len(text) - 4):
+        parts = LineMatcher()
+        parts.feed(text[:cut])
+        parts.feed(text[cut:])
+        assert parts.tokens == whole.tokens, cut
+    assert whole.tokens >= 8  # each CJK character about a token
+
+
 def test_check_partial_ignores_a_long_line() -> None:
     rule = Rule("compacting", re.compile("(?P<what>Compacting) conversation"), partial=True)
     m = LineMatcher([rule])
