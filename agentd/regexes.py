@@ -50,7 +50,8 @@ def _engine(name: str) -> Any:
 
 
 MATCH_BUDGET = 0.1  # s of CPU one search may take before its rule is disabled
-# re's flags that regex takes alike (regex's VERSION0, its default, is re's behaviour)
+# re's flags that regex takes (the same numbers but ASCII: _regex_flags; VERSION0, its
+# default, is re's behaviour)
 _REGEX_FLAGS = re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE | re.ASCII | re.UNICODE
 _WALL_TRIES = 5  # a search interrupted while the process did not run it is tried again
 RE2_MAX_MEM = 1 << 20  # bytes of DFA cache per RE2 pattern (past it: its NFA, still linear)
@@ -161,9 +162,16 @@ def _compiled_regex(source: str, flags: int) -> Any:
     if regex is None:
         return None
     try:
-        return regex.compile(source, flags & _REGEX_FLAGS)
+        return regex.compile(source, _regex_flags(regex, flags))
     except Exception:  # its syntax differs here: re, below
         return None
+
+
+def _regex_flags(regex: Any, flags: int) -> int:
+    """``re``'s flags as ``regex`` spells them: the same numbers, but for ASCII (256 in
+    ``re``; 128 in ``regex``, whose 256 is another flag)."""
+    out = flags & _REGEX_FLAGS & ~re.ASCII
+    return out | regex.ASCII if flags & re.ASCII else out
 
 
 # --- the budget ---------------------------------------------------------------------------

@@ -94,6 +94,21 @@ def patterns() -> st.SearchStrategy[str]:
     return st.recursive(atom, grow, max_leaves=6)
 
 
+@pytest.mark.parametrize(
+    ("source", "text"),
+    [(r"\w$", "\né"), (r"(?P<g>\w+)$", "ok\nçà"), (r"\d", "\n\u0663"), (r"\s$", "\n\u00a0")],
+)
+def test_an_ascii_pattern_on_the_backtracking_path_matches_as_re_does(
+    source: str, text: str
+) -> None:
+    """A ``$`` and a newline send the search to ``regex``, whose ASCII flag is not
+    ``re``'s number (``re.ASCII`` passed as it was meant its 256 flag, and ``\\w`` took
+    in é)."""
+    pattern = re.compile(source, re.ASCII)
+    found, want = searcher(pattern).search(text), pattern.search(text)
+    assert (found.span() if found else None) == (want.span() if want else None)
+
+
 @pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(patterns(), TEXT, st.sampled_from([0, re.IGNORECASE, re.MULTILINE, re.ASCII]))
