@@ -394,7 +394,7 @@ MUTATIONS = [
     m(
         "check-tree-left-running",
         "agentd/process/oneshot.py",
-        "leader=_unreaped(proc, exited), marker=marker, sid=proc.pid, sig=sig, grace=grace",
+        "leader=_unreaped(proc), marker=marker, sid=proc.pid, sig=sig, grace=grace",
         'leader=None, marker="", sid=None, sig=sig, grace=grace',
         T_PROC,
     ),

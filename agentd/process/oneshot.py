@@ -146,7 +146,7 @@ async def run(
         aborted = not exited.done() and stop is not None and stop.done()
         # the whole tree when it is cut short; what it left behind when it ended by itself
         result = await end_session_tree(
-            leader=_unreaped(proc, exited), marker=marker, sid=proc.pid, sig=sig, grace=grace
+            leader=_unreaped(proc), marker=marker, sid=proc.pid, sig=sig, grace=grace
         )
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(exited), REAP_WAIT)
@@ -154,7 +154,7 @@ async def run(
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(tail.eof), EOF_WAIT)
     except BaseException:  # cancelled (agentd stops): nothing of it may outlive us
-        kill_now(leader=_unreaped(proc, exited), marker=marker, sid=proc.pid)
+        kill_now(leader=_unreaped(proc), marker=marker, sid=proc.pid)
         raise
     finally:
         loop.remove_reader(tail.fd)
@@ -174,7 +174,8 @@ async def run(
     )
 
 
-def _unreaped(proc: subprocess.Popen[bytes], exited: asyncio.Future[float]) -> int | None:
+def _unreaped(proc: subprocess.Popen[bytes]) -> int | None:
     """Its pid while the waiting thread has not reaped it (the pid, and with it the
-    session's number, are still its own), else None."""
-    return None if exited.done() or proc.returncode is not None else proc.pid
+    session's number, are still its own), else None. ``Popen.wait`` sets
+    ``returncode`` as it reaps, before ``exited`` is told."""
+    return None if proc.returncode is not None else proc.pid
