@@ -14,6 +14,7 @@ names it and checks that it is the only difference.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,11 +59,16 @@ def _expected(reported: list[Reported], *, cache_write: bool = True) -> dict[str
     }
 
 
-def _one_session(home: Path, unit: str, on_screen: str) -> dict[str, Any]:
-    """``agentd run UNIT`` until the CLI drew ``on_screen``, then stopped (SIGINT: the
-    session is ended gracefully); the one session's usage record."""
+def _one_session(
+    home: Path, unit: str, on_screen: str, recorded: Callable[[], bool] | None = None
+) -> dict[str, Any]:
+    """``agentd run UNIT`` until the CLI drew ``on_screen`` (and, if given, ``recorded()``
+    holds: the CLI's record of the turn is written), then stopped (SIGINT: the session
+    is ended gracefully); the one session's usage record."""
     with running(home, unit, sessions=1, timeout=120):
         poll_for(lambda: said(home, unit, on_screen), timeout=150, what=f"{on_screen!r} on screen")
+        if recorded is not None:
+            poll_for(recorded, timeout=60, what="the turn in the CLI's own record")
     (end,) = _ends(home, unit)
     usage = end.get("usage")
     assert isinstance(usage, dict), end
@@ -99,6 +105,17 @@ def _codex_title(path: str, body: Any) -> bool:
     return fmt.get("type") == "json_schema"
 
 
+def _codex_turn_recorded(codex_home: Path) -> bool:
+    """Codex's rollout holds the end of a turn. Codex draws the reply as it streams in
+    and writes the response's token_count after it is complete: stopped between the
+    two (seen once, on loaded cores), it never writes the last one."""
+    for rollout in (codex_home / "sessions").rglob("rollout-*.jsonl"):
+        for line in rollout.read_text(encoding="utf-8", errors="replace").splitlines():
+            if '"task_complete"' in line:
+                return True
+    return False
+
+
 def test_codex_session_usage_equals_what_the_model_reported(
     home: Path, tmp_path: Path, codex_project: CodexProject
 ) -> None:
@@ -113,7 +130,9 @@ def test_codex_session_usage_equals_what_the_model_reported(
     with UsageOpenAI(tmp_path / "requests.jsonl", brain=brain) as model:
         codex_project.seed(model.port)
         write_unit(home, "cx", codex_project.unit())
-        usage = _one_session(home, "cx", DONE)
+        usage = _one_session(
+            home, "cx", DONE, recorded=lambda: _codex_turn_recorded(codex_project.home)
+        )
         main = model.reported_for(lambda path, body: not _codex_title(path, body))
         titles = model.reported_for(_codex_title)
     assert len(main) == 2, main  # the tool call and the reply
