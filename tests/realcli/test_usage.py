@@ -145,6 +145,16 @@ def test_codex_session_usage_equals_what_the_model_reported(
 
 
 # -- Gemini CLI -------------------------------------------------------------------------
+def _gemini_reply_recorded(gemini_home: Path, reply: str) -> bool:
+    """Gemini CLI's chat record holds the reply with its tokens (the same reason as
+    Codex's: what is drawn and what is recorded are two writes)."""
+    for chat in (gemini_home / ".gemini" / "tmp").rglob("chats/*.json*"):
+        for line in chat.read_text(encoding="utf-8", errors="replace").splitlines():
+            if reply in line and '"tokens"' in line:
+                return True
+    return False
+
+
 def _gemini_routing(path: str, body: Any) -> bool:
     """Auto mode's routing request: not streamed, a JSON answer, a lite model."""
     return path.split("?")[0].endswith(":generateContent")
@@ -159,7 +169,9 @@ def test_gemini_session_usage_equals_what_the_model_reported(home: Path, tmp_pat
     with UsageGemini(tmp_path / "requests.jsonl", script=[*script, {"reply": DONE}]) as model:
         unit = project.unit(model.url)
         write_unit(home, "gm", unit)
-        usage = _one_session(home, "gm", DONE)
+        usage = _one_session(
+            home, "gm", DONE, recorded=lambda: _gemini_reply_recorded(project.home, DONE)
+        )
         main = model.reported_for(lambda path, body: not _gemini_routing(path, body))
         routing = model.reported_for(_gemini_routing)
     assert len(main) == 2, main
