@@ -35,10 +35,21 @@ def gone(pid: int) -> bool:
         return True
 
 
-def kill(pid: int | None) -> None:
-    if pid is not None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+def held(pid: int) -> psutil.Process | None:
+    """``pid`` as a process, taken while it is known to be ours: killing it later
+    cannot hit another process that was given the number since."""
+    try:
+        return psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return None
+
+
+def kill(proc: psutil.Process | None) -> None:
+    """SIGKILL ``proc`` if it is still that process (psutil checks its start time:
+    a number freed and handed to another process of a parallel run is left alone)."""
+    if proc is not None:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.kill()
 
 
 def escapee(pidfile: Path) -> list[str]:
@@ -73,6 +84,7 @@ def test_a_session_of_a_unit_that_does_not_load_again_is_ended(
     poll_for(lambda: noted_pid(pids), what="the orphan's pid")
     orphan, leader = noted_pid(pids), first.status("gone")["pid"]
     assert orphan is not None
+    procs = [held(orphan), held(leader)]
     try:
         first.stop(signal.SIGKILL)
         assert (dhome / "run" / "sessions" / "gone.json").exists()
@@ -96,8 +108,8 @@ def test_a_session_of_a_unit_that_does_not_load_again_is_ended(
         assert second.stop() == 0
         assert "Traceback" not in second.stderr
     finally:
-        kill(orphan)
-        kill(leader)
+        for proc in procs:
+            kill(proc)
 
 
 def _need_cgroups() -> None:
@@ -118,10 +130,11 @@ def escaped(dhome: Path, serve: list[Served]) -> Iterator[tuple[Served, int]]:
     serve.append(d.ready())
     poll_for(lambda: pidfile.exists() and pidfile.read_text().strip(), what="the escapee")
     hidden = int(pidfile.read_text())
+    proc = held(hidden)
     try:
         yield d, hidden
     finally:
-        kill(hidden)
+        kill(proc)
 
 
 @pytest.mark.slow

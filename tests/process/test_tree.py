@@ -542,8 +542,9 @@ env = {**os.environ, "FAKE_PIDS": pids_file}
 leader = subprocess.Popen([sys.executable, fake_agent, "orphan"], env=env)
 leader.wait(timeout=20)
 orphan = int(open(pids_file).read().split()[0])
+held = psutil.Process(orphan)  # killed at the end only if it is still this process
 try:
-    out["orphan"], out["orphan_ppid"] = orphan, psutil.Process(orphan).ppid()
+    out["orphan"], out["orphan_ppid"] = orphan, held.ppid()
     owned = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
     os.kill(orphan, signal.SIGKILL)
     deadline = time.monotonic() + 20
@@ -554,8 +555,8 @@ try:
     out["again"] = Reaper(owned=lambda pid: False).reap()
 finally:
     try:
-        os.kill(orphan, signal.SIGKILL)
-    except ProcessLookupError:
+        held.kill()  # reaped above: its number may be another process's now
+    except psutil.NoSuchProcess:
         pass
 print(json.dumps(out))
 """
