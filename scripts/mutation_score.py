@@ -329,6 +329,85 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "without O_EXCL and O_CLOEXEC: no one can have put a file at a 48-bit random name "
         "first, and the fd lives only through one write (no exec in between)"
     ),
+    # -- the matcher's plain text: how much of it the bulk takes (agentd.terminal.bulk) --
+    # scroll_lines gives the same screen and hits as drawing the lines one by one
+    # (test_matcher_bulk.py, test_matcher_props.py): a mutant that only hands the bulk
+    # less, or a window of another size, changes the speed, not what is seen. Handing
+    # it more (an unfinished line before the read ends) is not equivalent: tested.
+    ("agentd/terminal/matcher.py", "xǁLineMatcherǁ_plain", r'if "XX\\nXX" not in text'): (
+        "a piece with no LF goes to the loop: the bulk takes it as the read's unfinished "
+        "line only where draw would give the same (it is the last piece), else draw does"
+    ),
+    ("agentd/terminal/matcher.py", "xǁLineMatcherǁ_plain", r"while pos <= size"): (
+        "one more turn at the end: scroll_lines of nothing writes nothing, then pos >= size"
+    ),
+    (
+        "agentd/terminal/matcher.py",
+        "xǁLineMatcherǁ_plain",
+        r"stop = (None$|min\(size, pos - self\._window\))",
+    ): (
+        "a window of the whole text (its unfinished line drawn one by one) or of none: "
+        "the same screen and hits"
+    ),
+    ("agentd/terminal/matcher.py", "xǁLineMatcherǁ_plain", r"unfinished=None$"): (
+        "the unfinished line drawn one by one instead of in bulk: the same screen and hits"
+    ),
+    (
+        "agentd/terminal/matcher.py",
+        "xǁLineMatcherǁ_plain",
+        r"if \(complete\) (and False|or True) else WINDOW_MIN|min\(3 \* self\._window",
+    ): "the window's size: how many lines one call takes, not what is drawn",
+    (
+        "agentd/terminal/matcher.py",
+        "xǁLineMatcherǁ_plain",
+        r'nl = text\.(rfind\("\\n", pos\)|find\("XX\\nXX", pos\))|if nl (<= 0|< 1):',
+    ): (
+        "more than one line to draw at once: draw takes each LF as CR LF, as this loop "
+        "does; only the bulk is not tried again for the lines after the first"
+    ),
+    ("agentd/terminal/matcher.py", "xǁLineMatcherǁ_plain", r"if done and pos <= size:"): (
+        "at pos == size the loop ends either way"
+    ),
+    ("agentd/terminal/matcher.py", "xǁLineMatcherǁ_plain", r"^\s*return$"): (
+        "the break it replaces is the loop's last statement, and the function's"
+    ),
+    ("agentd/terminal/matcher.py", "xǁLineMatcherǁ_ingest", r'decode\("UTF-8"'): ("the same codec"),
+    (
+        "agentd/terminal/matcher.py",
+        "xǁLineMatcherǁ_ingest",
+        r"^\s*(self\._screen\.)?narrow = (None|False)$",
+    ): (
+        "narrow false (None is) only sends the text down the path that works out each "
+        "character's cells (Screen.write, bulk.scroll_lines): narrow text's cells are its "
+        "characters, the same screen, slower"
+    ),
+    ("agentd/terminal/matcher.py", "xǁLineMatcherǁ_ingest", r'count_cjk\("XXXX"\.join'): (
+        "X is no CJK character: the test's truth is the same"
+    ),
+    (
+        "agentd/terminal/matcher.py",
+        "xǁLineMatcherǁ_ingest",
+        r"last=(None|i == len\(pieces\) (\+ 1|- 2))\)",
+    ): (
+        "last then holds for no text piece (split's pieces alternate text and sequence, "
+        "an odd count): the read's unfinished line is drawn one by one, the same screen"
+    ),
+    ("agentd/terminal/echo.py", "xǁEchoFilterǁ__init__", r"self\._misses = (None|1)$"): (
+        "a miss is counted only while echo is awaited, and expect sets the count to 0 first"
+    ),
+    ("agentd/terminal/echo.py", "xǁEchoFilterǁ__init__", r"self\.version = 1"): (
+        "the version is only compared for equality: where it starts changes no comparison"
+    ),
+    ("agentd/terminal/matcher.py", "xǁLineMatcherǁline", r"^\s*echo = None$"): (
+        "echo is read as a truth value only: None is as false as False"
+    ),
+    ("agentd/terminal/matcher.py", "xǁLineMatcherǁline", r"if hits or not echo:"): (
+        "on an echo line line_hits leaves out the echo-checked rules, and the filter "
+        "only takes out hits of those: it takes out nothing"
+    ),
+    ("agentd/terminal/matcher.py", "xǁLineMatcherǁline", r"_replace\(dirty=None\)"): (
+        "dirty is read as a truth value only: None is as false as False"
+    ),
 }
 
 

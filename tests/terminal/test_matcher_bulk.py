@@ -209,3 +209,38 @@ def test_a_prompt_rule_added_later_is_looked_for_on_the_line_as_it_is() -> None:
     m.add_rule(Rule("yes-no", re.compile(r"\[y/n\]$"), partial=True))
     assert seen(m.check_partial()) == [("yes-no", "> Continue? [y/n]")]
     assert m.check_partial() == []
+
+
+# -- a read the bulk can do only in part ----------------------------------------------------
+
+
+def test_lines_after_one_the_bulk_cannot_do_are_drawn_and_hit_in_the_same_read() -> None:
+    """A progress bar redrawn with a bare CR in the middle of a read of tool output:
+    the lines before it go in bulk, it is drawn one character at a time, and what
+    comes after it in the read is drawn and matched as well."""
+    m = full([DONE], rows=6)
+    chunk = b"a\r\nb\r\nprogress 10%\rprogress 100%\r\nc\r\nDONE late\r\nd\r\n"
+    assert seen(m.feed(chunk)) == [("done", "DONE late")]
+    assert m.display() == ["b", "progress 100%", "c", "DONE late", "d", ""]
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        # a file name as a hyperlink (OSC 8), as the agents' TUIs print paths
+        b"a\r\nDONE task-7 \x1b]8;;file:///p/notes.md\x1b\\notes.md\x1b]8;;\x1b\\\r\nb\r\n",
+        # a cursor step over a blank cell (CSI C) instead of a space
+        b"a\r\nDONE task-7\x1b[1Cnotes.md\r\nb\r\n",
+        # and the read ends inside the line
+        b"a\r\nDONE task-7 \x1b]8;;file:///p/notes.md\x1b\\notes.md",
+    ],
+)
+def test_a_line_that_goes_on_after_a_control_sequence_in_the_same_read_is_judged_whole(
+    chunk: bytes,
+) -> None:
+    """Text, a control sequence, more text of the same line, all in one read: the
+    hit (what events and logs show) is of the line as all of it draws it, not of
+    the part before the sequence."""
+    m = full([DONE])
+    assert seen(m.feed(chunk)) == [("done", "DONE task-7 notes.md")]
+    assert m.flush() == []
