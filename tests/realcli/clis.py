@@ -117,11 +117,11 @@ class CodexProject:
         unit.update(overrides)
         return unit
 
-    def processes(self) -> list[str]:
+    def processes(self) -> list[psutil.Process]:
         """Every process still running with this CODEX_HOME (the TUI, an app-server
         daemon that reparented to init): none may outlive a test."""
         home = str(self.home)
-        left: list[str] = []
+        left: list[psutil.Process] = []
         for proc in psutil.process_iter(["pid", "cmdline", "environ"]):
             try:
                 if proc.status() == psutil.STATUS_ZOMBIE:
@@ -130,5 +130,5 @@ class CodexProject:
                 continue
             cmdline = " ".join(proc.info.get("cmdline") or [])
             if (proc.info.get("environ") or {}).get("CODEX_HOME") == home or home in cmdline:
-                left.append(f"{proc.info['pid']}: {cmdline[:120]}")
+                left.append(proc)
         return left

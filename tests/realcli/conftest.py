@@ -10,12 +10,11 @@ reason says so loudly.
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.realcli.clis import (
@@ -63,7 +62,8 @@ def codex_project(tmp_path: Path, codex_bin: Path) -> Iterator[CodexProject]:
     deadline = time.monotonic() + 5.0  # the TUI may still be on its way out
     while (left := project.processes()) and time.monotonic() < deadline:
         time.sleep(0.1)
-    for line in left:
-        with contextlib.suppress(OSError):
-            os.kill(int(line.split(":")[0]), signal.SIGKILL)
-    assert not left, f"Codex processes outlived the test: {left}"
+    for proc in left:  # psutil checks it is still that process, not a reused number
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    said = [f"{p.pid}: {' '.join(p.info.get('cmdline') or [])[:120]}" for p in left]
+    assert not left, f"Codex processes outlived the test: {said}"
