@@ -14,7 +14,7 @@ names it and checks that it is the only difference.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -105,13 +105,14 @@ def _codex_title(path: str, body: Any) -> bool:
     return fmt.get("type") == "json_schema"
 
 
-def _codex_turn_recorded(codex_home: Path) -> bool:
-    """Codex's rollout holds the end of a turn. Codex draws the reply as it streams in
-    and writes the response's token_count after it is complete: stopped between the
-    two (seen once, on loaded cores), it never writes the last one."""
-    for rollout in (codex_home / "sessions").rglob("rollout-*.jsonl"):
-        for line in rollout.read_text(encoding="utf-8", errors="replace").splitlines():
-            if '"task_complete"' in line:
+def _recorded(files: Iterable[Path], *texts: str) -> bool:
+    """Whether a line of one of ``files`` (a CLI's own record) holds all of ``texts``.
+    A CLI draws a reply as it streams in and records it (with its tokens) once it is
+    complete: stopped between the two (seen once, on loaded cores), it never records
+    the last response, so a test waits for the record before it stops the session."""
+    for path in files:
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if all(text in line for text in texts):
                 return True
     return False
 
@@ -131,7 +132,12 @@ def test_codex_session_usage_equals_what_the_model_reported(
         codex_project.seed(model.port)
         write_unit(home, "cx", codex_project.unit())
         usage = _one_session(
-            home, "cx", DONE, recorded=lambda: _codex_turn_recorded(codex_project.home)
+            home,
+            "cx",
+            DONE,
+            recorded=lambda: _recorded(
+                (codex_project.home / "sessions").rglob("rollout-*.jsonl"), '"task_complete"'
+            ),
         )
         main = model.reported_for(lambda path, body: not _codex_title(path, body))
         titles = model.reported_for(_codex_title)
@@ -145,16 +151,6 @@ def test_codex_session_usage_equals_what_the_model_reported(
 
 
 # -- Gemini CLI -------------------------------------------------------------------------
-def _gemini_reply_recorded(gemini_home: Path, reply: str) -> bool:
-    """Gemini CLI's chat record holds the reply with its tokens (the same reason as
-    Codex's: what is drawn and what is recorded are two writes)."""
-    for chat in (gemini_home / ".gemini" / "tmp").rglob("chats/*.json*"):
-        for line in chat.read_text(encoding="utf-8", errors="replace").splitlines():
-            if reply in line and '"tokens"' in line:
-                return True
-    return False
-
-
 def _gemini_routing(path: str, body: Any) -> bool:
     """Auto mode's routing request: not streamed, a JSON answer, a lite model."""
     return path.split("?")[0].endswith(":generateContent")
@@ -170,7 +166,12 @@ def test_gemini_session_usage_equals_what_the_model_reported(home: Path, tmp_pat
         unit = project.unit(model.url)
         write_unit(home, "gm", unit)
         usage = _one_session(
-            home, "gm", DONE, recorded=lambda: _gemini_reply_recorded(project.home, DONE)
+            home,
+            "gm",
+            DONE,
+            recorded=lambda: _recorded(
+                (project.home / ".gemini" / "tmp").rglob("chats/*.json*"), DONE, '"tokens"'
+            ),
         )
         main = model.reported_for(lambda path, body: not _gemini_routing(path, body))
         routing = model.reported_for(_gemini_routing)
