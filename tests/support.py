@@ -7,6 +7,7 @@ here has a deadline and, at it, fails the test saying what it last saw.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import os
@@ -292,6 +293,23 @@ def gone(pid: int) -> bool:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return True
+
+
+def held(pid: int) -> psutil.Process | None:
+    """``pid`` as a process, taken while it is known to be ours: ``kill_held`` on it
+    later cannot hit another process that was given the number since."""
+    try:
+        return psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return None
+
+
+def kill_held(proc: psutil.Process | None) -> None:
+    """SIGKILL ``proc`` if it is still that process (psutil checks its start time: a
+    number freed and handed to another process of a parallel run is left alone)."""
+    if proc is not None:
+        with contextlib.suppress(psutil.Error):  # gone (or reaped) since
+            proc.kill()
 
 
 # s: a status request not answered by then fails the watch. The probes' freezes were

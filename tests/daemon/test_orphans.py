@@ -4,7 +4,6 @@ ended through its cgroup where agentd has one (issue 11, finding 5)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shlex
@@ -21,35 +20,14 @@ from tests.support import (
     StatusWatch,
     events,
     fake,
+    gone,
+    held,
+    kill_held,
     noted_pid,
     poll_for,
     records,
     write_unit,
 )
-
-
-def gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
-def held(pid: int) -> psutil.Process | None:
-    """``pid`` as a process, taken while it is known to be ours: killing it later
-    cannot hit another process that was given the number since."""
-    try:
-        return psutil.Process(pid)
-    except psutil.NoSuchProcess:
-        return None
-
-
-def kill(proc: psutil.Process | None) -> None:
-    """SIGKILL ``proc`` if it is still that process (psutil checks its start time:
-    a number freed and handed to another process of a parallel run is left alone)."""
-    if proc is not None:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            proc.kill()
 
 
 def escapee(pidfile: Path) -> list[str]:
@@ -109,7 +87,7 @@ def test_a_session_of_a_unit_that_does_not_load_again_is_ended(
         assert "Traceback" not in second.stderr
     finally:
         for proc in procs:
-            kill(proc)
+            kill_held(proc)
 
 
 def _need_cgroups() -> None:
@@ -134,7 +112,7 @@ def escaped(dhome: Path, serve: list[Served]) -> Iterator[tuple[Served, int]]:
     try:
         yield d, hidden
     finally:
-        kill(proc)
+        kill_held(proc)
 
 
 @pytest.mark.slow

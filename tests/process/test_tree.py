@@ -24,7 +24,7 @@ from agentd.process.tree import (
     order_bottom_up,
     session_env_marker,
 )
-from tests.support import FAKE_AGENT, fake, poll_for
+from tests.support import FAKE_AGENT, fake, gone, poll_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -86,14 +86,6 @@ def _wait_pids(path: Path, n: int) -> list[int]:
     return poll_for(probe, what=f"{n} pids in {path.name}")
 
 
-def _gone(pid: int) -> bool:
-    """Not running; a zombie is gone too (whoever adopted it reaps it)."""
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
 def _end(
     marker: str,
     *,
@@ -126,7 +118,7 @@ def test_child_ignoring_sigterm_is_killed_after_grace(spawn: Spawn) -> None:
     assert {leader.pid, child} <= set(result.signalled)
     assert child in result.killed and leader.pid not in result.killed
     assert result.survivors == []
-    assert _gone(child)
+    assert gone(child)
     assert batches[0][0] == signal.SIGTERM and set(batches[0][1]) == {leader.pid, child}
     assert any(sig == signal.SIGKILL and child in pids for sig, pids in batches)
 
@@ -156,7 +148,7 @@ def test_double_forked_setsid_orphan_is_found_by_marker_and_ended(spawn: Spawn) 
     result = _end(marker, leader=None, sid=None, grace=0.3)
 
     assert result.killed == [orphan] and result.survivors == []
-    assert _gone(orphan)
+    assert gone(orphan)
 
 
 def test_process_exiting_on_sigterm_is_not_sigkilled(spawn: Spawn) -> None:
@@ -205,7 +197,7 @@ def test_cancelled_ending_still_kills_what_it_found(spawn: Spawn) -> None:
     asyncio.run(cancel_midway())
 
     assert leader.wait(timeout=10) == -signal.SIGKILL
-    poll_for(lambda: _gone(child), what=f"child {child} gone")
+    poll_for(lambda: gone(child), what=f"child {child} gone")
 
 
 # On SIGTERM the leader starts a child in a session of its own (posix_spawn with
@@ -260,7 +252,7 @@ def test_child_forked_while_dying_is_found_and_signalled(spawn: Spawn) -> None:
     # the group's closing signal before any scan saw it (pending until it unblocks).
     # Either way SIGTERM ended it: no SIGKILL, nothing left.
     assert result.killed == [] and result.survivors == []
-    poll_for(lambda: _gone(late_child), what=f"the late child {late_child} gone")
+    poll_for(lambda: gone(late_child), what=f"the late child {late_child} gone")
 
 
 # On SIGTERM the leader forks a child (in its group, born after the group's first
@@ -326,7 +318,7 @@ def test_a_child_seen_in_the_group_that_leaves_it_before_the_group_signal_gets_s
     [_, child] = _read_pids(pids_file)
     assert child in result.signalled
     assert result.killed == [] and result.survivors == []  # SIGTERM, not SIGKILL after grace
-    assert _gone(child)
+    assert gone(child)
 
 
 # Three levels: the leader forks a middle process that leaves the session
@@ -393,7 +385,7 @@ def test_a_grandchild_under_a_middle_that_left_the_session_and_the_marker_is_fou
     assert {leader.pid, middle, grandchild} <= set(batches[0][1])
     assert result.survivors == [] and result.killed == [leader.pid]
     assert leader.wait(timeout=10) == -signal.SIGKILL
-    assert _gone(middle) and _gone(grandchild)
+    assert gone(middle) and gone(grandchild)
 
 
 def test_the_group_hears_the_signal_before_the_first_scan(

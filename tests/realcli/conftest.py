@@ -9,12 +9,10 @@ reason says so loudly.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 
 from tests.realcli.clis import (
@@ -27,6 +25,7 @@ from tests.realcli.clis import (
     codex_exe,
 )
 from tests.realcli.pins import versions
+from tests.support import kill_held
 
 __all__ = ["CACHE", "CLAUDE_CODE", "CODEX", "ClaudeProject", "CodexProject", "claude_exe"]
 
@@ -62,8 +61,7 @@ def codex_project(tmp_path: Path, codex_bin: Path) -> Iterator[CodexProject]:
     deadline = time.monotonic() + 5.0  # the TUI may still be on its way out
     while (left := project.processes()) and time.monotonic() < deadline:
         time.sleep(0.1)
-    for proc in left:  # psutil checks it is still that process, not a reused number
-        with contextlib.suppress(psutil.Error):
-            proc.kill()
+    for proc in left:
+        kill_held(proc)
     said = [f"{p.pid}: {' '.join(p.info.get('cmdline') or [])[:120]}" for p in left]
     assert not left, f"Codex processes outlived the test: {said}"
