@@ -298,7 +298,10 @@ def test_every_request_needs_the_token_and_a_post_its_csrf(
     assert site.token not in head["Set-Cookie"]
     assert "HttpOnly" in head["Set-Cookie"] and "SameSite=Strict" in head["Set-Cookie"]
     assert site.get("/units/w", token=False, headers={"Cookie": cookie})[0] == 200
-    # state changes: POST only, and only with the CSRF token of the pages
+    # state changes: POST only, and only with the CSRF token of the pages. The unit is
+    # running first (on loaded cores it may still be starting), so "still running" after
+    # the refused stops says they were refused.
+    poll_for(lambda: d.status("w")["state"] == "running", timeout=30, what="w running")
     assert site.get("/units/w/stop", data={})[0] == 403
     assert site.get("/units/w/stop", data={"csrf": "forged"})[0] == 403
     assert site.get("/units/w/stop", token=False, data={"csrf": csrf_token(site.token)})[0] == 401
