@@ -92,6 +92,7 @@ GROUPS = (
             "tests/terminal/test_guards_echo.py",
             # the matcher's fast in-process tests of screens, redraws and captures
             "tests/terminal/test_echo_case.py",
+            "tests/terminal/test_echo_grown_rows.py",
             "tests/terminal/test_real_captures.py",
             "tests/terminal/test_resize.py",
             "tests/terminal/test_rows_again.py",
@@ -367,6 +368,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ),
     ("agentd/terminal/matcher.py", "xǁLineMatcherǁ_plain", r"if done and pos <= size:"): (
         "at pos == size the loop ends either way"
+    ),
+    ("agentd/terminal/matcher.py", "xǁLineMatcherǁ_plain", r"if pos > size:"): (
+        "at pos == size (the bulk wrote the rest) it draws an empty string: write('') "
+        "moves no cell and counts nothing; the stroke it notes at the new row's start "
+        "changes nothing, as bulk_drawn left the stroke unsettled"
     ),
     ("agentd/terminal/matcher.py", "xǁLineMatcherǁ_plain", r"^\s*return$"): (
         "the break it replaces is the loop's last statement, and the function's"

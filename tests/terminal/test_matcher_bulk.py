@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from agentd.terminal.matcher import LineMatcher
+from agentd.terminal.matcher import WINDOW_MIN, LineMatcher
 from agentd.terminal.rules import Hit, Rule
 
 DONE = Rule("done", re.compile(r"DONE \w+"))
@@ -244,3 +244,17 @@ def test_a_line_that_goes_on_after_a_control_sequence_in_the_same_read_is_judged
     m = full([DONE])
     assert seen(m.feed(chunk)) == [("done", "DONE task-7 notes.md")]
     assert m.flush() == []
+
+
+def test_a_line_across_the_end_of_the_bulks_window_hits_as_all_of_it() -> None:
+    """After a line it cannot do, the bulk takes the rest of the read a window of
+    ``WINDOW_MIN`` characters at a time: a line that the window's end cuts is
+    drawn whole, not hit as the part that fell in the window."""
+    head = b"a\r\nprogress 10%\rprogress 100%\r\n"
+    # the window's characters are those drawn: a CR LF is one (a line feed)
+    filler = b"".join(b"tool output line %03d\r\n" % i for i in range(23)) + b"y" * 19 + b"\r\n"
+    assert len(filler) - filler.count(b"\r\n") == WINDOW_MIN - len("DONE task")
+    line = b"DONE task-7 notes"  # its first bytes in the window, the rest after it
+    m = full([DONE], rows=6)
+    assert seen(m.feed(head + filler + line + b"\r\nb\r\n")) == [("done", "DONE task-7 notes")]
+    assert m.display()[-3:] == [line.decode(), "b", ""]

@@ -83,3 +83,28 @@ def test_an_echo_awaited_since_has_the_rows_searched_again(searched: list[str]) 
     m.expect_echo("something typed")
     m.feed(redraw(ROWS, "* Thinking (0s)"))
     assert set(ROWS) <= set(searched[before:])
+
+
+def test_a_frame_that_changes_one_row_offers_that_row_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Between Ink's full redraws a TUI may update one row in a frame of its own
+    (a spinner's clock): the rows a redraw found unchanged wait for no frame's
+    end any more, so only the row the frame changed is offered."""
+    offered: list[str] = []
+    real = LineMatcher.line
+
+    def line(self: LineMatcher, text: str, mark: Any, how: Any) -> Any:
+        offered.append(text)
+        return real(self, text, mark, how)
+
+    monkeypatch.setattr(LineMatcher, "line", line)
+    m = matcher()
+    m.feed(redraw(ROWS, "* Thinking (0s)"))
+    m.feed(redraw(ROWS, "* Thinking (0s)"))  # every row as it was
+    offered.clear()
+    # up to the spinner's row, write it again, back to the prompt: one frame
+    tick = "\x1b[?2026h\x1b[1A\r\x1b[2K* Thinking (1s)\x1b[1B\r\x1b[2C\x1b[?2026l"
+    for second in range(1, 4):
+        assert m.feed(tick.replace("(1s)", f"({second}s)").encode()) == []
+    assert offered and set(offered) == {f"* Thinking ({s}s)" for s in range(1, 4)}, offered
