@@ -470,6 +470,8 @@ def main(argv: list[str] | None = None) -> int:
         print(table(mutants, by="module"), flush=True)
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)
+    if not found:  # each group failed, and said why: there is no score to print
+        return 1
     print()
     print(table(found, by="module"))
     if args.survivors:
@@ -541,7 +543,16 @@ def copy_repo(dst: Path) -> None:
             shutil.copy2(src, dst / name)
 
 
-def read_results(copy: Path, group: Group) -> list[Mutant]:
+def read_results(copy: Path, group: Group) -> list[Mutant] | None:
+    """The kept run of ``group`` in ``copy``; None, saying why, if there is none."""
+    missing = [m for m in group.modules if not (copy / "mutants" / f"{m}.meta").is_file()]
+    if missing:
+        print(
+            f"mutation_score: {group.name}: no kept run in {copy} (no result for "
+            f"{', '.join(missing)}): run the group first with --work {copy.parent}",
+            file=sys.stderr,
+        )
+        return None
     mutants: list[Mutant] = []
     statuses = _statuses()
     for module in group.modules:
