@@ -67,7 +67,8 @@ QUICK_IN_A_ROW = 3  # ...this many sessions in a row: a failure, whatever min_up
 
 @dataclass(frozen=True)
 class SessionEnd:
-    """How one session ended. Times are from one monotonic clock."""
+    """How one session ended. Times are from one monotonic clock: the agent's exec, and
+    its exit or the trigger that ended it (``uptime``: how long the agent itself ran)."""
 
     session: int
     started_at: float

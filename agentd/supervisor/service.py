@@ -882,6 +882,10 @@ class Service:
         self._keep_due()  # the screen of the session before, now that this one runs
         either: list[asyncio.Future[Any]] = [session.exited, triggers.fired]
         await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        # The agent's own run, for min_uptime and the quick-end brake: from its exec to its
+        # exit or the trigger, not agentd's work around it (the bootstrap before, the stop
+        # and the records after), which takes seconds on a loaded machine.
+        ran_until = self._clock()
         trigger = triggers.trigger
         if not self._stop_requested and (trigger is None or trigger.action == "restart"):
             self._prelaunch(number + 1, run.size)  # likely next: on its way while this one ends
@@ -889,8 +893,8 @@ class Service:
         state_after, done = await self.briefing.state_after(unit)
         return SessionEnd(
             number,
-            started,
-            self._clock(),
+            session.started_at,
+            ran_until,
             exit_code=child.exit_code,
             signal=child.signal,
             trigger=trigger.reason if trigger else None,

@@ -313,3 +313,40 @@ def test_a_reload_keeps_the_size_unless_the_file_changes_its_pty(home: Path) -> 
         assert size(svc) == (90, 20)  # the file's new pty wins over the attached size
 
     run_with(home, "w", {"command": fake("wait")}, body)
+
+
+def test_the_quick_end_brake_counts_the_agents_run_not_agentds_work_around_it(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent that exits 42 at once, on a machine where agentd's own work for each
+    session (here the bootstrap) takes over a second: the third quick end in a row is a
+    failure all the same. Counted from before the bootstrap, no session looked quick and
+    the agent was restarted without end (a slow machine, not a slow agent)."""
+    from agentd.supervisor.briefing import Briefing
+
+    prepare = Briefing.prepare
+
+    async def slow_prepare(self: Briefing, *args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(1.1)  # QUICK_END is 1 s: alone, more than a quick end
+        return await prepare(self, *args, **kwargs)
+
+    monkeypatch.setattr(Briefing, "prepare", slow_prepare)
+
+    async def body(sup: Supervisor) -> None:
+        svc = sup.get("q")
+        svc.start()
+        await svc.wait(lambda s: s == State.BACKOFF)
+        assert svc.session_no == 3
+        await sup.stop("q")
+
+    seen = run_with(
+        home,
+        "q",
+        {
+            # a shell, not the fake agent: it ends in milliseconds however busy the cores
+            "command": ["/bin/sh", "-c", "exit 42"],
+            "restart": {"min_uptime": 0, "delay": "1h", "burst": 9},
+        },
+        body,
+    )
+    assert [e["reason"] for e in seen if e["event"] == "session.exit"] == ["exit:42"] * 3
