@@ -761,12 +761,14 @@ def test_the_restart_brake_holds_with_min_uptime_0(home: Path) -> None:
     """An agent that exits 42 at once, and one whose sentinel matches at once, do not
     loop: the third quick end in a row backs off, and the burst fails the unit."""
     quick = {"min_uptime": 0, "delay": "10ms", "max_delay": "50ms", "burst": 3}
-    write_unit(home, "exits", {"command": fake("exit:42"), "restart": quick})
+    # Shells, not the fake agent: each ends (or says GO) in milliseconds however busy the
+    # cores, where a Python agent's start alone may take a second on a loaded machine.
+    write_unit(home, "exits", {"command": ["/bin/sh", "-c", "exit 42"], "restart": quick})
     write_unit(
         home,
         "matches",
         {
-            "command": fake("out:GO", "wait"),
+            "command": ["/bin/sh", "-c", "echo GO; exec sleep 3600"],
             "restart": quick,
             "sentinels": [{"name": "go", "match": "GO"}],
             "stop": {"grace": "300ms"},
