@@ -167,8 +167,10 @@ class RestartSpec(StrictModel):
     max_delay: Duration = 300
     """The longest wait between failures."""
     min_uptime: Duration = 10
-    """A session shorter than this counts as a failure, whatever ended it. Whatever it says, three
-    sessions in a row that each end within a second are a failure too.
+    """A session shorter than this counts as a failure, whatever ended it. A session's length is
+    the agent's own run, from its start to its exit or to what ended it: agentd's work around it
+    (the bootstrap before, the stop after) does not count, however long a loaded machine makes
+    it. Whatever it says, three sessions in a row that each end within a second are a failure too.
     """
     burst: NonNegative = 5
     """More than this many failures within `window`: the unit ends `failed`."""
