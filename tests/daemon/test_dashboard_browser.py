@@ -173,3 +173,40 @@ def test_the_stop_button_stops_the_unit_and_events_come_live(
     page.close()  # the browser leaves: its live stream ends, quietly
     assert d.stop() == 0
     assert "Traceback" not in d.stderr and "Error handling request" not in d.stderr
+
+
+@pytest.mark.slow
+def test_a_click_pressed_before_the_page_refreshes_and_released_after_is_not_lost(
+    dhome: Path, serve: list[Served], browser: Any
+) -> None:
+    """The live parts of a page are fetched and replaced at each change of a unit (and
+    every 15 s while one runs). A link pressed before such a change and released after
+    it still goes where it leads: the fresh parts wait for the release (without that,
+    the link under the pointer was replaced and the click went nowhere)."""
+    write_unit(dhome, "beta", {"command": fake("out:beta is thinking", "wait")})
+    d, site = dashboard_daemon(dhome, serve)
+    poll_for(lambda: d.status("beta")["pid"], what="beta to run")
+    page = browser.new_page()
+    errors = console_errors(page)
+    page.goto(f"{site.url}?token={site.token}")
+    expect(page.locator("#live")).to_have_class("live on", timeout=WAIT_MS)  # events open
+    # the refresh comes: held for the release, or (what this guards against) put in at once
+    page.evaluate(
+        """() => {
+            document.getElementById('units').dataset.before = '1';
+            document.addEventListener('agentd:held', () => { window.held = true; });
+        }"""
+    )
+    box = page.get_by_role("link", name="beta").bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    d.result("stop", units=["beta"])  # a change: the table is fetched again, and held
+    page.wait_for_function(
+        "() => window.held === true || !document.getElementById('units').dataset.before",
+        timeout=WAIT_MS,
+    )
+    page.mouse.up()
+    page.wait_for_url(f"{site.url}units/beta", timeout=WAIT_MS)
+    expect(page.locator("#summary .state")).to_have_text("stopped", timeout=WAIT_MS)
+    assert errors == []

@@ -29,6 +29,32 @@
   // -- the page's live parts ---------------------------------------------------------------
   let refreshing = null;
   let again = false;  // something changed while the page was being fetched
+  // A link or button replaced between its press and its release loses the click: parts
+  // fetched while a button is down wait for the release, and go in after its click.
+  let pressed = false;
+  let held = null;
+  document.addEventListener("pointerdown", function () { pressed = true; }, true);
+  function release() {
+    pressed = false;
+    if (held) {
+      const fresh = held;
+      held = null;
+      setTimeout(function () { putIn(fresh); }, 0);  // the click comes in this same task
+    }
+  }
+  document.addEventListener("pointerup", release, true);
+  document.addEventListener("pointercancel", release, true);
+
+  function putIn(fresh) {
+    for (const part of fresh.querySelectorAll("[data-live]")) {
+      const old = document.getElementById(part.id);
+      if (!old) continue;
+      keepOpen(old, part);
+      old.replaceWith(document.adoptNode(part));
+    }
+    watchBootstraps();
+  }
+
   function refreshSoon() {
     if (refreshing) {
       again = true;
@@ -39,18 +65,17 @@
         const answer = await get(location.href);
         if (answer) {
           const fresh = new DOMParser().parseFromString(await answer.text(), "text/html");
-          for (const part of fresh.querySelectorAll("[data-live]")) {
-            const old = document.getElementById(part.id);
-            if (!old) continue;
-            keepOpen(old, part);
-            old.replaceWith(document.adoptNode(part));
+          if (pressed) {
+            held = fresh;  // the newest wins
+            document.dispatchEvent(new CustomEvent("agentd:held"));  // (the tests wait for it)
+          } else {
+            putIn(fresh);
           }
         }
       } catch (_) {
         // the answer broke off: the next change or tick fetches it again
       } finally {
         refreshing = null;
-        watchBootstraps();
         if (again) {
           again = false;
           refreshSoon();
