@@ -44,6 +44,7 @@
   }
   document.addEventListener("pointerup", release, true);
   document.addEventListener("pointercancel", release, true);
+  window.addEventListener("blur", release);  // a release the page never sees: never stuck
 
   function putIn(fresh) {
     for (const part of fresh.querySelectorAll("[data-live]")) {
