@@ -22,6 +22,7 @@ from tests.support import (
     QUICK,
     WAIT_MS,
     Served,
+    Web,
     console_errors,
     dashboard_daemon,
     fake,
@@ -142,17 +143,24 @@ def test_units_page_timeline_tooltips_and_a_screenshot(
     assert errors == []  # e.g. nothing the Content-Security-Policy refused
 
 
+def live_page(browser: Any, d: Served, site: Web, path: str) -> tuple[Any, list[str]]:
+    """Once beta runs: a page open at ``path`` (the token given) with its live events
+    flowing, and the console errors it will log."""
+    poll_for(lambda: d.status("beta")["pid"], what="beta to run")
+    page = browser.new_page()
+    errors = console_errors(page)
+    page.goto(f"{site.url}{path}?token={site.token}")
+    expect(page.locator("#live")).to_have_class("live on", timeout=WAIT_MS)  # events open
+    return page, errors
+
+
 @pytest.mark.slow
 def test_the_stop_button_stops_the_unit_and_events_come_live(
     dhome: Path, serve: list[Served], browser: Any
 ) -> None:
     two_units(dhome)
     d, site = dashboard_daemon(dhome, serve)
-    poll_for(lambda: d.status("beta")["pid"], what="beta to run")
-    page = browser.new_page()
-    errors = console_errors(page)
-    page.goto(f"{site.url}units/beta?token={site.token}")
-    expect(page.locator("#live")).to_have_class("live on", timeout=WAIT_MS)  # events open
+    page, errors = live_page(browser, d, site, "units/beta")
     assert page.locator("#summary .state").text_content() == "running"
 
     page.get_by_role("button", name="Stop").click()
@@ -185,11 +193,7 @@ def test_a_click_pressed_before_the_page_refreshes_and_released_after_is_not_los
     the link under the pointer was replaced and the click went nowhere)."""
     write_unit(dhome, "beta", {"command": fake("out:beta is thinking", "wait")})
     d, site = dashboard_daemon(dhome, serve)
-    poll_for(lambda: d.status("beta")["pid"], what="beta to run")
-    page = browser.new_page()
-    errors = console_errors(page)
-    page.goto(f"{site.url}?token={site.token}")
-    expect(page.locator("#live")).to_have_class("live on", timeout=WAIT_MS)  # events open
+    page, errors = live_page(browser, d, site, "")
     # the refresh comes: held for the release, or (what this guards against) put in at once
     page.evaluate(
         """() => {

@@ -14,6 +14,7 @@ import pytest
 
 from agentd.config.unitfile import load_unit
 from agentd.supervisor.api import Supervisor
+from agentd.supervisor.briefing import Briefing
 from agentd.supervisor.states import State
 from tests.support import (
     agentd_popen,
@@ -322,8 +323,6 @@ def test_the_quick_end_brake_counts_the_agents_run_not_agentds_work_around_it(
     session (here the bootstrap) takes over a second: the third quick end in a row is a
     failure all the same. Counted from before the bootstrap, no session looked quick and
     the agent was restarted without end (a slow machine, not a slow agent)."""
-    from agentd.supervisor.briefing import Briefing
-
     prepare = Briefing.prepare
 
     async def slow_prepare(self: Briefing, *args: Any, **kwargs: Any) -> Any:
